@@ -1,0 +1,12 @@
+"""Single-pass second-order SGD estimators for scikit-learn.
+
+Estimators
+----------
+PlainSGDClassifier
+    Plain / averaged SGD on the shared core (the baseline).
+"""
+from ._sgd import PlainSGDClassifier
+
+__version__ = "0.1.0"
+
+__all__ = ["PlainSGDClassifier"]

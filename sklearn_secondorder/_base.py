@@ -1,0 +1,329 @@
+"""Shared linear-classifier base: validation, classes, state, prediction.
+
+Every linear estimator of the package (``PSAClassifier``, ``SGDQNLinearSVC``,
+``SBMLogisticRegression``, ``PlainSGDClassifier``) is a thin subclass that
+declares its parameters and implements two hooks:
+
+``_init_problem(n_features, n_outputs)``
+    A fresh state dict for one sub-problem; it must hold ``coef`` (flat,
+    C-order ``(n_features, n_outputs)``) and ``intercept`` ``(n_outputs,)``.
+``_run_problem(X, y, sample_weight, state, n_epochs)``
+    Run the compiled kernel over the rows, updating ``state`` in place, and
+    return the number of passes made. ``y`` holds +-1 for binary problems and
+    class indices for a multinomial one.
+
+The base decides the decomposition: one binary problem for two classes,
+one multinomial problem when ``_is_multinomial()`` (more than two classes
+with a loss the estimator fits jointly), otherwise one-vs-rest with one
+binary problem per class, run in parallel threads (``n_jobs``) because the
+kernels release the GIL.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state, compute_class_weight
+from scipy.special import expit
+from sklearn.utils.extmath import safe_sparse_dot, softmax
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+
+from ._compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
+
+MAX_SEED = np.iinfo(np.int32).max
+
+
+def diverged_error(name, epoch):
+    """The error raised when the weights overflow."""
+    return ValueError(
+        f"{name}: the weights overflowed (non-finite values) during pass {epoch}; "
+        "lower eta0, increase alpha, or scale the features (e.g. StandardScaler)."
+    )
+
+
+class LinearClassifierBase(ClassifierMixin, BaseEstimator):
+    """Base class of the linear classifiers (see the module docstring).
+
+    Subclasses set ``_probabilistic_losses`` (losses with ``predict_proba``)
+    and may override ``_is_multinomial``.
+    """
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "warm_start": ["boolean"],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+    _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
+
+    # ---- hooks ----------------------------------------------------------------
+    def _init_problem(self, n_features, n_outputs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _run_problem(self, X, y, sample_weight, state, n_epochs):  # pragma: no cover
+        raise NotImplementedError
+
+    def _is_multinomial(self):
+        """Whether more than two classes are fitted jointly (default: never)."""
+        return False
+
+    def _final_weights(self, state):
+        """The ``(coef, intercept)`` a problem exposes (default: current weights)."""
+        return state["coef"], state["intercept"]
+
+    # ---- fitting --------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model with ``max_iter`` passes over the data.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = self._validate_xy(X, y, reset=True)
+        classes = np.unique(y)
+        keep = (self.warm_start and hasattr(self, "_states")
+                and np.array_equal(classes, self.classes_)
+                and self._states[0]["coef"].size
+                == X.shape[1] * self._states[0]["intercept"].size)
+        self.classes_ = classes
+        self._check_n_classes()
+        if not keep:
+            self._reset_state(X.shape[1])
+        sample_weight = self._weights_for(X, y, sample_weight, allow_balanced=True)
+        return self._fit_epochs(X, y, sample_weight, self.max_iter)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass over the given rows, continuing the current state.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes; required on the first call, and when given on a
+            later call it must equal ``classes_``.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        first = not hasattr(self, "classes_")
+        if first:
+            self._validate_params()
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            check_classification_targets(np.asarray(classes))
+            self.classes_ = np.unique(classes)
+            self._check_n_classes()
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"`classes={np.unique(classes)!r}` is not the same as on the first call "
+                f"to partial_fit ({self.classes_!r})."
+            )
+        if self.class_weight == "balanced":
+            raise ValueError(
+                "class_weight='balanced' is not supported by partial_fit: compute the "
+                "weights on the full data with sklearn.utils.compute_class_weight and pass "
+                "them as a dict."
+            )
+        X, y = self._validate_xy(X, y, reset=first)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
+                             f"{unseen[:5]!r}")
+        if first:
+            self._reset_state(X.shape[1])
+        sample_weight = self._weights_for(X, y, sample_weight, allow_balanced=False)
+        return self._fit_epochs(X, y, sample_weight, 1)
+
+    def _validate_xy(self, X, y, reset):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             order="C", reset=reset)
+        check_classification_targets(y)
+        return X, y
+
+    def _check_n_classes(self):
+        if self.classes_.size < 2:
+            raise ValueError(
+                "The classifier needs samples of at least 2 classes in the data, but the "
+                f"data contain only one class: {self.classes_[0]!r}"
+            )
+
+    def _weights_for(self, X, y, sample_weight, allow_balanced):
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+            raise ValueError("sample_weight must be finite and non-negative.")
+        if self.class_weight is not None:
+            if self.class_weight == "balanced" and not allow_balanced:
+                raise ValueError("class_weight='balanced' needs the full data")
+            cw = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
+            sample_weight = sample_weight * cw[np.searchsorted(self.classes_, y)]
+        return sample_weight
+
+    def _problem_count(self):
+        K = self.classes_.size
+        if K == 2:
+            return 1, 1
+        if self._is_multinomial():
+            return 1, K
+        return K, 1
+
+    def _reset_state(self, n_features):
+        n_problems, n_outputs = self._problem_count()
+        rng = check_random_state(self.random_state)
+        self._states = []
+        for _ in range(n_problems):
+            state = self._init_problem(n_features, n_outputs)
+            state["seed"] = int(rng.randint(1, MAX_SEED))
+            state["t"] = 0
+            self._states.append(state)
+        self.t_ = 0
+        self.n_iter_ = 0
+
+    def _targets(self, y, problem):
+        """Kernel targets of one problem: +-1, or class indices (multinomial)."""
+        idx = np.searchsorted(self.classes_, y)
+        n_problems, n_outputs = self._problem_count()
+        if n_outputs > 1:
+            return idx.astype(np.float64)
+        positive = 1 if n_problems == 1 else problem
+        return np.where(idx == positive, 1.0, -1.0)
+
+    def _fit_epochs(self, X, y, sample_weight, n_epochs):
+        if not hasattr(self, "_states"):
+            self._reset_state(X.shape[1])
+        n_problems = len(self._states)
+
+        def run(p):
+            return self._run_problem(X, self._targets(y, p), sample_weight,
+                                     self._states[p], n_epochs)
+
+        if n_problems == 1:
+            passes = [run(0)]
+        else:
+            passes = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
+                delayed(run)(p) for p in range(n_problems))
+        self.n_iter_ = int(max(passes))
+        self.t_ = int(max(s["t"] for s in self._states))
+        self._export()
+        return self
+
+    def _export(self):
+        """Set ``coef_`` (n_problems or n_classes, n_features) and ``intercept_``."""
+        coefs, intercepts = [], []
+        for state in self._states:
+            coef, intercept = self._final_weights(state)
+            K = intercept.size
+            coefs.append(np.asarray(coef).reshape(-1, K).T)
+            intercepts.append(np.asarray(intercept))
+        self.coef_ = np.ascontiguousarray(np.vstack(coefs))
+        self.intercept_ = np.concatenate(intercepts)
+
+    # ---- prediction -------------------------------------------------------------
+    def decision_function(self, X):
+        """Signed scores: shape (n_samples,) for two classes, else (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[idx]
+
+    def _check_proba(self):
+        loss = getattr(self, "loss", "log_loss")
+        if loss not in self._probabilistic_losses:
+            raise AttributeError(
+                f"probability estimates are not available for loss={loss!r}")
+        return True
+
+    def _predict_proba(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            scores = scores[:, None]
+        if getattr(self, "loss", "log_loss") == "modified_huber":
+            # Zhang (2001), as scikit-learn's SGDClassifier.
+            prob = (np.clip(scores, -1, 1) + 1) / 2
+            if prob.shape[1] == 1:
+                return np.hstack([1 - prob, prob])
+            norm = prob.sum(axis=1, keepdims=True)
+            uniform = norm[:, 0] == 0
+            prob[uniform] = 1.0
+            norm[uniform] = prob.shape[1]
+            return prob / norm
+        if scores.shape[1] > 1 and self._is_multinomial():
+            return softmax(scores.copy())
+        prob = expit(scores)
+        if prob.shape[1] == 1:
+            return np.hstack([1 - prob, prob])
+        return prob / prob.sum(axis=1, keepdims=True)  # one-vs-rest, normalised
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (probabilistic losses only).
+
+        Binary: the logistic of the score (``log_loss``) or Zhang's
+        ``(clip(score, -1, 1) + 1) / 2`` (``modified_huber``). Multiclass:
+        softmax for a multinomial model, normalised one-vs-rest otherwise.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._predict_proba(X)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Log of ``predict_proba``."""
+        return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+

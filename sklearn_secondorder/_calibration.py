@@ -1,0 +1,63 @@
+"""Step-size calibration on a sample of rows (Bottou's recipe).
+
+Bottou ("Stochastic gradient descent tricks", 2012, and ``svmasgd.cpp``'s
+``determineEta0``): run one pass with a constant step ``eta`` over a sample
+of about 1000 rows, starting from the current weights; try ``eta`` doubling
+and halving from a start value, keep the one with the lowest regularized
+objective, and return half of it for safety (the full data are noisier than
+the sample).
+"""
+import numpy as np
+
+from ._core._dataset import RowDataset
+from ._core._sgd_fast import trial_pass
+
+
+def calibrate_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
+                   fit_intercept, random_state, n_samples=1000, eta_start=0.1,
+                   factor=2.0, max_trials=20):
+    """Pick a constant step size on a random sample of rows.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    y, sample_weight : ndarray of shape (n_samples,)
+        Targets as the kernels take them (+-1, or class indices).
+    coef, intercept : ndarray
+        Current weights (flat ``(n_features * n_outputs,)``, ``(n_outputs,)``);
+        not modified.
+    loss : Loss or None
+        Binary loss, or None for the multinomial log loss.
+    random_state : numpy.random.RandomState
+        Draws the sample rows.
+
+    Returns
+    -------
+    eta0 : float
+        Half of the best constant step found.
+    """
+    n = X.shape[0]
+    rows = random_state.choice(n, size=min(n, n_samples), replace=False)
+    rows.sort()
+    ds = RowDataset(X[rows], y[rows], sample_weight[rows])
+    kw = dict(loss=loss, n_outputs=n_outputs, alpha=alpha, fit_intercept=fit_intercept)
+
+    def objective(eta):
+        return trial_pass(ds, coef, intercept, eta=eta, **kw)
+
+    best_eta, best_obj = eta_start, objective(eta_start)
+    # Search upward while the objective improves, else downward.
+    for direction in (factor, 1.0 / factor):
+        eta = best_eta
+        for _ in range(max_trials):
+            eta *= direction
+            obj = objective(eta)
+            if not obj < best_obj:
+                break
+            best_eta, best_obj = eta, obj
+        if best_eta != eta_start:
+            break
+    if not np.isfinite(best_obj):
+        raise ValueError("step-size calibration diverged for every candidate; scale X "
+                         "or pass eta0 explicitly")
+    return best_eta / 2.0

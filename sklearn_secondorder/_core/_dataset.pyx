@@ -1,0 +1,104 @@
+"""Row access over dense and CSR data for the nogil epoch loops."""
+import numpy as np
+import scipy.sparse as sp
+
+from ._random cimport rand_below
+
+INT32_MAX = np.iinfo(np.int32).max
+
+
+cdef class RowDataset:
+    """Rows of ``X`` with targets and sample weights, in a shuffleable order.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features) or CSR matrix
+        Converted to float64; CSR indices to int32 (int64-indexed CSR is
+        accepted when ``n_features`` fits in int32).
+    y : ndarray of shape (n_samples,)
+        Targets as float64 (class indices for multinomial kernels).
+    sample_weight : ndarray of shape (n_samples,)
+    """
+
+    def __init__(self, X, y, sample_weight):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            if X.shape[1] > INT32_MAX:
+                raise ValueError(f"n_features={X.shape[1]} exceeds the int32 index range")
+            if not X.has_sorted_indices:
+                X = X.sorted_indices()
+            self.is_sparse = True
+            self.data = np.ascontiguousarray(X.data, dtype=np.float64)
+            self.indices = np.ascontiguousarray(X.indices, dtype=np.int32)
+            self.indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+            self.X_dense = np.zeros((0, 0))
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got shape {X.shape}")
+            self.is_sparse = False
+            self.X_dense = X
+            self.data = np.zeros(0)
+            self.indices = np.zeros(0, dtype=np.int32)
+            self.indptr = np.zeros(1, dtype=np.int64)
+        self.n_samples, self.n_features = X.shape
+        self.dense_index = np.arange(self.n_features, dtype=np.int32)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if y.shape[0] != self.n_samples or sample_weight.shape[0] != self.n_samples:
+            raise ValueError("X, y and sample_weight must have the same number of rows")
+        self.y = y
+        self.sample_weight = sample_weight
+        self.order = np.arange(self.n_samples, dtype=np.intp)
+
+    cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
+                  double* y, double* sw) noexcept nogil:
+        """The k-th row in the current order (pointers into the arrays)."""
+        cdef Py_ssize_t i = self.order[k]
+        cdef long long start
+        if self.is_sparse:
+            start = self.indptr[i]
+            x[0] = &self.data[0] + start if self.data.shape[0] > 0 else NULL
+            ind[0] = &self.indices[0] + start if self.indices.shape[0] > 0 else NULL
+            nnz[0] = <int>(self.indptr[i + 1] - start)
+        else:
+            x[0] = &self.X_dense[i, 0] if self.n_features > 0 else NULL
+            ind[0] = &self.dense_index[0] if self.n_features > 0 else NULL
+            nnz[0] = <int>self.n_features
+        y[0] = self.y[i]
+        sw[0] = self.sample_weight[i]
+
+    cdef void shuffle(self, unsigned int* seed) noexcept nogil:
+        """Fisher-Yates shuffle of the visiting order."""
+        cdef Py_ssize_t i, j, tmp
+        for i in range(self.n_samples - 1, 0, -1):
+            j = rand_below(seed, i + 1)
+            tmp = self.order[i]
+            self.order[i] = self.order[j]
+            self.order[j] = tmp
+
+    def shuffle_py(self, unsigned int seed):
+        """Shuffle the order (test hook); returns the new seed state."""
+        cdef unsigned int s = seed
+        self.shuffle(&s)
+        return s
+
+    def row_py(self, Py_ssize_t k):
+        """The k-th row as ``(values, indices, y, sample_weight)`` (test hook)."""
+        cdef const double* x
+        cdef const int* ind
+        cdef int nnz
+        cdef double yy, sw
+        self.row(k, &x, &ind, &nnz, &yy, &sw)
+        vals = np.array([x[t] for t in range(nnz)], dtype=np.float64)
+        idx = np.array([ind[t] for t in range(nnz)], dtype=np.int32)
+        return vals, idx, yy, sw
+
+    @property
+    def order_(self):
+        return np.asarray(self.order).copy()
+
+
+def make_dataset(X, y, sample_weight):
+    """Wrap ``X`` (dense or CSR), ``y`` and ``sample_weight`` as a RowDataset."""
+    return RowDataset(X, y, sample_weight)

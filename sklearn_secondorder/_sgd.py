@@ -1,0 +1,148 @@
+"""Plain (and averaged) SGD on the shared core: the package's baseline."""
+from numbers import Real
+
+import numpy as np
+
+from ._base import LinearClassifierBase, diverged_error
+from ._calibration import calibrate_eta0
+from ._compat import Interval, StrOptions
+from ._core._dataset import RowDataset
+from ._core._losses import LOSSES
+from ._core._sgd_fast import sgd_epochs
+
+
+class PlainSGDClassifier(LinearClassifierBase):
+    """Linear classifier trained by plain or averaged SGD on the shared core.
+
+    The baseline every second-order method of this package is measured
+    against. Each step on row ``x`` at counter ``t`` (Bottou 2012)::
+
+        eta_t = 1 / (alpha (t + t0)),     t0 = 1 / (alpha eta0)
+        w <- (1 - eta_t alpha) w - eta_t l'(w.x + b, y) x
+
+    with the scale trick for the shrink, so a step costs O(nnz(x)).
+
+    Parameters
+    ----------
+    loss : {'log_loss', 'hinge', 'squared_hinge', 'modified_huber'}, default='log_loss'
+        Multiclass ``log_loss`` is fitted as one multinomial (softmax) model;
+        the other losses are fitted one-vs-rest.
+    alpha : float, default=1e-4
+        L2 strength of ``alpha/2 ||w||^2 + mean loss`` (the intercept is not
+        penalised).
+    fit_intercept : bool, default=True
+    max_iter : int, default=5
+        Passes over the data in ``fit``.
+    learning_rate : {'optimal', 'constant'}, default='optimal'
+        ``'optimal'``: ``eta_t = 1 / (alpha (t + t0))``; ``'constant'``: ``eta0``.
+    eta0 : 'auto' or float, default='auto'
+        Start step size; ``'auto'`` calibrates it on 1000 rows (Bottou's
+        recipe: doubling/halving trial passes, best halved).
+    average : bool, default=False
+        Return the average of all iterates (averaged SGD, Polyak-Ruppert),
+        kept lazily in O(nnz) per step.
+    shuffle : bool, default=True
+    random_state : int, RandomState instance or None, default=None
+    class_weight : dict, 'balanced' or None, default=None
+    warm_start : bool, default=False
+    n_jobs : int, default=None
+        Threads for the one-vs-rest problems.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has feature names that are all strings.
+    n_iter_ : int
+        Passes made by the last call to ``fit`` or ``partial_fit``.
+    t_ : int
+        Weight updates made so far (rows with non-zero weight).
+
+    See Also
+    --------
+    sklearn.linear_model.SGDClassifier : the scikit-learn peer.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_secondorder import PlainSGDClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = make_pipeline(StandardScaler(), PlainSGDClassifier(random_state=0))
+    >>> clf.fit(X, y).score(X, y) > 0.95
+    True
+    """
+
+    _parameter_constraints = {
+        **LinearClassifierBase._parameter_constraints,
+        "loss": [StrOptions(set(LOSSES))],
+        "learning_rate": [StrOptions({"optimal", "constant"})],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "average": ["boolean"],
+    }
+
+    def __init__(self, loss="log_loss", *, alpha=1e-4, fit_intercept=True, max_iter=5,
+                 learning_rate="optimal", eta0="auto", average=False, shuffle=True,
+                 random_state=None, class_weight=None, warm_start=False, n_jobs=None,
+                 verbose=0):
+        self.loss = loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.average = average
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _is_multinomial(self):
+        return self.loss == "log_loss"
+
+    def _loss_object(self, n_outputs):
+        return LOSSES[self.loss]() if n_outputs == 1 else None
+
+    def _init_problem(self, n_features, n_outputs):
+        size = n_features * n_outputs
+        state = {"coef": np.zeros(size), "intercept": np.zeros(n_outputs), "eta0": None}
+        if self.average:
+            state.update(avg_coef=np.zeros(size), avg_intercept=np.zeros(n_outputs),
+                         n_iterates=0.0)
+        return state
+
+    def _run_problem(self, X, y, sample_weight, state, n_epochs):
+        n_outputs = state["intercept"].size
+        loss = self._loss_object(n_outputs)
+        if state["eta0"] is None:
+            state["eta0"] = (self.eta0 if self.eta0 != "auto" else calibrate_eta0(
+                X, y, sample_weight, state["coef"], state["intercept"], loss=loss,
+                n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
+                random_state=np.random.RandomState(state["seed"])))
+        info = sgd_epochs(
+            RowDataset(X, y, sample_weight), state["coef"], state["intercept"],
+            loss=loss, n_outputs=n_outputs, alpha=self.alpha,
+            learning_rate=self.learning_rate, eta0=state["eta0"],
+            t0=1.0 / (self.alpha * state["eta0"]), t=state["t"], n_epochs=n_epochs,
+            shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
+            avg_coef=state.get("avg_coef"), avg_intercept=state.get("avg_intercept"),
+            n_iterates=state.get("n_iterates", 0.0))
+        if info["diverged"]:
+            raise diverged_error(type(self).__name__, info["epochs"])
+        state.update(t=info["t"], seed=info["seed"])
+        if self.average:
+            state["n_iterates"] = info["n_iterates"]
+        return info["epochs"]
+
+    def _final_weights(self, state):
+        if self.average and state.get("n_iterates", 0) > 0:
+            n = state["n_iterates"]
+            return state["avg_coef"] / n, state["avg_intercept"] / n
+        return state["coef"], state["intercept"]
