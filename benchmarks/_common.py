@@ -1,0 +1,69 @@
+"""Helpers shared by the benchmarks: timing, peers, tables and plots."""
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import SGDClassifier
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_time(fn, repeats=3):
+    """Minimum wall time of ``fn()`` over ``repeats`` runs, and its last result."""
+    best, out = np.inf, None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def sgdclassifier_epoch_time(X, y, loss, alpha, repeats=3, n_epochs=5, **kw):
+    """Seconds per epoch of scikit-learn's SGDClassifier on (X, y), measured now.
+
+    Timed over ``n_epochs`` epochs (tol=None) so fixed costs are amortised.
+    """
+    def fit():
+        return SGDClassifier(loss=loss, alpha=alpha, max_iter=n_epochs, tol=None,
+                             random_state=0, **kw).fit(X, y)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, _ = best_time(fit, repeats)
+    return t / n_epochs
+
+
+def print_table(rows, columns):
+    """Print a list of dicts as an aligned text table."""
+    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns))
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def save_curves(filename, curves, xlabel, ylabel, title):
+    """Plot ``{label: (xs, ys)}`` to ``results/filename`` (PNG, Agg backend)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    RESULTS.mkdir(exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label, (xs, ys) in curves.items():
+        ax.plot(xs, ys, marker="o", ms=3, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = RESULTS / filename
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
