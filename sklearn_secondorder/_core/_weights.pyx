@@ -10,12 +10,17 @@ The running sum of iterates for averaging is kept lazily as
 adding ``delta`` to ``v[j]`` subtracts ``C * delta`` from ``u[j]`` so past
 iterates are unchanged, a shrink needs nothing, and counting the current
 iterate is ``C += scale`` -- O(nnz) per step in all. Folding (``u += C v``,
-``v *= scale``, ``C = 0``, ``scale = 1``) is the only O(n_features) operation.
+``v *= scale``, ``C = 0``, ``scale = 1``) is the only O(n_features) operation;
+with averaging it happens when the scale falls below 1e-4 (not 1e-9), which
+bounds the cancellation in ``u + C v`` to about ``1e4`` ulps.
 """
 import numpy as np
 from libc.math cimport isfinite
 
 cdef double SCALE_THRESHOLD = 1e-9
+# With averaging, u = S - C v loses about eps / scale of relative precision to
+# cancellation (v = w / scale grows as the scale falls), so fold earlier.
+cdef double AVERAGED_SCALE_THRESHOLD = 1e-4
 
 
 cdef class ScaledWeights:
@@ -89,7 +94,7 @@ cdef class ScaledWeights:
     cdef void shrink(self, double factor) noexcept nogil:
         """``w *= factor`` in O(1); folds when the scale gets small."""
         self.scale *= factor
-        if self.scale < SCALE_THRESHOLD:
+        if self.scale < (AVERAGED_SCALE_THRESHOLD if self.averaged else SCALE_THRESHOLD):
             self.fold()
 
     cdef void fold(self) noexcept nogil:

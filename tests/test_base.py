@@ -1,0 +1,191 @@
+"""The linear-classifier base, exercised through PlainSGDClassifier."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import load_iris, make_classification
+from sklearn.linear_model import SGDClassifier
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_secondorder import PlainSGDClassifier
+
+from conftest import shared_data
+
+EXPECTED_FAILURES = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "SGD visits a repeated row twice with different step sizes, so weight 2 is not "
+        "the same model as a duplicated row (same xfail as scikit-learn's SGDClassifier)",
+    "check_sample_weight_equivalence_on_sparse_data": "same as on dense data",
+}
+
+
+@parametrize_with_checks(
+    [PlainSGDClassifier(max_iter=20, random_state=0),
+     PlainSGDClassifier(loss="hinge", max_iter=20, average=True, random_state=0)],
+    expected_failed_checks=lambda est: EXPECTED_FAILURES)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _data(n_classes=2, seed=0):
+    X, y = make_classification(n_samples=200, n_features=12, n_informative=6,
+                               n_classes=n_classes, random_state=seed)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "hinge", "squared_hinge", "modified_huber"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("average", [False, True])
+def test_dense_and_csr_give_the_same_model(loss, n_classes, average):
+    X, y = _data(n_classes)
+    kw = dict(loss=loss, max_iter=3, random_state=1, average=average, eta0=0.05)
+    a = PlainSGDClassifier(**kw).fit(X, y)
+    b = PlainSGDClassifier(**kw).fit(sp.csr_matrix(X), y)
+    assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+    assert_allclose(a.intercept_, b.intercept_, rtol=1e-10, atol=1e-12)
+
+
+def test_fit_equals_partial_fit_in_chunks():
+    X, y = _data(3)
+    full = PlainSGDClassifier(max_iter=1, shuffle=False, eta0=0.1).fit(X, y)
+    part = PlainSGDClassifier(shuffle=False, eta0=0.1)
+    for chunk in np.array_split(np.arange(200), 4):
+        part.partial_fit(X[chunk], y[chunk], classes=np.unique(y))
+    assert_allclose(part.coef_, full.coef_, rtol=1e-12)
+    assert part.t_ == full.t_ == 200
+
+
+def test_partial_fit_twice_equals_two_epochs():
+    X, y = _data(2)
+    two = PlainSGDClassifier(max_iter=2, shuffle=False, eta0=0.1).fit(X, y)
+    inc = PlainSGDClassifier(shuffle=False, eta0=0.1)
+    inc.partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
+    assert_allclose(inc.coef_, two.coef_, rtol=1e-12)
+
+
+def test_zero_weight_rows_do_not_advance_the_counter():
+    X, y = _data(2)
+    sw = np.ones(200)
+    sw[::4] = 0
+    est = PlainSGDClassifier(max_iter=2, random_state=0).fit(X, y, sample_weight=sw)
+    assert est.t_ == 2 * 150
+    assert est.n_iter_ == 2
+
+
+def test_partial_fit_errors():
+    X, y = _data(3)
+    est = PlainSGDClassifier()
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        est.partial_fit(X, y)
+    est.partial_fit(X, y, classes=[0, 1, 2])
+    est.partial_fit(X, y, classes=[2, 1, 0])  # the same classes again is fine
+    with pytest.raises(ValueError, match="not the same as on the first call"):
+        est.partial_fit(X, y, classes=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match="labels not in classes_"):
+        est.partial_fit(X, np.full(200, 7))
+    with pytest.raises(ValueError, match="X has 5 features, but PlainSGDClassifier is "
+                                         "expecting 12 features"):
+        est.partial_fit(X[:, :5], y)
+    with pytest.raises(ValueError, match="class_weight='balanced' is not supported by "
+                                         "partial_fit"):
+        PlainSGDClassifier(class_weight="balanced").partial_fit(X, y, classes=[0, 1, 2])
+
+
+def test_bad_input_errors():
+    X, y = _data(2)
+    Xnan = X.copy()
+    Xnan[3, 2] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        PlainSGDClassifier().fit(Xnan, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        PlainSGDClassifier().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        PlainSGDClassifier().fit(X, np.zeros(200))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PlainSGDClassifier().fit(X, np.linspace(0, 1, 200))
+    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+        PlainSGDClassifier().fit(X, y, sample_weight=-np.ones(200))
+    with pytest.raises(ValueError, match="'alpha' parameter"):
+        PlainSGDClassifier(alpha=-1).fit(X, y)
+    est = PlainSGDClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="X has 3 features"):
+        est.predict(X[:, :3])
+
+
+def test_divergence_is_reported_not_returned():
+    X = np.array([[1e300], [1e300], [-1e300]])
+    with pytest.raises(ValueError, match="weights overflowed"):
+        PlainSGDClassifier(loss="squared_hinge", learning_rate="constant",
+                           eta0=1.0, shuffle=False).fit(X, [1, 0, 1])
+
+
+def test_class_weight_equals_sample_weight():
+    X, y = _data(2)
+    a = PlainSGDClassifier(class_weight={0: 2.0, 1: 0.5}, random_state=0).fit(X, y)
+    b = PlainSGDClassifier(random_state=0).fit(X, y, sample_weight=np.where(y == 0, 2.0, 0.5))
+    assert_allclose(a.coef_, b.coef_)
+    bal = PlainSGDClassifier(class_weight="balanced", random_state=0).fit(X[:150], y[:150])
+    assert bal.coef_.shape == (1, 12)
+
+
+def test_warm_start_continues():
+    X, y = _data(2)
+    est = PlainSGDClassifier(max_iter=1, warm_start=True, shuffle=False, eta0=0.1).fit(X, y)
+    est.fit(X, y)
+    ref = PlainSGDClassifier(max_iter=2, shuffle=False, eta0=0.1).fit(X, y)
+    assert_allclose(est.coef_, ref.coef_, rtol=1e-12)
+    assert est.t_ == 400
+
+
+def test_one_vs_rest_threads_match_serial():
+    X, y = _data(4)
+    a = PlainSGDClassifier(loss="hinge", random_state=0, n_jobs=1).fit(X, y)
+    b = PlainSGDClassifier(loss="hinge", random_state=0, n_jobs=2).fit(X, y)
+    assert a.coef_.shape == (4, 12)
+    assert_array_equal(a.coef_, b.coef_)
+
+
+def test_predict_proba_available_only_for_probabilistic_losses():
+    X, y = _data(3)
+    assert not hasattr(PlainSGDClassifier(loss="hinge").fit(X, y), "predict_proba")
+    for loss in ("log_loss", "modified_huber"):
+        proba = PlainSGDClassifier(loss=loss, random_state=0).fit(X, y).predict_proba(X)
+        assert proba.shape == (200, 3)
+        assert_allclose(proba.sum(axis=1), 1.0)
+    est = PlainSGDClassifier(random_state=0).fit(X, y)
+    assert_array_equal(est.classes_[est.predict_proba(X).argmax(1)], est.predict(X))
+
+
+def test_pipeline_in_grid_search_and_pickle():
+    X, y = load_iris(return_X_y=True)
+    search = GridSearchCV(make_pipeline(StandardScaler(), PlainSGDClassifier(random_state=0)),
+                          {"plainsgdclassifier__alpha": [1e-4, 1e-2]}, cv=3).fit(X, y)
+    assert search.best_score_ > 0.8
+    est = pickle.loads(pickle.dumps(search.best_estimator_))
+    assert_array_equal(est.predict(X), search.predict(X))
+
+
+def test_feature_names_are_recorded():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(2)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(12)])
+    est = PlainSGDClassifier().fit(df, y)
+    assert list(est.feature_names_in_) == list(df.columns)
+
+
+def test_a9a_baseline_matches_sgdclassifier():
+    """Plain SGD reaches SGDClassifier's test accuracy (within 0.5 points) on a9a."""
+    from _datasets import a9a
+    shared_data("a9a/a9a.gz")
+    Xtr, ytr, Xte, yte = a9a()
+    alpha = 1.0 / Xtr.shape[0]
+    for epochs in (1, 5):
+        ours = PlainSGDClassifier(alpha=alpha, max_iter=epochs, random_state=0).fit(Xtr, ytr)
+        peer = SGDClassifier(loss="log_loss", alpha=alpha, max_iter=epochs, tol=None,
+                             random_state=0).fit(Xtr, ytr)
+        assert ours.score(Xte, yte) >= peer.score(Xte, yte) - 0.005
