@@ -102,3 +102,20 @@ cdef class RowDataset:
 def make_dataset(X, y, sample_weight):
     """Wrap ``X`` (dense or CSR), ``y`` and ``sample_weight`` as a RowDataset."""
     return RowDataset(X, y, sample_weight)
+
+
+def stream_rows(RowDataset ds, int n_epochs=1):
+    """Read every stored value once per epoch (in the current order) and return
+    their sum: the memory-bandwidth floor of an epoch, for the benchmarks."""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz, j, epoch
+    cdef Py_ssize_t i
+    cdef double y, sw, total = 0.0
+    with nogil:
+        for epoch in range(n_epochs):
+            for i in range(ds.n_samples):
+                ds.row(i, &x, &ind, &nnz, &y, &sw)
+                for j in range(nnz):
+                    total += x[j] * sw + ind[j]
+    return total
