@@ -1,0 +1,865 @@
+"""Linear-chain CRF core, trainer-agnostic (as CRFsuite's encoder).
+
+Model. For a sequence ``x_1..x_T`` (sparse token rows) and hidden states
+``h_t`` in ``{0..H-1}`` (``H = n_labels * n_latent``; state ``h`` belongs to
+label ``h // n_latent``)::
+
+    score(h) = sum_t [x_t . W[:, h_t] + b[h_t]] + sum_{t>0} A[h_{t-1}, h_t]
+    log p(h | x) = score(h) - log Z(x)
+
+With ``n_latent = 1`` this is the usual CRF. With ``n_latent > 1`` it is the
+latent-dynamic CRF (DPLVM) of Sun et al. (ICDM 2010, Section II.A):
+``p(y | x) = sum over h with label(h_t) = y_t of p(h | x)``, computed by a
+forward pass over the label-constrained lattice.
+
+Inference (``CRFContext``). Emissions are read from the token's non-zeros
+into reused buffers (capacity grows only when T grows, as CRFsuite's
+``crf1dc_set_num_items``). Forward-backward runs in exp space with one
+normaliser per position (``log Z = sum_t log c_t`` plus the maxima taken out
+before ``exp``), giving node marginals, edge marginals summed over positions,
+and ``log Z``. Viterbi runs in log space.
+
+Training. ``add_gradient`` applies ``gain * d log p(y|x) / dw`` sparsely: only
+the state weights of the attributes present in the sequence, the bias, and the
+transitions are touched. The weights use the scale trick (``w = scale * v``)
+and a lazy running sum of all iterates ``S = u + C v`` (``CRFWeights``), so an
+L2 shrink is O(1) and averaging costs O(nnz) per sequence.
+
+The SGD-type trainers (``sgd_epochs``: plain SGD, averaged SGD and ASF) run
+all passes under ``nogil``.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.math cimport exp, log, pow, sqrt, isfinite, INFINITY
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
+
+from ._random cimport rand_below
+
+cnp.import_array()
+
+cdef double SCALE_THRESHOLD = 1e-9
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+cdef class SequenceData:
+    """Sequences as one CSR matrix of token rows plus sequence offsets.
+
+    Parameters
+    ----------
+    data, indices, indptr : ndarray
+        CSR arrays of the ``(n_tokens, n_features)`` token matrix (float64,
+        int32, int64).
+    offsets : ndarray of shape (n_sequences + 1,), int64
+        Sequence ``s`` holds token rows ``offsets[s]:offsets[s + 1]``.
+    labels : ndarray of shape (n_tokens,), int32, or None
+        Label index of every token (needed for training only).
+    n_features : int
+    """
+
+    def __init__(self, const double[::1] data, const int[::1] indices,
+                 const long long[::1] indptr, const long long[::1] offsets,
+                 labels=None, Py_ssize_t n_features=0):
+        cdef Py_ssize_t s
+        cdef long long T, maxT = 0
+        self.data = data
+        self.indices = indices
+        self.indptr = indptr
+        self.offsets = offsets
+        self.n_sequences = offsets.shape[0] - 1
+        self.n_tokens = indptr.shape[0] - 1
+        self.n_features = n_features
+        if self.n_sequences < 0 or offsets[0] != 0 or offsets[self.n_sequences] != self.n_tokens:
+            raise ValueError("offsets do not match the token rows")
+        for s in range(self.n_sequences):
+            T = offsets[s + 1] - offsets[s]
+            if T <= 0:
+                raise ValueError(f"sequence {s} is empty")
+            if T > maxT:
+                maxT = T
+        if maxT > 2**30:
+            raise ValueError("sequence too long")
+        self.max_len = <int>maxT
+        if labels is None:
+            self.has_labels = False
+            self.labels = np.zeros(0, dtype=np.int32)
+        else:
+            self.has_labels = True
+            self.labels = np.ascontiguousarray(labels, dtype=np.int32)
+            if self.labels.shape[0] != self.n_tokens:
+                raise ValueError("labels must have one entry per token")
+        self.order = np.arange(self.n_sequences, dtype=np.intp)
+
+    cdef void shuffle(self, unsigned int* seed) noexcept nogil:
+        """Fisher-Yates shuffle of the visiting order."""
+        cdef Py_ssize_t i, j, tmp
+        for i in range(self.n_sequences - 1, 0, -1):
+            j = rand_below(seed, i + 1)
+            tmp = self.order[i]
+            self.order[i] = self.order[j]
+            self.order[j] = tmp
+
+    def py_order(self):
+        return np.asarray(self.order).copy()
+
+
+# ---------------------------------------------------------------------------
+# Weights
+# ---------------------------------------------------------------------------
+cdef class CRFWeights:
+    """``w = scale * v`` over the flat CRF buffer, with a lazy sum of iterates.
+
+    Parameters
+    ----------
+    v : ndarray of shape ((n_attributes + n_states + 1) * n_states,)
+        The flat buffer (state block, transitions, bias; see the .pxd),
+        modified in place.
+    n_attributes : int
+    n_labels : int
+    n_latent : int, default=1
+        Hidden states per label (``n_states = n_labels * n_latent``).
+    avg_sum : ndarray like ``v`` or None
+        Running sum of the iterates so far (``u`` with ``C = 0``), modified in
+        place; None disables averaging.
+    n_iterates : float
+        Number of iterates in ``avg_sum``.
+    """
+
+    def __init__(self, double[::1] v, Py_ssize_t n_attributes, int n_labels, int n_latent=1,
+                 avg_sum=None, double n_iterates=0.0):
+        cdef int H = n_labels * n_latent
+        if n_labels < 1 or n_latent < 1:
+            raise ValueError("n_labels and n_latent must be >= 1")
+        if v.shape[0] != (n_attributes + H + 1) * H:
+            raise ValueError(f"v has {v.shape[0]} entries, expected "
+                             f"{(n_attributes + H + 1) * H}")
+        self.v_arr = v
+        self.v = &v[0]
+        self.n_attributes = n_attributes
+        self.n_labels = n_labels
+        self.n_latent = n_latent
+        self.n_states = H
+        self.size = v.shape[0]
+        self.trans_offset = n_attributes * H
+        self.bias_offset = self.trans_offset + H * H
+        self.scale = 1.0
+        self.avg_coef = 0.0
+        self.n_iterates = n_iterates
+        self.averaged = avg_sum is not None
+        self.u = NULL
+        if self.averaged:
+            self.u_arr = avg_sum
+            if self.u_arr.shape[0] != self.size:
+                raise ValueError("avg_sum must have the shape of v")
+            self.u = &self.u_arr[0]
+
+    cdef void shrink(self, double factor) noexcept nogil:
+        """``w *= factor`` in O(1); folds when the scale gets small."""
+        self.scale *= factor
+        if self.scale < SCALE_THRESHOLD:
+            self.fold()
+
+    cdef void fold(self) noexcept nogil:
+        """Fold ``C v`` into the running sum and ``scale`` into ``v``."""
+        cdef Py_ssize_t p
+        if self.averaged and self.avg_coef != 0.0:
+            for p in range(self.size):
+                self.u[p] += self.avg_coef * self.v[p]
+        if self.scale != 1.0:
+            for p in range(self.size):
+                self.v[p] *= self.scale
+        self.scale = 1.0
+        self.avg_coef = 0.0
+
+    cdef void count_iterate(self) noexcept nogil:
+        """Add the current ``w`` to the running sum (O(1))."""
+        self.avg_coef += self.scale
+        self.n_iterates += 1.0
+
+    cdef void reset_to_average(self) noexcept nogil:
+        """Feedback (ASF, Fig. 1): ``w <- mean of all iterates so far`` (Eq. 2)."""
+        cdef Py_ssize_t p
+        cdef double inv
+        if not self.averaged or self.n_iterates <= 0.0:
+            return
+        self.fold()
+        inv = 1.0 / self.n_iterates
+        for p in range(self.size):
+            self.v[p] = self.u[p] * inv
+
+    cdef bint is_finite(self) noexcept nogil:
+        cdef Py_ssize_t p
+        if not isfinite(self.scale):
+            return False
+        for p in range(self.size):
+            if not isfinite(self.v[p]):
+                return False
+        return True
+
+    cdef double sq_norm(self) noexcept nogil:
+        cdef Py_ssize_t p
+        cdef double s = 0.0
+        for p in range(self.size):
+            s += self.v[p] * self.v[p]
+        return s * self.scale * self.scale
+
+    # ---- Python hooks --------------------------------------------------------
+    def py_shrink(self, double factor):
+        self.shrink(factor)
+
+    def py_fold(self):
+        self.fold()
+
+    def py_count_iterate(self):
+        self.count_iterate()
+
+    def py_reset_to_average(self):
+        self.reset_to_average()
+
+    def weights(self):
+        """The current ``w`` (a new flat array)."""
+        return np.asarray(self.v_arr) * self.scale
+
+    def average(self):
+        """The mean of the counted iterates (a new flat array)."""
+        if not self.averaged:
+            raise ValueError("averaging is off")
+        if self.n_iterates == 0:
+            return self.weights()
+        return (np.asarray(self.u_arr) + self.avg_coef * np.asarray(self.v_arr)) / self.n_iterates
+
+
+# ---------------------------------------------------------------------------
+# Inference context
+# ---------------------------------------------------------------------------
+cdef inline double _dmax(double a, double b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef class CRFContext:
+    """Reusable buffers and inference for one sequence at a time.
+
+    Parameters
+    ----------
+    n_states : int
+        ``H = n_labels * n_latent``.
+    n_latent : int, default=1
+    capacity : int, default=16
+        Initial maximum length; grows (only) when a longer sequence comes.
+    """
+
+    def __cinit__(self, int n_states, int n_latent=1, int capacity=16):
+        cdef int H = n_states
+        if H < 1 or n_latent < 1 or H % n_latent != 0:
+            raise ValueError("invalid n_states / n_latent")
+        self.n_states = H
+        self.n_latent = n_latent
+        self.capacity = 0
+        self.T = 0
+        self.trans = <double*>malloc(H * H * sizeof(double))
+        self.exp_trans = <double*>malloc(H * H * sizeof(double))
+        self.edge = <double*>malloc(H * H * sizeof(double))
+        self.edge_c = <double*>malloc(H * H * sizeof(double))
+        self.tmp = <double*>malloc(H * sizeof(double))
+        self.vscore = <double*>malloc(2 * H * sizeof(double))
+        if (self.trans == NULL or self.exp_trans == NULL or self.edge == NULL
+                or self.edge_c == NULL or self.tmp == NULL or self.vscore == NULL):
+            raise MemoryError()
+        memset(self.trans, 0, H * H * sizeof(double))
+        memset(self.exp_trans, 0, H * H * sizeof(double))
+        self.trans_max = 0.0
+        self.ensure_capacity(max(capacity, 1))
+
+    def __dealloc__(self):
+        free(self.emit); free(self.state); free(self.rowmax)
+        free(self.trans); free(self.exp_trans)
+        free(self.alpha); free(self.beta); free(self.norm); free(self.tmp)
+        free(self.marg); free(self.edge); free(self.marg_c); free(self.edge_c)
+        free(self.back); free(self.vscore); free(self.path)
+
+    cdef int ensure_capacity(self, int T) except -1 nogil:
+        """Grow the per-position buffers when ``T`` exceeds the capacity."""
+        cdef Py_ssize_t n
+        cdef int cap
+        if T <= self.capacity:
+            return 0
+        cap = T if T > 2 * self.capacity else 2 * self.capacity
+        n = <Py_ssize_t>cap * self.n_states
+        self.emit = <double*>realloc(self.emit, n * sizeof(double))
+        self.state = <double*>realloc(self.state, n * sizeof(double))
+        self.alpha = <double*>realloc(self.alpha, n * sizeof(double))
+        self.beta = <double*>realloc(self.beta, n * sizeof(double))
+        self.marg = <double*>realloc(self.marg, n * sizeof(double))
+        self.marg_c = <double*>realloc(self.marg_c, n * sizeof(double))
+        self.back = <int*>realloc(self.back, n * sizeof(int))
+        self.rowmax = <double*>realloc(self.rowmax, cap * sizeof(double))
+        self.norm = <double*>realloc(self.norm, cap * sizeof(double))
+        self.path = <int*>realloc(self.path, cap * sizeof(int))
+        if (self.emit == NULL or self.state == NULL or self.alpha == NULL
+                or self.beta == NULL or self.marg == NULL or self.marg_c == NULL
+                or self.back == NULL or self.rowmax == NULL or self.norm == NULL
+                or self.path == NULL):
+            with gil:
+                raise MemoryError()
+        self.capacity = cap
+        return 0
+
+    cdef void load_transitions(self, CRFWeights w) noexcept nogil:
+        """Transition scores ``scale * v`` and their shifted exponentials."""
+        cdef int i, H = self.n_states
+        cdef const double* a = w.v + w.trans_offset
+        cdef double m = -INFINITY
+        for i in range(H * H):
+            self.trans[i] = w.scale * a[i]
+            if self.trans[i] > m:
+                m = self.trans[i]
+        self.trans_max = m
+        for i in range(H * H):
+            self.exp_trans[i] = exp(self.trans[i] - m)
+
+    cdef void load_emissions(self, SequenceData ds, Py_ssize_t s, CRFWeights w) noexcept nogil:
+        """``emit[t, h] = scale * (x_t . v[:, h] + v_bias[h])`` over the non-zeros."""
+        cdef int H = self.n_states
+        cdef int t, h
+        cdef long long i, k, first = ds.offsets[s]
+        cdef double x
+        cdef double* e
+        cdef const double* row
+        cdef const double* bias = w.v + w.bias_offset
+        cdef Py_ssize_t n_attr = w.n_attributes
+        cdef Py_ssize_t j
+        self.T = <int>(ds.offsets[s + 1] - first)
+        for t in range(self.T):
+            e = self.emit + <Py_ssize_t>t * H
+            for h in range(H):
+                e[h] = bias[h]
+            i = first + t
+            for k in range(ds.indptr[i], ds.indptr[i + 1]):
+                j = ds.indices[k]
+                if j >= n_attr:          # attribute unknown to the model
+                    continue
+                x = ds.data[k]
+                row = w.v + j * H
+                for h in range(H):
+                    e[h] += x * row[h]
+            for h in range(H):
+                e[h] *= w.scale
+
+    cdef void finish_emissions(self) noexcept nogil:
+        """``state[t, h] = exp(emit[t, h] - max_h emit[t, h])``."""
+        cdef int H = self.n_states
+        cdef int t, h
+        cdef double m
+        cdef double* e
+        cdef double* st
+        for t in range(self.T):
+            e = self.emit + <Py_ssize_t>t * H
+            st = self.state + <Py_ssize_t>t * H
+            m = e[0]
+            for h in range(1, H):
+                if e[h] > m:
+                    m = e[h]
+            self.rowmax[t] = m
+            for h in range(H):
+                st[h] = exp(e[h] - m)
+
+    cdef double forward(self, const int* labels) noexcept nogil:
+        """Normalised forward pass; returns ``log Z`` (free lattice when
+        ``labels`` is NULL, else the lattice with ``label(h_t) = labels[t]``)."""
+        cdef int H = self.n_states, nl = self.n_latent, T = self.T
+        cdef int t, i, j, lab
+        cdef double total, a, logz = 0.0
+        cdef double* al
+        cdef const double* prev
+        cdef const double* st
+        cdef const double* E
+        for t in range(T):
+            al = self.alpha + <Py_ssize_t>t * H
+            st = self.state + <Py_ssize_t>t * H
+            if t == 0:
+                for j in range(H):
+                    al[j] = st[j]
+            else:
+                prev = al - H
+                for j in range(H):
+                    self.tmp[j] = 0.0
+                for i in range(H):
+                    a = prev[i]
+                    if a == 0.0:
+                        continue
+                    E = self.exp_trans + <Py_ssize_t>i * H
+                    for j in range(H):
+                        self.tmp[j] += a * E[j]
+                for j in range(H):
+                    al[j] = self.tmp[j] * st[j]
+                logz += self.trans_max
+            if labels != NULL:
+                lab = labels[t]
+                for j in range(H):
+                    if j // nl != lab:
+                        al[j] = 0.0
+            total = 0.0
+            for j in range(H):
+                total += al[j]
+            self.norm[t] = total
+            if not total > 0.0:
+                return -INFINITY if total == 0.0 else total
+            for j in range(H):
+                al[j] /= total
+            logz += log(total) + self.rowmax[t]
+        return logz
+
+    cdef void backward(self, const int* labels, double* marg, double* edge) noexcept nogil:
+        """Scaled backward pass after ``forward(labels)``: node marginals
+        ``marg[t, h]`` and edge marginals summed over positions ``edge[i, j]``."""
+        cdef int H = self.n_states, nl = self.n_latent, T = self.T
+        cdef int t, i, j, lab
+        cdef double s, e, ai, inv
+        cdef double* be
+        cdef const double* nb
+        cdef const double* st
+        cdef const double* al
+        cdef const double* E
+        cdef double* ed
+        for i in range(H * H):
+            edge[i] = 0.0
+        be = self.beta + <Py_ssize_t>(T - 1) * H
+        for j in range(H):
+            be[j] = 1.0
+        for t in range(T - 2, -1, -1):
+            nb = self.beta + <Py_ssize_t>(t + 1) * H
+            st = self.state + <Py_ssize_t>(t + 1) * H
+            inv = 1.0 / self.norm[t + 1]
+            if labels != NULL:
+                lab = labels[t + 1]
+                for j in range(H):
+                    self.tmp[j] = st[j] * nb[j] * inv if j // nl == lab else 0.0
+            else:
+                for j in range(H):
+                    self.tmp[j] = st[j] * nb[j] * inv
+            be = self.beta + <Py_ssize_t>t * H
+            al = self.alpha + <Py_ssize_t>t * H
+            for i in range(H):
+                E = self.exp_trans + <Py_ssize_t>i * H
+                ed = edge + <Py_ssize_t>i * H
+                ai = al[i]
+                s = 0.0
+                for j in range(H):
+                    e = E[j] * self.tmp[j]
+                    s += e
+                    ed[j] += ai * e
+                be[i] = s
+        for i in range(T * H):
+            marg[i] = self.alpha[i] * self.beta[i]
+
+    cdef double forward_backward(self, const int* labels, double* marg, double* edge) noexcept nogil:
+        cdef double logz = self.forward(labels)
+        if isfinite(logz):
+            self.backward(labels, marg, edge)
+        return logz
+
+    cdef double path_score(self, const int* labels) noexcept nogil:
+        """Unnormalised score of a state path (``labels`` are state indices)."""
+        cdef int t, H = self.n_states
+        cdef double s = 0.0
+        for t in range(self.T):
+            s += self.emit[<Py_ssize_t>t * H + labels[t]]
+            if t > 0:
+                s += self.trans[labels[t - 1] * H + labels[t]]
+        return s
+
+    cdef double viterbi(self) noexcept nogil:
+        """Best state path into ``self.path``; returns its score."""
+        cdef int H = self.n_states, T = self.T
+        cdef int t, i, j, best_j
+        cdef double a, sc, best
+        cdef double* cur = self.vscore
+        cdef double* nxt = self.vscore + H
+        cdef double* swp
+        cdef const double* e
+        cdef const double* A
+        cdef int* bp
+        for j in range(H):
+            cur[j] = self.emit[j]
+        for t in range(1, T):
+            bp = self.back + <Py_ssize_t>t * H
+            for j in range(H):
+                nxt[j] = -INFINITY
+                bp[j] = 0
+            for i in range(H):
+                a = cur[i]
+                A = self.trans + <Py_ssize_t>i * H
+                for j in range(H):
+                    sc = a + A[j]
+                    if sc > nxt[j]:
+                        nxt[j] = sc
+                        bp[j] = i
+            e = self.emit + <Py_ssize_t>t * H
+            for j in range(H):
+                nxt[j] += e[j]
+            swp = cur
+            cur = nxt
+            nxt = swp
+        best_j = 0
+        best = cur[0]
+        for j in range(1, H):
+            if cur[j] > best:
+                best = cur[j]
+                best_j = j
+        self.path[T - 1] = best_j
+        for t in range(T - 1, 0, -1):
+            self.path[t - 1] = self.back[<Py_ssize_t>t * H + self.path[t]]
+        return best
+
+    cdef double loglik(self, const int* labels) noexcept nogil:
+        """``log p(y | x)`` with the marginals the gradient needs.
+
+        ``n_latent == 1``: ``score(y) - log Z`` and the free-lattice marginals.
+        ``n_latent > 1``: ``log Z_constrained - log Z`` and both sets of
+        marginals (``marg_c``/``edge_c`` for the constrained lattice).
+        """
+        cdef double logz, logz_c
+        if self.n_latent == 1:
+            logz = self.forward_backward(NULL, self.marg, self.edge)
+            return self.path_score(labels) - logz
+        logz_c = self.forward_backward(labels, self.marg_c, self.edge_c)
+        if not isfinite(logz_c):
+            return logz_c
+        logz = self.forward_backward(NULL, self.marg, self.edge)
+        return logz_c - logz
+
+    cdef void add_gradient(self, SequenceData ds, Py_ssize_t s, const int* labels,
+                           CRFWeights target, double gain, bint fit_intercept) noexcept nogil:
+        """``target.v += gain * grad log p(y | x)`` (after ``loglik``), sparsely.
+
+        The gradient is ``E_{p(h|y,x)}[f] - E_{p(h|x)}[f]``: observed minus
+        expected counts for a plain CRF. Only the state rows of the attributes
+        present, the bias and the transitions are touched; with averaging on,
+        ``u -= C * step`` keeps the running sum of past iterates unchanged.
+        """
+        cdef int H = self.n_states, T = self.T, nl = self.n_latent
+        cdef int t, h, i
+        cdef long long r, k, first = ds.offsets[s]
+        cdef Py_ssize_t j, p, n_attr = target.n_attributes
+        cdef double c, step, C = target.avg_coef
+        cdef double* d = self.tmp
+        cdef double* v = target.v
+        cdef double* u = target.u
+        cdef bint avg = target.averaged and C != 0.0
+        cdef const double* mt
+        cdef const double* mc
+        cdef double* obs
+        for t in range(T):
+            mt = self.marg + <Py_ssize_t>t * H
+            if nl == 1:
+                for h in range(H):
+                    d[h] = -mt[h]
+                d[labels[t]] += 1.0
+            else:
+                mc = self.marg_c + <Py_ssize_t>t * H
+                for h in range(H):
+                    d[h] = mc[h] - mt[h]
+            r = first + t
+            for k in range(ds.indptr[r], ds.indptr[r + 1]):
+                j = ds.indices[k]
+                if j >= n_attr:
+                    continue
+                c = gain * ds.data[k]
+                p = j * H
+                if avg:
+                    for h in range(H):
+                        step = c * d[h]
+                        v[p + h] += step
+                        u[p + h] -= C * step
+                else:
+                    for h in range(H):
+                        v[p + h] += c * d[h]
+            if fit_intercept:
+                p = target.bias_offset
+                for h in range(H):
+                    step = gain * d[h]
+                    v[p + h] += step
+                    if avg:
+                        u[p + h] -= C * step
+        # transitions: observed (or constrained-expected) minus expected counts
+        p = target.trans_offset
+        if nl == 1:
+            for i in range(H * H):
+                step = -gain * self.edge[i]
+                v[p + i] += step
+                if avg:
+                    u[p + i] -= C * step
+            for t in range(1, T):
+                i = labels[t - 1] * H + labels[t]
+                v[p + i] += gain
+                if avg:
+                    u[p + i] -= C * gain
+        else:
+            for i in range(H * H):
+                step = gain * (self.edge_c[i] - self.edge[i])
+                v[p + i] += step
+                if avg:
+                    u[p + i] -= C * step
+
+    # ---- Python hooks (tests) --------------------------------------------------
+    def py_infer(self, emissions, transitions, labels=None):
+        """Inference on given scores (tests).
+
+        Parameters
+        ----------
+        emissions : ndarray of shape (T, H)
+        transitions : ndarray of shape (H, H)
+        labels : ndarray of shape (T,) or None
+            Label indices; with ``n_latent > 1`` constrains the lattice.
+
+        Returns
+        -------
+        result : dict
+            ``log_z`` (free), ``marginals`` (T, H), ``edge`` (H, H),
+            ``viterbi`` (T,), ``viterbi_score``; with labels also ``log_z_c``,
+            ``marginals_c``, ``edge_c`` (constrained lattice) and ``loglik``.
+        """
+        cdef double[:, ::1] em = np.ascontiguousarray(emissions, dtype=np.float64)
+        cdef double[:, ::1] tr = np.ascontiguousarray(transitions, dtype=np.float64)
+        cdef int H = self.n_states
+        cdef int T = em.shape[0]
+        cdef int t, h, i
+        cdef double m
+        cdef int[::1] lab
+        if em.shape[1] != H or tr.shape[0] != H or tr.shape[1] != H or T < 1:
+            raise ValueError("bad shapes")
+        self.ensure_capacity(T)
+        self.T = T
+        for t in range(T):
+            for h in range(H):
+                self.emit[t * H + h] = em[t, h]
+        m = -INFINITY
+        for i in range(H * H):
+            self.trans[i] = tr[i // H, i % H]
+            m = _dmax(m, self.trans[i])
+        self.trans_max = m
+        for i in range(H * H):
+            self.exp_trans[i] = exp(self.trans[i] - m)
+        self.finish_emissions()
+        out = {}
+        if labels is not None:
+            lab = np.ascontiguousarray(labels, dtype=np.int32)
+            if self.n_latent > 1:
+                out["log_z_c"] = self.forward_backward(&lab[0], self.marg_c, self.edge_c)
+                out["marginals_c"] = np.array(<double[:T * H]>self.marg_c).reshape(T, H)
+                out["edge_c"] = np.array(<double[:H * H]>self.edge_c).reshape(H, H)
+            else:
+                out["path_score"] = self.path_score(&lab[0])
+            out["loglik"] = self.loglik(&lab[0])
+        out["log_z"] = self.forward_backward(NULL, self.marg, self.edge)
+        out["marginals"] = np.array(<double[:T * H]>self.marg).reshape(T, H)
+        out["edge"] = np.array(<double[:H * H]>self.edge).reshape(H, H)
+        out["viterbi_score"] = self.viterbi()
+        out["viterbi"] = np.array(<int[:T]>self.path)
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Prediction and objective
+# ---------------------------------------------------------------------------
+def viterbi_decode(SequenceData ds, CRFWeights w):
+    """Best label per token (Viterbi over hidden states, mapped to labels)."""
+    out = np.empty(ds.n_tokens, dtype=np.int32)
+    cdef int[::1] o = out
+    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef Py_ssize_t s
+    cdef int t, nl = w.n_latent
+    cdef long long first
+    with nogil:
+        ctx.load_transitions(w)
+        for s in range(ds.n_sequences):
+            ctx.load_emissions(ds, s, w)
+            ctx.viterbi()
+            first = ds.offsets[s]
+            for t in range(ctx.T):
+                o[first + t] = ctx.path[t] // nl
+    return out
+
+
+def label_marginals(SequenceData ds, CRFWeights w):
+    """``p(y_t = label | x)`` per token, shape (n_tokens, n_labels)."""
+    cdef int L = w.n_labels, H = w.n_states, nl = w.n_latent
+    out = np.zeros((ds.n_tokens, L), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef CRFContext ctx = CRFContext(H, nl, ds.max_len)
+    cdef Py_ssize_t s
+    cdef int t, h
+    cdef long long first
+    cdef double logz
+    cdef bint bad = False
+    with nogil:
+        ctx.load_transitions(w)
+        for s in range(ds.n_sequences):
+            ctx.load_emissions(ds, s, w)
+            ctx.finish_emissions()
+            logz = ctx.forward_backward(NULL, ctx.marg, ctx.edge)
+            if not isfinite(logz):
+                bad = True
+                break
+            first = ds.offsets[s]
+            for t in range(ctx.T):
+                for h in range(H):
+                    o[first + t, h // nl] += ctx.marg[<Py_ssize_t>t * H + h]
+    if bad:
+        raise ValueError("non-finite log partition: the model weights are too large")
+    return out
+
+
+def loglik_gradient(SequenceData ds, CRFWeights w, bint fit_intercept=True):
+    """Total ``log p(y | x)`` over the sequences and its gradient (flat).
+
+    The gradient is accumulated by the same sparse ``add_gradient`` the
+    trainers use (tests compare it with finite differences).
+    """
+    if not ds.has_labels:
+        raise ValueError("labels are required")
+    grad = np.zeros(w.size, dtype=np.float64)
+    cdef CRFWeights g = CRFWeights(grad, w.n_attributes, w.n_labels, w.n_latent)
+    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef Py_ssize_t s
+    cdef double total = 0.0
+    cdef const int* lab = &ds.labels[0]
+    with nogil:
+        ctx.load_transitions(w)
+        for s in range(ds.n_sequences):
+            ctx.load_emissions(ds, s, w)
+            ctx.finish_emissions()
+            total += ctx.loglik(lab + ds.offsets[s])
+            ctx.add_gradient(ds, s, lab + ds.offsets[s], g, 1.0, fit_intercept)
+    return total, grad
+
+
+def objective(SequenceData ds, CRFWeights w, double alpha):
+    """``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)`` (inf if not finite)."""
+    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef Py_ssize_t s
+    cdef double total = 0.0, ll, logz, logz_c
+    cdef const int* lab = &ds.labels[0]
+    cdef const int* y
+    with nogil:
+        ctx.load_transitions(w)
+        for s in range(ds.n_sequences):
+            ctx.load_emissions(ds, s, w)
+            ctx.finish_emissions()
+            y = lab + ds.offsets[s]
+            logz = ctx.forward(NULL)
+            if ctx.n_latent == 1:
+                ll = ctx.path_score(y) - logz
+            else:
+                logz_c = ctx.forward(y)
+                ll = logz_c - logz
+            total -= ll
+        total = total / ds.n_sequences + 0.5 * alpha * w.sq_norm()
+    return total if isfinite(total) else np.inf
+
+
+# ---------------------------------------------------------------------------
+# SGD-type trainers: plain SGD, averaged SGD and ASF
+# ---------------------------------------------------------------------------
+cdef inline bint _is_triangular(long long p) noexcept nogil:
+    """Whether ``p = c (c + 1) / 2`` for some integer c >= 1 (ASF feedback points)."""
+    cdef long long c = <long long>((sqrt(8.0 * <double>p + 1.0) - 1.0) / 2.0)
+    cdef long long k
+    for k in range(c - 1, c + 2):
+        if k >= 1 and k * (k + 1) // 2 == p:
+            return True
+    return False
+
+
+def is_feedback_pass(long long p):
+    """Whether ASF feeds back after pass ``p`` (1, 3, 6, 10, ...)."""
+    return bool(_is_triangular(p))
+
+
+def sgd_epochs(SequenceData ds, CRFWeights w, *, double eta0, double power=0.0,
+               double alpha=1e-4, long long t=0, int n_epochs=1, bint shuffle=True,
+               unsigned int seed=1, bint fit_intercept=True, bint feedback=False,
+               long long passes_done=0):
+    """Run ``n_epochs`` passes of SGD on the CRF log-likelihood.
+
+    One step on sequence ``(x, y)`` at counter ``t``::
+
+        eta = eta0 / (1 + alpha eta0 t) ** power
+        w  <- (1 - eta alpha) w + eta grad log p(y | x; w)
+
+    ``power=1`` is plain SGD (``1 / (alpha (t + t0))`` with
+    ``t0 = 1 / (alpha eta0)``), ``power=0.75`` Bottou's averaged-SGD schedule,
+    ``power=0`` a constant step (ASF). When ``w`` averages (``w.averaged``)
+    every iterate after a step is added to the running sum. With
+    ``feedback=True`` (ASF, Fig. 1 of Sun et al. 2010) the weights are reset
+    to the average of all iterates after every pass whose total count
+    ``passes_done`` is triangular (1, 3, 6, 10, ...): period ``c`` runs ``c``
+    passes.
+
+    Returns
+    -------
+    info : dict
+        ``t``, ``passes_done``, ``seed``, ``epochs`` run, ``mean_loss`` of the
+        last pass (at the pre-step weights), ``diverged``, ``feedbacks``
+        (list of the ``passes_done`` values where feedback happened).
+    """
+    if not ds.has_labels:
+        raise ValueError("labels are required for training")
+    if ds.n_features > w.n_attributes:
+        raise ValueError("the data have more attributes than the weights")
+    if feedback and not w.averaged:
+        raise ValueError("feedback needs averaged weights")
+    if not (eta0 > 0 and eta0 * alpha < 1.0):
+        raise ValueError(f"eta0={eta0} must be positive with eta0 * alpha < 1")
+    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef Py_ssize_t k, s
+    cdef int epoch, epochs_run = 0
+    cdef double eta, ll, loss_sum = 0.0
+    cdef bint diverged = False, fb_now
+    cdef unsigned int rng = seed if seed != 0 else 1
+    cdef const int* lab = &ds.labels[0]
+    cdef const int* y
+    feedbacks = []
+    with nogil:
+        for epoch in range(n_epochs):
+            if shuffle:
+                ds.shuffle(&rng)
+            loss_sum = 0.0
+            for k in range(ds.n_sequences):
+                s = ds.order[k]
+                if power == 0.0:
+                    eta = eta0
+                else:
+                    eta = eta0 / pow(1.0 + alpha * eta0 * <double>t, power)
+                y = lab + ds.offsets[s]
+                ctx.load_transitions(w)
+                ctx.load_emissions(ds, s, w)
+                ctx.finish_emissions()
+                ll = ctx.loglik(y)
+                if not isfinite(ll):
+                    diverged = True
+                    break
+                loss_sum -= ll
+                w.shrink(1.0 - eta * alpha)
+                ctx.add_gradient(ds, s, y, w, eta / w.scale, fit_intercept)
+                t += 1
+                if w.averaged:
+                    w.count_iterate()
+            if diverged:
+                break
+            epochs_run += 1
+            passes_done += 1
+            fb_now = feedback and _is_triangular(passes_done)
+            if fb_now:
+                w.reset_to_average()
+                with gil:
+                    feedbacks.append(passes_done)
+            if not w.is_finite():
+                diverged = True
+                break
+        w.fold()
+    return {"t": t, "passes_done": passes_done, "seed": rng, "epochs": epochs_run,
+            "mean_loss": loss_sum / ds.n_sequences if ds.n_sequences else 0.0,
+            "diverged": diverged, "feedbacks": feedbacks}

@@ -1,0 +1,190 @@
+"""Sequence input: lists of sequences -> stacked CSR token rows + offsets.
+
+The public input of the sequence taggers is sklearn-crfsuite's: ``X`` a list
+of sequences (one entry per sequence, so ``KFold`` / ``GridSearchCV`` split by
+sequence) and ``y`` a list of label lists. A sequence is
+
+* a list of per-token feature dicts (``str -> float | int | bool | str``;
+  a string value ``v`` of key ``k`` is the one-hot attribute ``"k=v"``), or
+* a 2-D array or sparse matrix of shape ``(n_tokens, n_features)``.
+
+A plain 2-D array or sparse matrix ``X`` is read as independent one-token
+sequences (the tagger is then a multinomial linear model).
+
+Internally the tokens of all sequences are stacked into one CSR matrix and
+``offsets`` gives the first row of each sequence (seqlearn's layout, kept
+private: it is not sample-aligned).
+"""
+from collections.abc import Mapping
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+KIND_DICTS = "dicts"
+KIND_ARRAYS = "arrays"
+KIND_FLAT = "flat"
+
+
+def input_kind(X):
+    """Classify ``X`` as ``'dicts'``, ``'arrays'`` (list of 2-D sequences) or ``'flat'``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is an empty list or its first sequence is empty.
+    TypeError
+        If ``X`` is a single sequence of dicts rather than a list of them.
+    """
+    if sp.issparse(X):
+        return KIND_FLAT
+    if isinstance(X, np.ndarray) and not (X.dtype == object and X.ndim == 1):
+        return KIND_FLAT
+    if not isinstance(X, (list, tuple, np.ndarray)):
+        return KIND_FLAT  # array-likes (DataFrame, ...) go through validate_data
+    if len(X) == 0:
+        raise ValueError("X is empty: expected a non-empty list of sequences.")
+    first = X[0]
+    if sp.issparse(first) or (isinstance(first, np.ndarray) and first.ndim == 2):
+        return KIND_ARRAYS
+    if isinstance(first, Mapping):
+        raise TypeError(
+            "X looks like a single sequence of feature dicts; pass a list of "
+            "sequences, e.g. X = [sequence]."
+        )
+    if isinstance(first, (list, tuple)):
+        if len(first) == 0:
+            raise ValueError("sequence 0 of X is empty: every sequence needs at least one token.")
+        if isinstance(first[0], Mapping):
+            return KIND_DICTS
+    return KIND_FLAT
+
+
+def vectorize_dicts(X, vocabulary, grow):
+    """Token feature dicts -> CSR arrays, growing ``vocabulary`` when ``grow``.
+
+    Parameters
+    ----------
+    X : list of list of dict
+    vocabulary : dict
+        Attribute name -> column; new attributes get the next columns when
+        ``grow`` is True, and are ignored otherwise (unseen at prediction).
+    grow : bool
+
+    Returns
+    -------
+    data, indices, indptr, offsets : ndarray
+        float64, int32, int64, int64.
+    """
+    data, indices, indptr, offsets = [], [], [0], [0]
+    get = vocabulary.get
+    n_rows = 0
+    for si, seq in enumerate(X):
+        if not isinstance(seq, (list, tuple)):
+            raise TypeError(f"sequence {si} of X is a {type(seq).__name__}; expected a "
+                            "list of feature dicts.")
+        if len(seq) == 0:
+            raise ValueError(f"sequence {si} of X is empty: every sequence needs at "
+                             "least one token.")
+        for tok in seq:
+            if not isinstance(tok, Mapping):
+                raise TypeError(f"sequence {si} of X holds a {type(tok).__name__}; "
+                                "expected feature dicts.")
+            for key, val in tok.items():
+                if isinstance(val, str):
+                    key = f"{key}={val}"
+                    val = 1.0
+                elif isinstance(val, (Real, np.number)) and not isinstance(val, complex):
+                    val = float(val)
+                else:
+                    raise TypeError(
+                        f"feature {key!r} has a value of type {type(val).__name__}; "
+                        "values must be str, float, int or bool."
+                    )
+                j = get(key)
+                if j is None:
+                    if not grow:
+                        continue
+                    j = len(vocabulary)
+                    vocabulary[key] = j
+                indices.append(j)
+                data.append(val)
+            indptr.append(len(indices))
+        n_rows += len(seq)
+        offsets.append(n_rows)
+    data = np.asarray(data, dtype=np.float64)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("X contains NaN or infinite feature values.")
+    return (data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64),
+            np.asarray(offsets, dtype=np.int64))
+
+
+def stack_arrays(X, n_features=None):
+    """A list of 2-D arrays / sparse matrices -> CSR arrays and offsets."""
+    blocks = []
+    offsets = [0]
+    for si, seq in enumerate(X):
+        if not (sp.issparse(seq) or isinstance(seq, np.ndarray)):
+            raise TypeError(f"sequence {si} of X is a {type(seq).__name__}; expected all "
+                            "sequences to be 2-D arrays or sparse matrices.")
+        if seq.ndim != 2:
+            raise ValueError(f"sequence {si} of X has {seq.ndim} dimensions; expected 2.")
+        if seq.shape[0] == 0:
+            raise ValueError(f"sequence {si} of X is empty: every sequence needs at least "
+                             "one token.")
+        seq = check_array(seq, accept_sparse="csr", dtype=np.float64)
+        if n_features is None:
+            n_features = seq.shape[1]
+        elif seq.shape[1] != n_features:
+            raise ValueError(f"sequence {si} of X has {seq.shape[1]} features, but "
+                             f"{n_features} were expected.")
+        blocks.append(sp.csr_matrix(seq))
+        offsets.append(offsets[-1] + seq.shape[0])
+    M = sp.vstack(blocks, format="csr")
+    M.sum_duplicates()
+    return csr_arrays(M) + (np.asarray(offsets, dtype=np.int64), n_features)
+
+
+def csr_arrays(M):
+    """``(data, indices, indptr)`` of a CSR matrix with the kernel's dtypes."""
+    M = sp.csr_matrix(M)
+    return (np.ascontiguousarray(M.data, dtype=np.float64),
+            np.ascontiguousarray(M.indices, dtype=np.int32),
+            np.ascontiguousarray(M.indptr, dtype=np.int64))
+
+
+def flatten_labels(y, lengths):
+    """Check ``y`` against the sequence lengths and flatten it.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is None, or has a different number of sequences than ``X``,
+        or a sequence of ``y`` differs in length from its sequence of ``X``.
+    """
+    if y is None:
+        raise ValueError("requires y to be passed, but the target y is None.")
+    if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
+        raise TypeError("y must be a list of label sequences.")
+    if len(y) != len(lengths):
+        raise ValueError(f"X has {len(lengths)} sequences but y has {len(y)}.")
+    flat = []
+    for si, (seq, n) in enumerate(zip(y, lengths)):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+            raise TypeError(f"y[{si}] is a {type(seq).__name__}; expected a list of labels.")
+        if len(seq) != n:
+            raise ValueError(f"sequence {si} has {n} tokens in X but {len(seq)} labels in y.")
+        flat.extend(seq)
+    return np.asarray(flat)
+
+
+def subset(data, indices, indptr, offsets, labels, rows):
+    """The sequences ``rows`` of a stacked batch, as a new stacked batch."""
+    rows = np.asarray(rows)
+    starts, ends = offsets[rows], offsets[rows + 1]
+    tok = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
+    M = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, int(indices.max(initial=-1)) + 1))
+    sub = M[tok]
+    new_offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
+    return csr_arrays(sub) + (new_offsets, labels[tok] if labels is not None else None)
