@@ -5,8 +5,10 @@ Estimators
 PlainSGDClassifier
     Plain / averaged SGD on the shared core (the baseline).
 """
+from ._psa import PSAClassifier
 from ._sgd import PlainSGDClassifier
+from ._sgdqn import SGDQNLinearSVC
 
 __version__ = "0.1.0"
 
-__all__ = ["PlainSGDClassifier"]
+__all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC"]

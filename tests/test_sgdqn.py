@@ -1,0 +1,399 @@
+"""SGDQNLinearSVC and its kernel against a NumPy re-implementation of the
+corrected SGD-QN (Bordes et al. 2009, Figure 2, with the 2010 erratum)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_secondorder import SGDQNLinearSVC
+from sklearn_secondorder._core._dataset import RowDataset
+from sklearn_secondorder._core._losses import LOSSES
+from sklearn_secondorder._core._sgdqn_fast import primal_objective, sgdqn_epochs
+from sklearn_secondorder._sgdqn import T0_GRID
+
+
+# ------------------------------------------------------------ NumPy reference
+def _dloss(loss, p, y):
+    """d loss / d p, written independently of the Cython losses."""
+    z = y * p
+    if loss == "squared_hinge":
+        return -2.0 * y * (1.0 - z) if z < 1.0 else 0.0
+    if loss == "hinge":
+        return -y if z < 1.0 else 0.0
+    return -y / (1.0 + np.exp(z))  # log_loss
+
+
+def _loss(loss, p, y):
+    z = y * p
+    if loss == "squared_hinge":
+        return np.maximum(0.0, 1.0 - z) ** 2
+    if loss == "hinge":
+        return np.maximum(0.0, 1.0 - z)
+    return np.logaddexp(0.0, -z)
+
+
+def sgdqn_reference(X, y, sw, orders, *, loss, alpha, t0, skip, fit_intercept=True,
+                    state=None):
+    """Dense NumPy SGD-QN (corrected): returns (w, b, B, state).
+
+    ``orders`` is the list of row orders, one per pass. ``state`` continues a
+    previous call (for partial_fit).
+    """
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    d = X.shape[1]
+    if state is None:
+        state = dict(w=np.zeros(d), b=0.0, invB=np.full(d + 1, alpha * t0),
+                     B=np.full(d + 1, 1.0 / (alpha * t0)), v=np.zeros(d + 1),
+                     count=skip, update=False)
+    s = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+    w, b, invB, B, v = s["w"], s["b"], s["invB"], s["B"], s["v"]
+    for order in orders:
+        for i in order:
+            if sw[i] == 0:
+                continue
+            x = X[i]
+            g = sw[i] * _dloss(loss, x @ w + b, y[i])
+            if s["update"]:
+                # secant of the full gradient between v (before the skip step) and w
+                gv = sw[i] * _dloss(loss, x @ v[:d] + v[d], y[i])
+                diff = np.append(w, b) - v
+                r = np.full(d + 1, alpha)
+                nz = diff[:d] != 0
+                r[:d][nz] = alpha + (g - gv) * x[nz] / diff[:d][nz]
+                if fit_intercept and diff[d] != 0:
+                    r[d] = (g - gv) / diff[d]
+                r = np.clip(r, alpha, 100 * alpha)
+                invB += skip * r
+                B = 1.0 / invB
+                s["update"] = False
+            s["count"] -= 1
+            if s["count"] <= 0:
+                v = np.append(w, b)
+                lb = alpha * B[:d]
+                f = 1.0 - skip * lb
+                guard = f < 0.8
+                f[guard] = np.where(lb[guard] < 1.0, (1.0 - lb[guard]) ** skip,
+                                    np.exp(-skip * lb[guard]))
+                w = w * f
+                s["count"] = skip
+                s["update"] = True
+            w = w - g * B[:d] * x
+            if fit_intercept:
+                b = b - g * B[d]
+    s.update(w=w, b=b, invB=invB, B=B, v=v)
+    return w, b, B, s
+
+
+def kernel_orders(n_samples, seed, n_epochs):
+    """The row orders the kernel visits (RowDataset's seeded Fisher-Yates)."""
+    ds = RowDataset(np.zeros((n_samples, 1)), np.zeros(n_samples), np.ones(n_samples))
+    orders = []
+    for _ in range(n_epochs):
+        seed = ds.shuffle_py(seed)
+        orders.append(ds.order_)
+    return orders
+
+
+def run_kernel(X, y, sw, *, loss, alpha, t0, skip, n_epochs, seed, fit_intercept=True,
+               shuffle=True):
+    d = X.shape[1]
+    coef, intercept = np.zeros(d), np.zeros(1)
+    invB = np.full(d + 1, alpha * t0)
+    B, v = 1.0 / invB, np.zeros(d + 1)
+    info = sgdqn_epochs(RowDataset(X, y, sw), coef, intercept, B, invB, v,
+                        loss=LOSSES[loss](), alpha=alpha, skip=skip, count=skip,
+                        update_b=False, n_epochs=n_epochs, shuffle=shuffle, seed=seed,
+                        fit_intercept=fit_intercept)
+    return coef, intercept[0], B, info
+
+
+@pytest.fixture
+def binary_problem():
+    rng = np.random.RandomState(0)
+    X = sp.random(80, 25, density=0.2, random_state=rng, format="csr")
+    X.data = rng.uniform(-1, 2, X.data.shape)
+    w = rng.randn(25)
+    y = np.where(X @ w + 0.3 * rng.randn(80) > 0, 1.0, -1.0)
+    sw = rng.uniform(0.5, 2.0, 80)
+    sw[[3, 17]] = 0.0
+    return X, y, sw
+
+
+# ----------------------------------------------------------------- kernel
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "log_loss"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_kernel_matches_numpy_reference(binary_problem, fmt, loss, fit_intercept):
+    X, y, sw = binary_problem
+    Xk = X.toarray() if fmt == "dense" else X
+    # skip alpha B = 10 * 0.05 / (0.05 * 40) = 0.25 at first: the early skip
+    # steps take the guarded shrink (1 - alpha B_i)^skip.
+    kw = dict(loss=loss, alpha=0.05, t0=40.0, skip=10, fit_intercept=fit_intercept)
+    coef, b, B, info = run_kernel(Xk, y, sw, n_epochs=4, seed=5, **kw)
+    w_ref, b_ref, B_ref, s = sgdqn_reference(X, y, sw, kernel_orders(80, 5, 4), **kw)
+    assert not info["diverged"]
+    assert info["t"] == 4 * 78 and info["count"] == s["count"]
+    assert info["update_b"] == s["update"]
+    assert_allclose(coef, w_ref, rtol=1e-10, atol=1e-13)
+    assert_allclose(b, b_ref, rtol=1e-10, atol=1e-13)
+    assert_allclose(B, B_ref, rtol=1e-10)
+    # Without curvature information every B_i would be equal: the secant
+    # branch was exercised.
+    if loss != "hinge":
+        assert np.unique(B[:-1]).size > 5
+
+
+def test_kernel_dense_and_csr_identical(binary_problem):
+    X, y, sw = binary_problem
+    kw = dict(loss="squared_hinge", alpha=0.005, t0=50.0, skip=3, n_epochs=3, seed=9)
+    dense = run_kernel(X.toarray(), y, sw, **kw)
+    csr = run_kernel(X, y, sw, **kw)
+    for a, c in zip(dense[:3], csr[:3]):
+        assert_array_equal(a, c)
+
+
+def test_shrink_guard_keeps_weights_sign():
+    """A skip step with skip * alpha * B >> 1 must not flip the weights' sign."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 4)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    kw = dict(loss="log_loss", alpha=0.1, t0=0.5, skip=40, fit_intercept=False)
+    # alpha * B = 1 / t0 = 2 at the first skip step: 1 - skip alpha B = -79.
+    coef, _, _, _ = run_kernel(X, y, np.ones(40), n_epochs=1, seed=1, shuffle=False, **kw)
+    w_ref, _, _, _ = sgdqn_reference(X, y, np.ones(40), [np.arange(40)], **kw)
+    assert_allclose(coef, w_ref, rtol=1e-10)
+    assert np.all(np.isfinite(coef))
+
+
+def test_primal_objective_matches_numpy(binary_problem):
+    X, y, sw = binary_problem
+    w = np.random.RandomState(1).randn(25)
+    for loss in ("squared_hinge", "hinge", "log_loss"):
+        p = X @ w + 0.3
+        expected = 0.05 * w @ w + np.sum(sw * _loss(loss, p, y)) / sw.sum()
+        got = primal_objective(RowDataset(X, y, sw), w, 0.3, loss=LOSSES[loss](),
+                               alpha=0.1)
+        assert_allclose(got, expected, rtol=1e-12)
+
+
+# -------------------------------------------------------------- estimator
+def test_fit_matches_reference_and_dense_equals_csr(binary_problem):
+    X, y, sw = binary_problem
+    labels = np.where(y > 0, "yes", "no")
+    kw = dict(alpha=0.01, t0=30.0, skip=5, max_iter=3, random_state=0)
+    dense = SGDQNLinearSVC(**kw).fit(X.toarray(), labels, sample_weight=sw)
+    csr = SGDQNLinearSVC(**kw).fit(X, labels, sample_weight=sw)
+    assert_array_equal(dense.coef_, csr.coef_)
+    assert_array_equal(dense.intercept_, csr.intercept_)
+    assert_array_equal(dense.B_, csr.B_)
+    # The reference, fed the kernel's visiting order with the problem's seed.
+    seed = dense._states[0]["seed"]  # seed *after* fitting: recompute the start seed
+    seed0 = np.random.RandomState(0).randint(1, np.iinfo(np.int32).max)
+    w_ref, b_ref, B_ref, _ = sgdqn_reference(
+        X, y, sw, kernel_orders(80, seed0, 3), loss="squared_hinge", alpha=0.01,
+        t0=30.0, skip=5)
+    assert seed != seed0
+    assert_allclose(dense.coef_.ravel(), w_ref, rtol=1e-10, atol=1e-13)
+    assert_allclose(dense.intercept_, [b_ref], rtol=1e-10, atol=1e-13)
+    assert_allclose(dense.B_.ravel(), B_ref, rtol=1e-10)
+    assert dense.t_ == 3 * 78 and dense.n_iter_ == 3
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "log_loss"])
+def test_B_never_exceeds_its_start_value(loss):
+    X, y = make_classification(n_samples=400, n_features=30, n_informative=10,
+                               random_state=0)
+    X = StandardScaler().fit_transform(X)
+    clf = SGDQNLinearSVC(loss=loss, alpha=1e-3, max_iter=5, random_state=0).fit(X, y)
+    start = 1.0 / (clf.alpha * clf.t0_[0])
+    assert np.all(clf.B_ <= start * (1 + 1e-12))
+    assert np.all(clf.B_ > 0)
+    # and the 1/t decay is inside B: with r_i >= alpha after t examples,
+    # 1/B_i >= alpha (t0 + skip * number of re-estimates); a re-estimate
+    # happens on the example after each skip step.
+    n_updates = (clf.t_ - 1) // clf.skip_
+    assert np.all(1.0 / clf.B_ >= clf.alpha * (clf.t0_[0] + clf.skip_ * n_updates)
+                  * (1 - 1e-9))
+    assert np.all(1.0 / clf.B_ <= clf.alpha * (clf.t0_[0] + 100 * clf.skip_ * n_updates)
+                  * (1 + 1e-9))
+
+
+def test_hinge_secants_are_mostly_zero():
+    """With the hinge, l' is piecewise constant: the secant is 0 unless the
+    margin crosses 1 between v and w, so most B_i keep the first-order
+    schedule 1/(alpha (t0 + skip k)) (documented behaviour)."""
+    rng = np.random.RandomState(0)
+    X = sp.random(2000, 100, density=0.05, random_state=rng, format="csr")
+    X.data[:] = 1.0
+    y = np.where(X @ rng.randn(100) + 0.5 * rng.randn(2000) > 0, 1, -1)
+    kw = dict(alpha=1e-3, t0=1e3, skip=16, max_iter=2, random_state=0)
+    on_schedule = {}
+    for loss in ("hinge", "squared_hinge", "log_loss"):
+        clf = SGDQNLinearSVC(loss=loss, **kw).fit(X, y)
+        first_order = 1.0 / (1e-3 * (1e3 + 16 * ((clf.t_ - 1) // 16)))
+        on_schedule[loss] = np.mean(np.isclose(clf.B_[0, :-1], first_order, rtol=1e-9))
+    assert on_schedule["hinge"] > 0.8
+    assert on_schedule["squared_hinge"] < 0.5
+    assert on_schedule["log_loss"] < 0.05
+
+
+def test_skip_auto():
+    rng = np.random.RandomState(0)
+    X = sp.random(300, 200, density=0.05, random_state=rng, format="csr")
+    y = rng.randint(2, size=300)
+    clf = SGDQNLinearSVC(max_iter=1, t0=1e4, random_state=0).fit(X, y)
+    assert clf.skip_ == int(round(16 * 200 / (X.nnz / 300)))
+    clf = SGDQNLinearSVC(max_iter=1, t0=1e4, random_state=0).fit(X.toarray(), y)
+    assert clf.skip_ == 16
+    assert SGDQNLinearSVC(max_iter=1, t0=1e4, skip=3).fit(X, y).skip_ == 3
+
+
+def test_t0_auto_picks_the_lowest_primal_cost_after_one_pass():
+    """With n <= 1000 the sample is the whole data; with shuffle=False the
+    selection pass is a plain fit(max_iter=1) with that t0."""
+    X, y = make_classification(n_samples=300, n_features=8, random_state=3)
+    X = StandardScaler().fit_transform(X)
+    ys = np.where(y == 1, 1.0, -1.0)
+    costs = []
+    for t0 in T0_GRID:
+        c = SGDQNLinearSVC(alpha=1e-2, t0=t0, max_iter=1, shuffle=False).fit(X, y)
+        p = X @ c.coef_.ravel() + c.intercept_[0]
+        costs.append(5e-3 * c.coef_.ravel() @ c.coef_.ravel()
+                     + np.mean(np.maximum(0, 1 - ys * p) ** 2))
+    auto = SGDQNLinearSVC(alpha=1e-2, max_iter=1, shuffle=False).fit(X, y)
+    assert auto.t0_[0] == T0_GRID[int(np.argmin(costs))]
+    # the choice matters: the worst candidate is clearly worse
+    assert max(costs) > 1.5 * min(costs)
+
+
+def test_partial_fit_continues_state(binary_problem):
+    X, y, sw = binary_problem
+    kw = dict(alpha=0.01, t0=30.0, skip=7, shuffle=False)
+    fit = SGDQNLinearSVC(max_iter=3, **kw).fit(X, y, sample_weight=sw)
+    inc = SGDQNLinearSVC(**kw)
+    for _ in range(3):
+        inc.partial_fit(X, y, classes=[-1.0, 1.0], sample_weight=sw)
+    assert_allclose(inc.coef_, fit.coef_, rtol=1e-12)
+    assert_allclose(inc.B_, fit.B_, rtol=1e-12)
+    assert inc.t_ == fit.t_ == 3 * 78
+    # Split batches too: the skip countdown and the pending B re-estimate
+    # carry over between calls (80 rows in batches of 33, 33, 14).
+    split = SGDQNLinearSVC(**kw)
+    for _ in range(3):
+        for sl in (slice(0, 33), slice(33, 66), slice(66, 80)):
+            split.partial_fit(X[sl], y[sl], classes=[-1.0, 1.0], sample_weight=sw[sl])
+    assert_allclose(split.coef_, fit.coef_, rtol=1e-12)
+    w_ref, _, B_ref, _ = sgdqn_reference(X, y, sw, [np.arange(80)] * 3,
+                                         loss="squared_hinge", alpha=0.01, t0=30.0,
+                                         skip=7)
+    assert_allclose(split.coef_.ravel(), w_ref, rtol=1e-10, atol=1e-13)
+    assert_allclose(split.B_.ravel(), B_ref, rtol=1e-10)
+
+
+def test_multiclass_ovr_and_n_jobs():
+    X, y = make_classification(n_samples=300, n_features=10, n_informative=6,
+                               n_classes=3, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    one = SGDQNLinearSVC(alpha=1e-3, random_state=0, n_jobs=1).fit(X, y)
+    two = SGDQNLinearSVC(alpha=1e-3, random_state=0, n_jobs=2).fit(X, y)
+    assert one.coef_.shape == (3, 10) and one.B_.shape == (3, 11)
+    assert_array_equal(one.coef_, two.coef_)
+    assert one.score(X, y) > LinearSVC().fit(X, y).score(X, y) - 0.05
+    # each class is its own binary problem: class 1 against the rest
+    yb = np.where(y == 1, 1, -1)
+    binary = SGDQNLinearSVC(alpha=1e-3, t0=one.t0_[1], max_iter=5, shuffle=False)
+    ovr = SGDQNLinearSVC(alpha=1e-3, t0=one.t0_[1], max_iter=5, shuffle=False).fit(X, y)
+    assert_allclose(ovr.coef_[1], binary.fit(X, yb).coef_[0], rtol=1e-12)
+
+
+def test_predict_proba_only_for_log_loss():
+    X, y = make_classification(n_samples=200, random_state=0)
+    log = SGDQNLinearSVC(loss="log_loss", alpha=1e-3, random_state=0).fit(X, y)
+    proba = log.predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_allclose(proba[:, 1], 1 / (1 + np.exp(-log.decision_function(X))))
+    for loss in ("squared_hinge", "hinge"):
+        clf = SGDQNLinearSVC(loss=loss, random_state=0).fit(X, y)
+        assert not hasattr(clf, "predict_proba")
+
+
+def test_grid_search_in_pipeline():
+    X, y = make_classification(n_samples=300, n_features=12, random_state=0)
+    pipe = make_pipeline(StandardScaler(), SGDQNLinearSVC(random_state=0))
+    gs = GridSearchCV(pipe, {"sgdqnlinearsvc__alpha": [1e-4, 1e-2],
+                             "sgdqnlinearsvc__loss": ["squared_hinge", "log_loss"]},
+                      cv=3).fit(X, y)
+    assert gs.best_score_ > 0.8
+    assert set(gs.cv_results_["param_sgdqnlinearsvc__loss"]) == {"squared_hinge",
+                                                                "log_loss"}
+
+
+# ----------------------------------------------------------------- errors
+def test_error_nan_input():
+    X = np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        SGDQNLinearSVC().fit(X, [0, 1, 0])
+
+
+def test_error_wrong_feature_count():
+    X, y = make_classification(n_samples=50, n_features=5, random_state=0)
+    clf = SGDQNLinearSVC(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X has 4 features, but SGDQNLinearSVC is "
+                                         "expecting 5 features"):
+        clf.predict(X[:, :4])
+    with pytest.raises(ValueError, match="expecting 5 features"):
+        clf.partial_fit(X[:, :4], y)
+
+
+def test_error_unseen_labels_in_partial_fit():
+    X, y = make_classification(n_samples=50, n_features=5, random_state=0)
+    clf = SGDQNLinearSVC().partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"y contains labels not in classes_"):
+        clf.partial_fit(X[:3], [0, 1, 2])
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        SGDQNLinearSVC().partial_fit(X, y)
+
+
+def test_error_divergence_never_returns_nan():
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 5) * 1e305  # one clipped step (|l'| <= 1e12) overflows
+    y = rng.randint(2, size=50)
+    with pytest.raises(ValueError, match="weights overflowed"):
+        SGDQNLinearSVC(t0=1e-3, alpha=1e-4, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="t0='auto' diverged for every candidate"):
+        SGDQNLinearSVC(alpha=1e-4, random_state=0).fit(X, y)
+
+
+def test_error_bad_parameters():
+    X, y = make_classification(n_samples=30, random_state=0)
+    with pytest.raises(ValueError, match="'skip' parameter"):
+        SGDQNLinearSVC(skip=0).fit(X, y)
+    with pytest.raises(ValueError, match="'t0' parameter"):
+        SGDQNLinearSVC(t0=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="'loss' parameter"):
+        SGDQNLinearSVC(loss="modified_huber").fit(X, y)
+
+
+# --------------------------------------------------------- scikit-learn API
+_WEIGHT_REASON = (
+    "stochastic solver: a row of weight k takes one step of size k at one point "
+    "of the trajectory, while k repeated rows take k steps at different points "
+    "(and shift the skip schedule and the t0 sample), so the fits agree only "
+    "at convergence, not after max_iter passes (as scikit-learn's SGDClassifier)")
+
+
+@parametrize_with_checks(
+    [SGDQNLinearSVC(max_iter=5, random_state=0),
+     SGDQNLinearSVC(loss="log_loss", max_iter=5, random_state=0)],
+    expected_failed_checks=lambda est: {
+        "check_sample_weight_equivalence_on_dense_data": _WEIGHT_REASON,
+        "check_sample_weight_equivalence_on_sparse_data": _WEIGHT_REASON,
+    })
+def test_sklearn_api(estimator, check):
+    check(estimator)
