@@ -5,10 +5,9 @@ Estimators
 PlainSGDClassifier
     Plain / averaged SGD on the shared core (the baseline).
 """
-from ._psa import PSAClassifier
 from ._sgd import PlainSGDClassifier
 from ._sgdqn import SGDQNLinearSVC
 
 __version__ = "0.1.0"
 
-__all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC"]
+__all__ = ["PlainSGDClassifier", "SGDQNLinearSVC"]
