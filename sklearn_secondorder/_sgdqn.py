@@ -39,7 +39,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
 
         r_i = alpha + y x_i (l'(y w.x) - l'(y v.x)) / (w_i - v_i)   (w_i != v_i)
         r_i = alpha                                                  (otherwise)
-        r_i <- clip(r_i, alpha, 100 alpha),      1 / B_i <- 1 / B_i + skip r_i
+        r_i <- clip(r_i, alpha, max_curvature alpha),   1 / B_i <- 1 / B_i + skip r_i
 
     This harmonic accumulation is the erratum's correction of Figure 2,
     line 7: without curvature information ``B_i = 1 / (alpha (t0 + t))``,
@@ -63,8 +63,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
         ``B_b`` of the rescaling (start ``1 / (alpha t0)``), takes the step
         ``b -= l'(y (w.x + b)) y B_b`` and is left out of the skip-step
         shrink; its secant has no ``alpha`` term,
-        ``r_b = (l'(y w.x) - l'(y v.x)) y / (b - v_b)``, clipped to
-        ``[alpha, 100 alpha]`` like the others.
+        ``r_b = (l'(y w.x) - l'(y v.x)) y / (b - v_b)``, clipped like the
+        others.
     max_iter : int, default=5
         Passes over the data in ``fit``.
     skip : 'auto' or int, default='auto'
@@ -77,6 +77,16 @@ class SGDQNLinearSVC(LinearClassifierBase):
         first data seen (at least 1000 rows when available) for each ``t0``
         in ``1, 10, ..., 1e10``, keeping the one with the lowest primal cost
         on that sample.
+    max_curvature : float, default=100.0
+        Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
+        (libsgdqn's ``cmax``; the lower clip is ``alpha``, the curvature of
+        the L2 term). With the default, ``1 / B_i`` grows by at most
+        ``100 alpha`` per example, so when ``alpha`` is small compared with
+        the loss curvature (e.g. ``alpha = 1/n_samples`` on unscaled binary
+        features) ``B`` hardly decays within a few passes and the iterates
+        stay at the noise level of the starting gain ``1 / (alpha t0)``; a
+        larger clip (1e3 to 1e5) then lets ``B`` follow the curvature (see
+        the benchmark ``benchmarks/linear_sgdqn.py``).
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None
@@ -144,18 +154,21 @@ class SGDQNLinearSVC(LinearClassifierBase):
         "loss": [StrOptions({"squared_hinge", "hinge", "log_loss"})],
         "skip": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "t0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "max_curvature": [Interval(Real, 1, None, closed="left")],
     }
     _probabilistic_losses = frozenset({"log_loss"})
 
     def __init__(self, loss="squared_hinge", *, alpha=1e-4, fit_intercept=True,
-                 max_iter=5, skip="auto", t0="auto", shuffle=True, random_state=None,
-                 class_weight=None, warm_start=False, n_jobs=None, verbose=0):
+                 max_iter=5, skip="auto", t0="auto", max_curvature=100.0, shuffle=True,
+                 random_state=None, class_weight=None, warm_start=False, n_jobs=None,
+                 verbose=0):
         self.loss = loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.skip = skip
         self.t0 = t0
+        self.max_curvature = max_curvature
         self.shuffle = shuffle
         self.random_state = random_state
         self.class_weight = class_weight
@@ -208,7 +221,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
                                 state["invB"], state["v"], loss=loss, alpha=self.alpha,
                                 skip=skip, count=skip, update_b=False, n_epochs=1,
                                 shuffle=self.shuffle, seed=seed,
-                                fit_intercept=self.fit_intercept)
+                                fit_intercept=self.fit_intercept,
+                                r_max=self.max_curvature)
             if info["diverged"]:
                 continue
             cost = primal_objective(ds, state["coef"], float(state["intercept"][0]),
@@ -237,7 +251,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
             state["B"], state["invB"], state["v"], loss=LOSSES[self.loss](),
             alpha=self.alpha, skip=state["skip"], count=state["count"],
             update_b=state["update_b"], t=state["t"], n_epochs=n_epochs,
-            shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept)
+            shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
+            r_max=self.max_curvature)
         if info["diverged"]:
             raise diverged_error(type(self).__name__, info["epochs"])
         state.update(t=info["t"], seed=info["seed"], count=info["count"],

@@ -39,7 +39,7 @@ def _loss(loss, p, y):
 
 
 def sgdqn_reference(X, y, sw, orders, *, loss, alpha, t0, skip, fit_intercept=True,
-                    state=None):
+                    r_max=100.0, state=None):
     """Dense NumPy SGD-QN (corrected): returns (w, b, B, state).
 
     ``orders`` is the list of row orders, one per pass. ``state`` continues a
@@ -68,7 +68,7 @@ def sgdqn_reference(X, y, sw, orders, *, loss, alpha, t0, skip, fit_intercept=Tr
                 r[:d][nz] = alpha + (g - gv) * x[nz] / diff[:d][nz]
                 if fit_intercept and diff[d] != 0:
                     r[d] = (g - gv) / diff[d]
-                r = np.clip(r, alpha, 100 * alpha)
+                r = np.clip(r, alpha, r_max * alpha)
                 invB += skip * r
                 B = 1.0 / invB
                 s["update"] = False
@@ -101,7 +101,7 @@ def kernel_orders(n_samples, seed, n_epochs):
 
 
 def run_kernel(X, y, sw, *, loss, alpha, t0, skip, n_epochs, seed, fit_intercept=True,
-               shuffle=True):
+               shuffle=True, r_max=100.0):
     d = X.shape[1]
     coef, intercept = np.zeros(d), np.zeros(1)
     invB = np.full(d + 1, alpha * t0)
@@ -109,7 +109,7 @@ def run_kernel(X, y, sw, *, loss, alpha, t0, skip, n_epochs, seed, fit_intercept
     info = sgdqn_epochs(RowDataset(X, y, sw), coef, intercept, B, invB, v,
                         loss=LOSSES[loss](), alpha=alpha, skip=skip, count=skip,
                         update_b=False, n_epochs=n_epochs, shuffle=shuffle, seed=seed,
-                        fit_intercept=fit_intercept)
+                        fit_intercept=fit_intercept, r_max=r_max)
     return coef, intercept[0], B, info
 
 
@@ -128,13 +128,15 @@ def binary_problem():
 # ----------------------------------------------------------------- kernel
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "log_loss"])
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_kernel_matches_numpy_reference(binary_problem, fmt, loss, fit_intercept):
+@pytest.mark.parametrize("fit_intercept, r_max", [(True, 100.0), (False, 100.0),
+                                                  (True, 1e4)])
+def test_kernel_matches_numpy_reference(binary_problem, fmt, loss, fit_intercept, r_max):
     X, y, sw = binary_problem
     Xk = X.toarray() if fmt == "dense" else X
     # skip alpha B = 10 * 0.05 / (0.05 * 40) = 0.25 at first: the early skip
     # steps take the guarded shrink (1 - alpha B_i)^skip.
-    kw = dict(loss=loss, alpha=0.05, t0=40.0, skip=10, fit_intercept=fit_intercept)
+    kw = dict(loss=loss, alpha=0.05, t0=40.0, skip=10, fit_intercept=fit_intercept,
+              r_max=r_max)
     coef, b, B, info = run_kernel(Xk, y, sw, n_epochs=4, seed=5, **kw)
     w_ref, b_ref, B_ref, s = sgdqn_reference(X, y, sw, kernel_orders(80, 5, 4), **kw)
     assert not info["diverged"]
@@ -206,11 +208,13 @@ def test_fit_matches_reference_and_dense_equals_csr(binary_problem):
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "log_loss"])
-def test_B_never_exceeds_its_start_value(loss):
+@pytest.mark.parametrize("max_curvature", [100.0, 1e4])
+def test_B_never_exceeds_its_start_value(loss, max_curvature):
     X, y = make_classification(n_samples=400, n_features=30, n_informative=10,
                                random_state=0)
     X = StandardScaler().fit_transform(X)
-    clf = SGDQNLinearSVC(loss=loss, alpha=1e-3, max_iter=5, random_state=0).fit(X, y)
+    clf = SGDQNLinearSVC(loss=loss, alpha=1e-3, max_iter=5, max_curvature=max_curvature,
+                         random_state=0).fit(X, y)
     start = 1.0 / (clf.alpha * clf.t0_[0])
     assert np.all(clf.B_ <= start * (1 + 1e-12))
     assert np.all(clf.B_ > 0)
@@ -220,8 +224,8 @@ def test_B_never_exceeds_its_start_value(loss):
     n_updates = (clf.t_ - 1) // clf.skip_
     assert np.all(1.0 / clf.B_ >= clf.alpha * (clf.t0_[0] + clf.skip_ * n_updates)
                   * (1 - 1e-9))
-    assert np.all(1.0 / clf.B_ <= clf.alpha * (clf.t0_[0] + 100 * clf.skip_ * n_updates)
-                  * (1 + 1e-9))
+    assert np.all(1.0 / clf.B_ <= clf.alpha * (clf.t0_[0] + max_curvature * clf.skip_
+                                               * n_updates) * (1 + 1e-9))
 
 
 def test_hinge_secants_are_mostly_zero():
@@ -376,6 +380,8 @@ def test_error_bad_parameters():
         SGDQNLinearSVC(skip=0).fit(X, y)
     with pytest.raises(ValueError, match="'t0' parameter"):
         SGDQNLinearSVC(t0=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="'max_curvature' parameter"):
+        SGDQNLinearSVC(max_curvature=0.5).fit(X, y)
     with pytest.raises(ValueError, match="'loss' parameter"):
         SGDQNLinearSVC(loss="modified_huber").fit(X, y)
 

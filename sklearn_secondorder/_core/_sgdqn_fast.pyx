@@ -20,7 +20,7 @@ One example ``(x, y, s)`` (``p = w.x + b``, ``l'`` = d loss / d p)::
         gv = s * l'(v.x + v_b, y)
         r_i = lam + x_i (g - gv) / (w_i - v_i)     # where w_i != v_i, else lam
         r_b = (g - gv) / (b - v_b)                 # intercept: no L2 term
-        r = clip(r, lam, 100 lam)
+        r = clip(r, lam, r_max lam)                # r_max = 100 (libsgdqn's cmax)
         invB += skip * r;  B = 1 / invB            # 1/B_i += skip r_i (erratum)
     if --count <= 0:                               # every `skip` examples
         v = (w, b)
@@ -44,9 +44,9 @@ cdef double DLOSS_CLIP = 1e12
 # product of `skip` exact shrinks (1 - lam B_i)^skip, or by exp(-skip lam B_i)
 # when even one shrink would be negative (lam B_i >= 1, i.e. t0 < 1).
 cdef double SHRINK_GUARD = 0.8
-# Clipping of the per-coordinate curvature r_i, in units of lam.
+# Lower clip of the per-coordinate curvature r_i, in units of lam (the L2
+# term's own curvature); the upper clip is the argument r_max.
 cdef double R_MIN = 1.0
-cdef double R_MAX = 100.0
 
 
 cdef inline double _clip(double g) noexcept nogil:
@@ -87,7 +87,8 @@ def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
                  double[::1] B, double[::1] invB, double[::1] v, *, Loss loss,
                  double alpha, long long skip, long long count, bint update_b,
                  long long t=0, int n_epochs=1, bint shuffle=True,
-                 unsigned int seed=1, bint fit_intercept=True):
+                 unsigned int seed=1, bint fit_intercept=True,
+                 double r_max=100.0):
     """Run ``n_epochs`` passes of SGD-QN over ``ds``, updating the arrays in place.
 
     Parameters
@@ -111,6 +112,9 @@ def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
         Examples processed so far.
     n_epochs, shuffle, seed, fit_intercept
         Passes, per-pass shuffling with the xorshift ``seed``, intercept.
+    r_max : float
+        Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
+        (libsgdqn's ``cmax``; the lower clip is ``alpha``).
 
     Returns
     -------
@@ -126,13 +130,15 @@ def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
         raise ValueError("a binary loss is required")
     if skip < 1:
         raise ValueError("skip must be >= 1")
+    if not r_max >= R_MIN:
+        raise ValueError("r_max must be >= 1")
     cdef double* w = &coef[0] if d > 0 else NULL
     cdef double* b = &intercept[0]
     cdef double* Bp = &B[0]
     cdef double* iB = &invB[0]
     cdef double* vp = &v[0]
     cdef double lam = alpha, dskip = <double>skip
-    cdef double rlo = R_MIN * alpha, rhi = R_MAX * alpha
+    cdef double rlo = R_MIN * alpha, rhi = r_max * alpha
     cdef const double* x
     cdef const int* ind
     cdef int nnz, k, epoch, epochs_run = 0
