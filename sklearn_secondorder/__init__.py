@@ -7,7 +7,9 @@ PlainSGDClassifier
 """
 from ._sgd import PlainSGDClassifier
 from ._sgdqn import SGDQNLinearSVC
+from ._tagger import ASFSequenceTagger, SGDSequenceTagger
 
 __version__ = "0.1.0"
 
-__all__ = ["PlainSGDClassifier", "SGDQNLinearSVC"]
+__all__ = ["PlainSGDClassifier", "SGDQNLinearSVC",
+           "ASFSequenceTagger", "SGDSequenceTagger"]

@@ -9,8 +9,7 @@ of feature dicts, or of 2-D arrays) and give its outputs (``predict``,
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import NotFittedError
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -90,8 +89,13 @@ def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
     return best_eta / 2.0
 
 
-class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
+class _BaseSequenceTagger(BaseEstimator):
     """Shared input handling, state, prediction and named weights.
+
+    Not tagged as a classifier (as sklearn-crfsuite's ``CRF``): scikit-learn's
+    ``check_cv`` would otherwise pick ``StratifiedKFold``, which cannot read a
+    list of label sequences, and ``GridSearchCV(cv=5)`` would fail. With no
+    estimator type, an integer ``cv`` means ``KFold`` over sequences.
 
     Subclasses implement ``_run_passes(ds, n_epochs)`` (train on the
     ``SequenceData`` for ``n_epochs`` passes, updating ``self._state``) and
@@ -252,8 +256,10 @@ class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
         X : list of sequences, or {array-like, sparse matrix}
         y : list of label lists, or array-like of shape (n_samples,)
         classes : array-like, default=None
-            All the labels; required on the first call. Labels outside it
-            raise a ValueError later.
+            All the labels, given on the first call (later calls may repeat
+            it). When omitted on the first call the labels of that batch are
+            taken; a later batch with a label outside ``classes_`` raises a
+            ValueError (no weights exist for it).
 
         Returns
         -------
@@ -262,20 +268,19 @@ class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
         first = not hasattr(self, "_state")
         if first:
             self._validate_params()
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit.")
-            classes = np.unique(np.asarray(classes))
-            check_classification_targets(classes)
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(f"classes={np.unique(classes)!r} is not the same as on the "
                              f"first call to partial_fit ({self.classes_!r}).")
         batch = self._to_data(X, y, fitting=True, first=first)
         if first:
-            self.classes_ = classes
+            classes = batch[4] if classes is None else np.asarray(classes)
+            check_classification_targets(classes)
+            self.classes_ = np.unique(classes)
         unseen = np.setdiff1d(np.unique(batch[4]), self.classes_)
         if unseen.size:
-            raise ValueError(f"y contains labels not in classes {self.classes_!r}: "
-                             f"{unseen[:5]!r}")
+            raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
+                             f"{unseen[:5]!r}; pass all the labels as `classes` on the "
+                             "first call to partial_fit.")
         return self._fit_batch(batch, 1, first=first)
 
     def _fit_batch(self, batch, n_epochs, first):
@@ -286,6 +291,9 @@ class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
         else:
             self._grow(n_features)
         st = self._state
+        for key in ("coef", "avg"):
+            if st[key] is not None:
+                st[key] = np.require(st[key], requirements=["C", "W"])
         if first:
             self.eta0_ = self._eta0(data, indices, indptr, offsets, label_idx)
         ds = SequenceData(data, indices, indptr, offsets, label_idx, st["n_attributes"])
@@ -305,7 +313,8 @@ class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
 
     # ---- prediction -------------------------------------------------------------
     def _model_weights(self):
-        return self._weights(self._model)
+        # an unpickled model may hold read-only (memory-mapped) arrays
+        return self._weights(np.require(self._model, requirements=["C", "W"]))
 
     def _predict_data(self, X):
         check_is_fitted(self)
@@ -438,6 +447,7 @@ class _BaseSequenceTagger(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.target_tags.required = True
         return tags
 
 

@@ -93,8 +93,11 @@ cdef class SequenceData:
         self.order = np.arange(self.n_sequences, dtype=np.intp)
 
     cdef void shuffle(self, unsigned int* seed) noexcept nogil:
-        """Fisher-Yates shuffle of the visiting order."""
+        """Fisher-Yates shuffle of the identity order (so the permutation
+        depends only on the generator state, whichever the call)."""
         cdef Py_ssize_t i, j, tmp
+        for i in range(self.n_sequences):
+            self.order[i] = i
         for i in range(self.n_sequences - 1, 0, -1):
             j = rand_below(seed, i + 1)
             tmp = self.order[i]

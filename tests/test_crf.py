@@ -1,0 +1,292 @@
+"""The Cython CRF core against independent references.
+
+Brute-force enumeration of all label paths (log Z, marginals, Viterbi, the
+latent model's constrained and free partitions), finite differences (the
+gradient), and a NumPy re-implementation of SGD / ASF (lazy average, feedback
+points, the scale trick).
+"""
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+from scipy.special import logsumexp
+
+from sklearn_secondorder._core._crf_fast import (
+    CRFContext,
+    CRFWeights,
+    SequenceData,
+    is_feedback_pass,
+    label_marginals,
+    loglik_gradient,
+    objective,
+    sgd_epochs,
+    viterbi_decode,
+)
+
+
+def brute_force(em, tr, n_latent=1, labels=None):
+    """log Z, node/edge marginals and best path by enumerating all paths."""
+    T, H = em.shape
+    paths = np.array(list(itertools.product(range(H), repeat=T)))
+    scores = em[np.arange(T), paths].sum(axis=1)
+    scores += tr[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+    if labels is not None:
+        keep = np.all(paths // n_latent == np.asarray(labels), axis=1)
+        paths, scores = paths[keep], scores[keep]
+    log_z = logsumexp(scores)
+    p = np.exp(scores - log_z)
+    marg = np.zeros((T, H))
+    edge = np.zeros((H, H))
+    for path, pr in zip(paths, p):
+        marg[np.arange(T), path] += pr
+        np.add.at(edge, (path[:-1], path[1:]), pr)
+    return log_z, marg, edge, paths[scores.argmax()], scores.max()
+
+
+@pytest.mark.parametrize("T,H", [(1, 3), (2, 2), (4, 3), (5, 2)])
+@pytest.mark.parametrize("magnitude", [0.5, 3.0, 40.0])
+def test_inference_matches_brute_force(T, H, magnitude):
+    rng = np.random.default_rng(T * 10 + H)
+    em = rng.normal(size=(T, H)) * magnitude
+    tr = rng.normal(size=(H, H)) * magnitude
+    ctx = CRFContext(H, 1, capacity=1)  # capacity 1: exercises the growth
+    out = ctx.py_infer(em, tr)
+    log_z, marg, edge, best, best_score = brute_force(em, tr)
+    assert_allclose(out["log_z"], log_z, rtol=1e-12)
+    assert_allclose(out["marginals"], marg, atol=1e-12)
+    assert_allclose(out["edge"], edge, atol=1e-12)
+    assert_allclose(out["marginals"].sum(axis=1), 1.0)
+    assert out["viterbi"].tolist() == best.tolist()
+    assert_allclose(out["viterbi_score"], best_score)
+
+
+def test_loglik_matches_brute_force():
+    rng = np.random.default_rng(0)
+    em, tr = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
+    y = np.array([0, 2, 2, 1])
+    out = CRFContext(3).py_infer(em, tr, labels=y)
+    log_z, *_ = brute_force(em, tr)
+    score = em[np.arange(4), y].sum() + tr[y[:-1], y[1:]].sum()
+    assert_allclose(out["path_score"], score)
+    assert_allclose(out["loglik"], score - log_z)
+
+
+@pytest.mark.parametrize("T", [1, 3, 4])
+def test_latent_constrained_and_free_partition(T):
+    """n_latent = 2 hidden states per label, 2 labels: H = 4 states."""
+    rng = np.random.default_rng(T)
+    n_latent, H = 2, 4
+    em, tr = rng.normal(size=(T, H)), rng.normal(size=(H, H))
+    y = rng.integers(0, 2, size=T)
+    out = CRFContext(H, n_latent).py_infer(em, tr, labels=y)
+    log_z, marg, edge, _, _ = brute_force(em, tr)
+    log_zc, marg_c, edge_c, _, _ = brute_force(em, tr, n_latent, y)
+    assert_allclose(out["log_z"], log_z)
+    assert_allclose(out["log_z_c"], log_zc)
+    assert_allclose(out["loglik"], log_zc - log_z)
+    assert_allclose(out["marginals"], marg, atol=1e-12)
+    assert_allclose(out["marginals_c"], marg_c, atol=1e-12)
+    assert_allclose(out["edge_c"], edge_c, atol=1e-12)
+    # constrained marginals vanish off the labels' states
+    assert np.all(out["marginals_c"][np.arange(H)[None, :] // n_latent != y[:, None]] == 0)
+
+
+def make_problem(rng, n_seq=6, n_attr=5, n_labels=3, max_len=4, density=0.6):
+    lengths = rng.integers(1, max_len + 1, size=n_seq)
+    n_tok = int(lengths.sum())
+    X = sp.random(n_tok, n_attr, density=density, random_state=rng, format="csr")
+    X.data = rng.normal(size=X.data.shape)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    labels = rng.integers(0, n_labels, size=n_tok).astype(np.int32)
+    return X, offsets, labels
+
+
+def to_data(X, offsets, labels=None):
+    X = sp.csr_matrix(X)
+    return SequenceData(X.data.astype(np.float64), X.indices.astype(np.int32),
+                        X.indptr.astype(np.int64), offsets, labels, X.shape[1])
+
+
+def dense_scores(X, offsets, flat, A, H, s):
+    """Emissions and transitions of sequence s, from the flat layout, in NumPy."""
+    W = flat[:A * H].reshape(A, H)
+    tr = flat[A * H:A * H + H * H].reshape(H, H)
+    b = flat[A * H + H * H:]
+    rows = X[offsets[s]:offsets[s + 1]].toarray()
+    return rows @ W + b, tr
+
+
+def test_emissions_and_decoding_follow_the_flat_layout():
+    rng = np.random.default_rng(1)
+    A, L = 5, 3
+    X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
+    flat = rng.normal(size=(A + L + 1) * L)
+    w = CRFWeights(flat.copy(), A, L)
+    ds = to_data(X, offsets)
+    pred = viterbi_decode(ds, w)
+    P = label_marginals(ds, w)
+    for s in range(len(offsets) - 1):
+        em, tr = dense_scores(X, offsets, flat, A, L, s)
+        _, marg, _, best, _ = brute_force(em, tr)
+        assert pred[offsets[s]:offsets[s + 1]].tolist() == best.tolist()
+        assert_allclose(P[offsets[s]:offsets[s + 1]], marg, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_latent", [1, 2])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_gradient_matches_finite_differences(n_latent, fit_intercept):
+    rng = np.random.default_rng(2)
+    A, L = 4, 3
+    H = L * n_latent
+    X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
+    ds = to_data(X, offsets, labels)
+    flat = rng.normal(size=(A + H + 1) * H) * 0.5
+    if not fit_intercept:
+        flat[-H:] = 0.0
+    total, grad = loglik_gradient(ds, CRFWeights(flat.copy(), A, L, n_latent),
+                                  fit_intercept)
+
+    def f(v):
+        return loglik_gradient(ds, CRFWeights(v, A, L, n_latent))[0]
+
+    eps = 1e-6
+    num = np.empty_like(flat)
+    for p in range(flat.size):
+        e = np.zeros_like(flat)
+        e[p] = eps
+        num[p] = (f(flat + e) - f(flat - e)) / (2 * eps)
+    if not fit_intercept:
+        num[-H:] = 0.0  # the bias is left untouched
+    assert_allclose(grad, num, rtol=1e-6, atol=1e-7)
+    # and the total is the brute-force log-likelihood (plain CRF)
+    if n_latent == 1:
+        expected = 0.0
+        for s in range(len(offsets) - 1):
+            em, tr = dense_scores(X, offsets, flat, A, L, s)
+            y = labels[offsets[s]:offsets[s + 1]]
+            expected += em[np.arange(len(y)), y].sum() + tr[y[:-1], y[1:]].sum()
+            expected -= brute_force(em, tr)[0]
+        assert_allclose(total, expected)
+
+
+def test_gradient_is_sparse():
+    """Attributes absent from the data get exactly zero gradient."""
+    rng = np.random.default_rng(3)
+    A, L = 6, 2
+    X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
+    X = sp.csr_matrix(X @ sp.diags([1.0, 1.0, 1.0, 1.0, 0.0, 1.0]))
+    X.eliminate_zeros()
+    ds = to_data(X, offsets, labels)
+    flat = rng.normal(size=(A + L + 1) * L)
+    _, grad = loglik_gradient(ds, CRFWeights(flat, A, L))
+    assert np.all(grad[4 * L:5 * L] == 0.0)
+    assert np.any(grad[:4 * L] != 0.0)
+
+
+def numpy_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
+              average, feedback, fit_intercept=True):
+    """Reference SGD / averaged SGD / ASF, dense, with explicit iterates."""
+    n_seq = len(offsets) - 1
+    w = np.zeros((A + L + 1) * L)
+    iterates = []
+    feedbacks = []
+    t = 0
+    for epoch in range(1, n_epochs + 1):
+        for s in range(n_seq):
+            eta = eta0 / (1 + alpha * eta0 * t) ** power
+            sub = to_data(X[offsets[s]:offsets[s + 1]], np.array([0, offsets[s + 1] - offsets[s]]),
+                          labels[offsets[s]:offsets[s + 1]])
+            _, g = loglik_gradient(sub, CRFWeights(w.copy(), A, L), fit_intercept)
+            w = (1 - eta * alpha) * w + eta * g
+            t += 1
+            iterates.append(w.copy())
+        if feedback and is_feedback_pass(epoch):
+            w = np.mean(iterates, axis=0)  # Eq. 2: all iterates since the start
+            feedbacks.append(epoch)
+    avg = np.mean(iterates, axis=0) if iterates else w
+    return w, avg, feedbacks
+
+
+@pytest.mark.parametrize("mode", ["sgd", "asgd", "asf"])
+def test_trainer_matches_numpy_reference(mode):
+    rng = np.random.default_rng(4)
+    A, L = 5, 3
+    X, offsets, labels = make_problem(rng, n_seq=5, n_attr=A, n_labels=L)
+    power = {"sgd": 1.0, "asgd": 0.75, "asf": 0.0}[mode]
+    averaged = mode != "sgd"
+    kw = dict(eta0=0.3, power=power, alpha=0.05, n_epochs=7)
+    ref_w, ref_avg, ref_fb = numpy_sgd(X, offsets, labels, A, L, average=averaged,
+                                       feedback=mode == "asf", **kw)
+    v = np.zeros((A + L + 1) * L)
+    u = np.zeros_like(v) if averaged else None
+    w = CRFWeights(v, A, L, 1, u)
+    info = sgd_epochs(to_data(X, offsets, labels), w, shuffle=False,
+                      feedback=mode == "asf", **kw)
+    assert info["epochs"] == 7 and info["t"] == 7 * 5 and not info["diverged"]
+    assert_allclose(w.weights(), ref_w, rtol=1e-10, atol=1e-12)
+    if averaged:
+        assert w.n_iterates == 35
+        assert_allclose(w.average(), ref_avg, rtol=1e-10, atol=1e-12)
+    assert info["feedbacks"] == ref_fb
+    if mode == "asf":
+        assert ref_fb == [1, 3, 6]
+
+
+def test_lazy_average_survives_folds_and_resets():
+    """Scale folds (tiny scale) and resets keep the exact mean of iterates."""
+    rng = np.random.default_rng(5)
+    A, L = 3, 2
+    size = (A + L + 1) * L
+    v, u = np.zeros(size), np.zeros(size)
+    w = CRFWeights(v, A, L, 1, u)
+    X, offsets, labels = make_problem(rng, n_seq=1, n_attr=A, n_labels=L, max_len=3)
+    ds = to_data(X, offsets, labels)
+    ctx_iterates = []
+    for step in range(12):
+        # a step through the trainer (one sequence, one pass), then a big shrink
+        sgd_epochs(ds, w, eta0=0.5, power=0.0, alpha=0.0, shuffle=False)
+        ctx_iterates.append(w.weights())
+        w.py_shrink(1e-5 if step % 3 == 0 else 0.7)
+        if step == 6:
+            w.py_reset_to_average()
+            assert_allclose(w.weights(), np.mean(ctx_iterates, axis=0), atol=1e-12)
+    assert_allclose(w.average(), np.mean(ctx_iterates, axis=0), rtol=1e-10, atol=1e-12)
+
+
+def test_feedback_schedule():
+    fb = [p for p in range(1, 60) if is_feedback_pass(p)]
+    assert fb == [1, 3, 6, 10, 15, 21, 28, 36, 45, 55]
+
+
+def test_objective_matches_numpy():
+    rng = np.random.default_rng(6)
+    A, L = 4, 3
+    X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
+    flat = rng.normal(size=(A + L + 1) * L)
+    ds = to_data(X, offsets, labels)
+    total, _ = loglik_gradient(ds, CRFWeights(flat.copy(), A, L))
+    n_seq = len(offsets) - 1
+    expected = -total / n_seq + 0.5 * 0.1 * flat @ flat
+    assert_allclose(objective(ds, CRFWeights(flat.copy(), A, L), 0.1), expected)
+
+
+def test_divergence_is_reported():
+    rng = np.random.default_rng(7)
+    A, L = 4, 3
+    X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
+    X = X * 1e200
+    w = CRFWeights(np.zeros((A + L + 1) * L), A, L)
+    info = sgd_epochs(to_data(X, offsets, labels), w, eta0=1e100, alpha=0.0, n_epochs=3)
+    assert info["diverged"]
+
+
+def test_sequence_data_validation():
+    X = sp.csr_matrix(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="empty"):
+        to_data(X, np.array([0, 0, 3], dtype=np.int64))
+    with pytest.raises(ValueError, match="offsets"):
+        to_data(X, np.array([0, 2], dtype=np.int64))
+    with pytest.raises(ValueError, match="one entry per token"):
+        to_data(X, np.array([0, 3], dtype=np.int64), np.zeros(2, dtype=np.int32))

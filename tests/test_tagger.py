@@ -1,0 +1,360 @@
+"""ASFSequenceTagger / SGDSequenceTagger: API, input forms, errors, optimality."""
+import gzip
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import ClassifierMixin, clone
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_secondorder import ASFSequenceTagger, SGDSequenceTagger
+from sklearn_secondorder._core._crf_fast import CRFWeights, SequenceData, loglik_gradient, objective
+from sklearn_secondorder.metrics import chunk_f1_score, chunk_f1_scorer
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2000"
+
+TAGGERS = [
+    ASFSequenceTagger,
+    SGDSequenceTagger,
+    lambda **kw: SGDSequenceTagger(average=True, **kw),
+]
+
+
+class _ASFAsClassifier(ClassifierMixin, ASFSequenceTagger):
+    """Test-only: the tagger tagged as a classifier, so that scikit-learn's
+    classifier checks (accuracy on blobs, classes, one label, ...) run on its
+    flat (one-token-sequence) input. The shipped taggers are not tagged as
+    classifiers: ``check_cv`` would pick StratifiedKFold for lists of label
+    sequences, which it cannot read."""
+
+    score = ASFSequenceTagger.score
+
+
+class _SGDAsClassifier(ClassifierMixin, SGDSequenceTagger):
+    score = SGDSequenceTagger.score
+
+
+@parametrize_with_checks([ASFSequenceTagger(max_iter=3), SGDSequenceTagger(max_iter=3),
+                          SGDSequenceTagger(max_iter=3, average=True),
+                          _ASFAsClassifier(max_iter=3), _SGDAsClassifier(max_iter=3)])
+def test_sklearn_api(estimator, check):
+    check(estimator)
+
+
+def toy_chunks(n_seq=60, seed=0):
+    """Tokens 'd' (determiner), 'n' (noun), 'v' (verb) with NP chunks in IOB2.
+
+    A noun right after a determiner is I-NP, a noun after anything else B-NP
+    (the ``prev`` attribute tells them apart).
+    """
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        toks, labs = [], []
+        for _ in range(rng.integers(1, 5)):
+            if rng.random() < 0.5:
+                toks += ["d", "n"]
+                labs += ["B-NP", "I-NP"]
+            else:
+                toks.append("n")
+                labs.append("B-NP")
+            if rng.random() < 0.5:
+                toks.append("v")
+                labs.append("O")
+        X.append([{"w": t, "prev": toks[i - 1] if i else "<s>", "bias": 1.0}
+                  for i, t in enumerate(toks)])
+        y.append(labs)
+    return X, y
+
+
+def alternating(n_seq=30):
+    """Labels X Y X Y ... after a start token, other tokens all alike: only
+    the transitions can tell the labels apart."""
+    X, y = [], []
+    for i in range(n_seq):
+        T = 2 + i % 5
+        X.append([{"tok": "start"}] + [{"tok": "a"}] * (T - 1))
+        y.append(["X" if t % 2 == 0 else "Y" for t in range(T)])
+    return X, y
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_learns_transitions(Tagger):
+    X, y = alternating()
+    tagger = Tagger(alpha=1e-4, max_iter=15, random_state=0).fit(X, y)
+    assert tagger.predict(X) == y
+    assert tagger.score(X, y) == 1.0
+    tf = tagger.transition_features_
+    assert tf[("X", "Y")] > tf[("X", "X")] and tf[("Y", "X")] > tf[("Y", "Y")]
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_toy_chunking_output_format(Tagger):
+    X, y = toy_chunks()
+    tagger = Tagger(max_iter=10, random_state=0).fit(X, y)
+    pred = tagger.predict(X)
+    assert isinstance(pred, list) and [len(p) for p in pred] == [len(s) for s in y]
+    assert all(isinstance(lab, str) for p in pred for lab in p)
+    assert chunk_f1_score(y, pred) == 1.0
+    assert_array_equal(tagger.classes_, ["B-NP", "I-NP", "O"])
+    marg = tagger.predict_marginals(X)
+    for seq, mseq in zip(pred, marg):
+        for lab, m in zip(seq, mseq):
+            assert set(m) == {"B-NP", "I-NP", "O"}
+            assert_allclose(sum(m.values()), 1.0)
+            assert max(m, key=m.get) == lab
+    assert tagger.predict_single(X[0]) == pred[0]
+    sf = tagger.state_features_
+    assert sf[("w=d", "B-NP")] > 0 and sf[("w=v", "O")] > 0
+    assert ("bias", "O") in sf
+    W = tagger.coef_
+    assert W.shape == (3, len(tagger.attributes_))
+    j = tagger.attributes_.index("w=n")
+    assert_allclose(sf[("w=n", "I-NP")], W[1, j])
+    assert len(tagger.transition_features_) == 9
+
+
+def numeric_copy(X, n_features):
+    """Feature dicts with keys f0..f{k} in column order -> per-sequence arrays."""
+    return [np.array([[tok.get(f"f{j}", 0.0) for j in range(n_features)] for tok in seq])
+            for seq in X]
+
+
+def test_dicts_arrays_and_sparse_give_the_same_model():
+    rng = np.random.default_rng(0)
+    X_dicts, y = [], []
+    for _ in range(20):
+        T = rng.integers(1, 6)
+        X_dicts.append([{f"f{j}": float(rng.normal()) for j in range(4)} for _ in range(T)])
+        y.append([["a", "b"][int(tok["f0"] > 0)] for tok in X_dicts[-1]])
+    X_arr = numeric_copy(X_dicts, 4)
+    X_sp = [sp.csr_matrix(a) for a in X_arr]
+    models = [ASFSequenceTagger(max_iter=4, random_state=1).fit(X, y)
+              for X in (X_dicts, X_arr, X_sp)]
+    for m in models[1:]:
+        assert_allclose(m.coef_, models[0].coef_, rtol=1e-12)
+        assert_allclose(m.intercept_, models[0].intercept_, rtol=1e-12)
+    assert models[1].predict(X_arr) == models[0].predict(X_dicts)
+    assert models[1].n_features_in_ == 4
+    assert not hasattr(models[0], "n_features_in_")
+
+
+def test_flat_input_is_one_token_sequences():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + X[:, 1] > 0, "p", "n")
+    flat = ASFSequenceTagger(max_iter=4, random_state=0).fit(X, y)
+    seq = ASFSequenceTagger(max_iter=4, random_state=0).fit([r[None, :] for r in X],
+                                                           [[v] for v in y])
+    assert_allclose(flat.coef_, seq.coef_, rtol=1e-12)
+    pred = flat.predict(X)
+    assert isinstance(pred, np.ndarray) and pred.shape == (40,)
+    assert flat.score(X, y) > 0.9
+    # one-token sequences never use the transitions
+    assert all(v == 0.0 for v in flat.transition_features_.values())
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_partial_fit_k_times_equals_fit(Tagger):
+    X, y = toy_chunks(30)
+    fitted = Tagger(max_iter=4, random_state=3).fit(X, y)
+    inc = Tagger(max_iter=4, random_state=3)
+    for _ in range(4):
+        inc.partial_fit(X, y, classes=["B-NP", "I-NP", "O"])
+    assert_allclose(inc.coef_, fitted.coef_, rtol=1e-12)
+    assert inc.t_ == fitted.t_ == 4 * 30
+    assert fitted.n_iter_ == 4 and inc.n_iter_ == 1
+
+
+def test_asf_feedback_points():
+    X, y = toy_chunks(10)
+    assert ASFSequenceTagger(max_iter=7, random_state=0).fit(X, y).feedback_passes_ == [1, 3, 6]
+    inc = ASFSequenceTagger(random_state=0)
+    for _ in range(11):
+        inc.partial_fit(X, y, classes=["B-NP", "I-NP", "O"])
+    assert inc.feedback_passes_ == [1, 3, 6, 10]
+
+
+def test_partial_fit_learns_new_attributes():
+    X1 = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]] * 5
+    y1 = [["D", "N"], ["D", "N"]] * 5
+    X2 = [[{"w": "the"}, {"w": "runs"}], [{"w": "runs"}]] * 5
+    y2 = [["D", "V"], ["V"]] * 5
+    tagger = ASFSequenceTagger(eta0=0.5, random_state=0)
+    tagger.partial_fit(X1, y1, classes=["D", "N", "V"])
+    assert "w=runs" not in tagger.vocabulary_
+    for _ in range(5):
+        tagger.partial_fit(X2, y2)
+        tagger.partial_fit(X1, y1)
+    assert tagger.vocabulary_["w=runs"] == 4
+    assert tagger.state_features_[("w=runs", "V")] > 0
+    assert tagger.predict([[{"w": "runs"}]]) == [["V"]]
+    assert tagger.predict([[{"w": "the"}, {"w": "cat"}]]) == [["D", "N"]]
+    # unseen attributes at prediction time are ignored
+    assert tagger.predict([[{"w": "unknown"}, {"w": "runs"}]])[0][1] == "V"
+
+
+def test_value_types():
+    X = [[{"w": "x", "up": True, "n": 2, "f": 0.5}, {"w": "y", "up": False, "n": 1, "f": -1.0}]]
+    tagger = SGDSequenceTagger(max_iter=2, random_state=0).fit(X, [["A", "B"]])
+    assert set(tagger.attributes_) == {"w=x", "up", "n", "f", "w=y"}
+    with pytest.raises(TypeError, match="values must be str, float, int or bool"):
+        tagger.fit([[{"w": ["x"]}]], [["A"]])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        tagger.fit([[{"f": np.nan}]], [["A"]])
+
+
+@pytest.mark.parametrize("X,y,err,match", [
+    ([], [], ValueError, "X is empty"),
+    ([[]], [[]], ValueError, "sequence 0 of X is empty"),
+    ([[{"a": 1}], []], [["A"], []], ValueError, "sequence 1 of X is empty"),
+    ([[{"a": 1}, {"a": 2}]], [["A"]], ValueError, "2 tokens in X but 1 labels"),
+    ([[{"a": 1}], [{"a": 1}]], [["A"]], ValueError, "2 sequences but y has 1"),
+    ([[{"a": 1}]], None, ValueError, "requires y"),
+    ([{"a": 1}], [["A"]], TypeError, "single sequence of feature dicts"),
+    ([[{"a": 1}], "ab"], [["A"], ["B"]], TypeError, "expected a list of feature dicts"),
+    ([np.ones((2, 3)), np.ones((1, 2))], [["A", "A"], ["B"]], ValueError, "2 features, but 3"),
+    ([np.ones((2, 3)), np.ones((0, 3))], [["A", "A"], []], ValueError, "sequence 1 of X is empty"),
+    ([[{"a": 1}]], ["A"], TypeError, "expected a list of labels"),
+])
+def test_input_errors(X, y, err, match):
+    with pytest.raises(err, match=match):
+        ASFSequenceTagger().fit(X, y)
+
+
+def test_partial_fit_errors():
+    X, y = toy_chunks(5)
+    tagger = ASFSequenceTagger().partial_fit(X[:1], y[:1])  # classes from the batch
+    assert_array_equal(tagger.classes_, np.unique(y[0]))
+    tagger = ASFSequenceTagger()
+    tagger.partial_fit(X, y, classes=["B-NP", "I-NP", "O"])
+    with pytest.raises(ValueError, match="labels not in classes"):
+        tagger.partial_fit(X, [["NEW"] * len(s) for s in y])
+    with pytest.raises(ValueError, match="is not the same as on the first call"):
+        tagger.partial_fit(X, y, classes=["B-NP", "O"])
+    with pytest.raises(ValueError, match="cannot be mixed"):
+        tagger.predict([np.ones((2, 2))])
+
+
+def test_divergence_raises():
+    X = [[{"x": 1e200}, {"x": -1e200}]] * 4
+    y = [["A", "B"]] * 4
+    with pytest.raises(ValueError, match="overflowed"):
+        ASFSequenceTagger(alpha=0.0, eta0=1e100, random_state=0).fit(X, y)
+
+
+def test_unfitted():
+    from sklearn.exceptions import NotFittedError
+    tagger = ASFSequenceTagger()
+    with pytest.raises(NotFittedError):
+        tagger.predict([[{"a": 1}]])
+    with pytest.raises(NotFittedError):
+        tagger.state_features_
+    assert not hasattr(tagger, "transition_features_")
+
+
+def test_pickle_roundtrip_and_continue():
+    X, y = toy_chunks(20)
+    tagger = ASFSequenceTagger(max_iter=3, random_state=0).fit(X, y)
+    clone_ = pickle.loads(pickle.dumps(tagger))
+    assert clone_.predict(X) == tagger.predict(X)
+    assert clone_.state_features_ == tagger.state_features_
+    tagger.partial_fit(X, y)
+    clone_.partial_fit(X, y)
+    assert_allclose(clone_.coef_, tagger.coef_)
+
+
+def test_grid_search_over_sequences_with_f1():
+    X, y = toy_chunks(45)
+    grid = GridSearchCV(ASFSequenceTagger(max_iter=5, random_state=0),
+                        {"alpha": [1e-4, 10.0]}, scoring=chunk_f1_scorer, cv=3)
+    grid.fit(X, y)
+    assert grid.best_params_ == {"alpha": 1e-4}
+    assert grid.best_score_ == 1.0
+    # a huge L2 penalty flattens the model: F1 drops
+    assert grid.cv_results_["mean_test_score"][1] < 0.9
+    scores = cross_val_score(SGDSequenceTagger(max_iter=5, random_state=0), X, y,
+                             cv=KFold(3), scoring=chunk_f1_scorer)
+    assert scores.shape == (3,) and np.all(scores > 0.9)
+    assert clone(grid.best_estimator_).get_params()["alpha"] == 1e-4
+
+
+def test_reaches_the_crfsuite_lbfgs_optimum():
+    """ASF converges to the optimum of the same objective as CRFsuite L-BFGS.
+
+    CRFsuite minimises ``-sum log p + c2 ||w||^2``; ours is
+    ``alpha/2 ||w||^2 + mean -log p``, so ``c2 = alpha n / 2``. With all
+    possible states and transitions and no bias the two models have the same
+    parameters: CRFsuite's solution must have (near) zero gradient under our
+    objective, and ASF must reach (nearly) its objective value.
+    """
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    X, y = toy_chunks(80, seed=1)
+    X = [[{"w": tok["w"], "noise": float(i % 3)} for i, tok in enumerate(s)] for s in X]
+    y = [["O" if lab == "O" else "NP" for lab in s] for s in y]
+    alpha = 0.05
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c2=alpha * len(X) / 2, max_iterations=500,
+                               epsilon=1e-9, all_possible_states=True,
+                               all_possible_transitions=True)
+    crf.fit(X, y)
+    ours = ASFSequenceTagger(alpha=alpha, max_iter=45, fit_intercept=False,
+                             random_state=0).fit(X, y)
+    # CRFsuite's weights in our flat layout
+    attrs, labels = ours.attributes_, ours.classes_.tolist()
+    A, L = len(attrs), len(labels)
+    flat = np.zeros((A + L + 1) * L)
+    for (attr, lab), coef in crf.state_features_.items():
+        key = attr.replace(":", "=") if attr.startswith("w:") else attr
+        flat[attrs.index(key) * L + labels.index(lab)] = coef
+    for (a, b), coef in crf.transition_features_.items():
+        flat[A * L + labels.index(a) * L + labels.index(b)] = coef
+    st = ours._state
+    batch = ours._to_data(X, y, fitting=True)
+    lab_idx = np.searchsorted(ours.classes_, batch[4]).astype(np.int32)
+    ds = SequenceData(batch[0], batch[1], batch[2], batch[3], lab_idx, A)
+    _, grad = loglik_gradient(ds, CRFWeights(flat.copy(), A, L), False)
+    full_grad = alpha * flat - grad / len(X)
+    full_grad[-L:] = 0.0  # no bias
+    assert np.abs(full_grad).max() < 1e-4
+    f_crfsuite = objective(ds, CRFWeights(flat.copy(), A, L), alpha)
+    f_ours = objective(ds, CRFWeights(ours._model.copy(), A, L), alpha)
+    assert f_ours >= f_crfsuite - 1e-9
+    assert f_ours - f_crfsuite < 1e-3 * f_crfsuite
+    assert st["n_attributes"] == A
+
+
+def load_conll(path, n):
+    with gzip.open(path, "rt") as f:
+        blocks = f.read().strip().split("\n\n")[:n]
+    return [[line.split() for line in b.splitlines()] for b in blocks]
+
+
+def conll_features(sent):
+    words = [t[0] for t in sent]
+    pos = [t[1] for t in sent]
+    n = len(sent)
+    feats = []
+    for i in range(n):
+        d = {"w": words[i].lower(), "p": pos[i]}
+        for k in (-1, 1):
+            if 0 <= i + k < n:
+                d[f"w[{k}]"] = words[i + k].lower()
+                d[f"p[{k}]"] = pos[i + k]
+        feats.append(d)
+    return feats
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"CoNLL-2000 data not found at {DATA}")
+def test_conll2000_subset():
+    train = load_conll(DATA / "train.txt.gz", 1500)
+    test = load_conll(DATA / "test.txt.gz", 400)
+    Xtr, ytr = [conll_features(s) for s in train], [[t[2] for t in s] for s in train]
+    Xte, yte = [conll_features(s) for s in test], [[t[2] for t in s] for s in test]
+    asf = ASFSequenceTagger(alpha=2.0 / len(Xtr), max_iter=3, random_state=0).fit(Xtr, ytr)
+    f1 = chunk_f1_score(yte, asf.predict(Xte))
+    assert f1 > 0.85
+    assert asf.score(Xte, yte) > 0.9
