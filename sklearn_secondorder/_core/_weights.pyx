@@ -157,3 +157,294 @@ cdef class ScaledWeights:
             return self.weights()
         s = np.asarray(self.u_arr) + self.avg_coef * np.asarray(self.v_arr)
         return (s / self.n_iterates).reshape(self.n_features, self.n_outputs)
+
+
+from libc.math cimport pow, exp, log, log1p, expm1, fabs, copysign
+
+
+cdef inline double small_exp(double z) noexcept nogil:
+    """``exp(z)``; Taylor to ``z^6`` when ``|z| < 1e-3`` (error < ``|z|^7 / 5040``)."""
+    if -1e-3 < z < 1e-3:
+        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0 + z * (
+            1.0 / 120.0 + z / 720.0)))))
+    return exp(z)
+
+
+cdef inline double decay_power(double x, long long k) noexcept nogil:
+    """``(1 - x)^k`` for ``0 <= x``, ``k >= 0`` (0 when ``x >= 1``).
+
+    The common case (``x = eta lam`` tiny, ``k x`` small) avoids ``pow``:
+    ``log1p(-x)`` by its series to ``x^4`` (relative error < ``x^4 / 5``) and
+    ``exp`` by Taylor to ``z^6`` (error < ``|z|^7 / 5040``), both below the
+    rounding of the eager product ``c * c * ... * c`` they stand for.
+    """
+    cdef double z
+    if x >= 1.0:
+        return 0.0
+    if k == 1:
+        return 1.0 - x
+    if x < 1e-4:
+        return small_exp(-<double>k * x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25))))
+    return pow(1.0 - x, <double>k)
+
+
+cdef class LazyStepWeights:
+    """Weights with per-coordinate step sizes and lazy L2 decay (PSA's state).
+
+    Dense semantics being reproduced, for every step ``t`` (one update)::
+
+        theta_p(t+1) = (1 - eta_p lam) theta_p(t) - eta_p g_p(t)
+        if (t + 1) mod 2b == 0:                     # Algorithm 1, lines 6-10
+            gamma_p = (theta_p(t+1) - theta_p(t+1-b)) / (theta_p(t+1-b) - theta_p(t+1-2b))
+            u_p = sign(gamma_p) min(|gamma_p|, kappa)              # Eq. (7)
+            eta_p *= (m + u_p) / (m + kappa + n)                   # Eqs. (8)-(9)
+
+    with ``m = kappa (alpha+beta)/(alpha-beta)`` and
+    ``n = 2 kappa (1-alpha)/(alpha-beta)`` (Eq. 10), so the factor lies in
+    ``[beta, alpha]``. ``g_p`` is non-zero only on the coordinates of the
+    current row, so the others are caught up when next touched or read:
+
+    - between events, ``eta_p`` is constant, so ``k`` untouched steps are one
+      ``(1 - eta_p lam)^k``;
+    - the snapshots ``theta(t)``, ``theta(t+b)`` of the window a coordinate
+      was last touched in are recorded at the event times as it is caught up,
+      so its window-end adaptation is the dense one;
+    - whole untouched windows: a zero coordinate has ``0/0`` and keeps its
+      step (decision of algorithms.md); a non-zero one moved only by the
+      shrink, whose ratio is ``(1 - eta_p lam)^b``. When that is ``>= kappa``
+      the clipped factor is ``alpha`` for this and every later window (eta
+      only decreases), so ``k`` windows are ``eta_p *= alpha^k`` and a decay
+      ``prod_i (1 - eta_p alpha^i lam)^(2b)``, summed as a convergent series
+      in ``eta_p lam`` (O(1) per coordinate); otherwise the windows are
+      replayed one by one (the same arithmetic as the dense path).
+
+    ``period = 0`` turns adaptation off (fixed per-coordinate steps, lazy decay).
+
+    Parameters
+    ----------
+    v, eta, snap0, snap1 : ndarray of shape (n_blocks * n_outputs,)
+        Weights, step sizes and the window snapshots, modified in place.
+    last, next_event : int64 ndarray of shape (n_blocks,)
+        Time each block's ``v`` is current at, and its next pending event
+        (a multiple of ``b``); modified in place.
+    n_outputs : int
+    lam : float
+        L2 strength (scikit-learn's ``alpha``).
+    period : int
+        ``b``; events at every multiple of ``b``, adaptation every ``2b``.
+    psa_alpha, psa_beta, kappa : float
+        The paper's (alpha, beta, kappa).
+    unregularized : int
+        Index of a block without L2 (the intercept), or -1.
+    """
+
+    def __init__(self, double[::1] v, double[::1] eta, double[::1] snap0, double[::1] snap1,
+                 long long[::1] last, long long[::1] next_event, int n_outputs=1,
+                 double lam=0.0, long long period=0, double psa_alpha=0.9999,
+                 double psa_beta=0.99, double kappa=0.9, Py_ssize_t unregularized=-1):
+        cdef Py_ssize_t size = v.shape[0]
+        if (eta.shape[0] != size or snap0.shape[0] != size or snap1.shape[0] != size
+                or size != last.shape[0] * n_outputs or next_event.shape[0] != last.shape[0]):
+            raise ValueError("inconsistent LazyStepWeights array sizes")
+        if period > 0 and not (0 < psa_beta < psa_alpha < 1 and 0 < kappa < 1):
+            raise ValueError("PSA needs 0 < beta < alpha < 1 and 0 < kappa < 1")
+        self._arrays = (v, eta, snap0, snap1, last, next_event)  # keep them alive
+        self.v = &v[0]
+        self.eta = &eta[0]
+        self.snap0 = &snap0[0]
+        self.snap1 = &snap1[0]
+        self.last = &last[0]
+        self.next_event = &next_event[0]
+        self.n_blocks = last.shape[0]
+        self.n_outputs = n_outputs
+        self.lam = lam
+        self.period = period
+        self.psa_alpha, self.psa_beta, self.kappa = psa_alpha, psa_beta, kappa
+        if period > 0:
+            self.m = kappa * (psa_alpha + psa_beta) / (psa_alpha - psa_beta)        # Eq. (10)
+            self.n = 2.0 * kappa * (1.0 - psa_alpha) / (psa_alpha - psa_beta)
+            self.factor_hi = psa_alpha        # the factor at u = kappa
+            self.log_alpha = log(psa_alpha)
+            # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip: the clipped regime
+            self.eta_clip = -expm1(log(kappa) / period) / lam if lam > 0 else 0.0
+        self.unregularized = unregularized
+        self.min_factor = 1.0
+        self.max_factor = 0.0
+        self.n_adaptations = 0
+
+    cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil:
+        """``k`` untouched steps of block ``j``: ``v *= (1 - eta lam)^k``."""
+        cdef int q
+        cdef Py_ssize_t p
+        cdef double c
+        if k <= 0 or lam == 0.0:
+            return
+        for q in range(self.n_outputs):
+            p = j * self.n_outputs + q
+            if self.v[p] != 0.0:
+                self.v[p] *= decay_power(self.eta[p] * lam, k)
+
+    cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
+        """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
+        cdef double num = self.v[p] - self.snap1[p]
+        cdef double den = self.snap1[p] - self.snap0[p]
+        cdef double u, f
+        if den == 0.0:
+            if num == 0.0:
+                return                       # 0/0: no curvature information, keep eta
+            u = copysign(self.kappa, num)    # moved only in the second half
+        else:
+            u = num / den                    # Eq. (6)
+            if u > self.kappa:               # Eq. (7)
+                u = self.kappa
+            elif u < -self.kappa:
+                u = -self.kappa
+        f = (self.m + u) / (self.m + self.kappa + self.n)                      # Eq. (9)
+        # in [beta, alpha] exactly (the bounds are reached at u = -+kappa; clamp
+        # the last-ulp rounding so the invariant holds in floating point too)
+        if f > self.psa_alpha:
+            f = self.psa_alpha
+        elif f < self.psa_beta:
+            f = self.psa_beta
+        self.eta[p] *= f                     # Eq. (8)
+        self.n_adaptations += 1
+        if f < self.min_factor:
+            self.min_factor = f
+        if f > self.max_factor:
+            self.max_factor = f
+
+    cdef void _event(self, Py_ssize_t j, long long tau) noexcept nogil:
+        """The event at time ``tau`` (a multiple of b) for block ``j``."""
+        cdef int q
+        cdef Py_ssize_t p
+        if tau % (2 * self.period) == 0:
+            for q in range(self.n_outputs):
+                p = j * self.n_outputs + q
+                if tau > 0:
+                    self._adapt(p)
+                self.snap0[p] = self.v[p]
+        else:
+            for q in range(self.n_outputs):
+                p = j * self.n_outputs + q
+                self.snap1[p] = self.v[p]
+
+    cdef void _skip_windows(self, Py_ssize_t j, double lam, long long k) noexcept nogil:
+        """``k`` whole untouched windows of block ``j``, from just after a
+        window-start event to just after the event ``k`` windows later.
+
+        In the clipped regime (``eta_p <= eta_clip``) the factor is ``alpha``
+        in every window and the decay is ``exp(2b sum_i log1p(-x alpha^i))``
+        with ``x = eta_p lam``, i.e. ``-2b sum_m x^m / m G_m`` with the
+        geometric sums ``G_m = sum_{i<k} alpha^(m i)``, shared by the block.
+        """
+        cdef int q, mm, n_geo = 0
+        cdef long long i, b = self.period
+        cdef Py_ssize_t p
+        cdef double x, total, term, xm, fk = -1.0
+        cdef double geo[40]
+        for q in range(self.n_outputs):
+            p = j * self.n_outputs + q
+            if self.v[p] == 0.0 or lam == 0.0:
+                # 0/0 (or no decay at all): theta and eta stay as they are
+                self.snap0[p] = self.v[p]
+                self.snap1[p] = self.v[p]
+                continue
+            x = self.eta[p] * lam
+            if self.eta[p] <= self.eta_clip and x < 0.05 and k > 2:
+                if fk < 0.0:
+                    fk = exp(<double>k * self.log_alpha)
+                total = 0.0
+                xm = 1.0
+                for mm in range(40):
+                    if mm == n_geo:
+                        # G_{m+1} = (1 - alpha^((m+1) k)) / (1 - alpha^(m+1)); the
+                        # leading term exactly, the later ones (x times smaller)
+                        # from powers of alpha^k
+                        if mm == 0:
+                            geo[0] = expm1(k * self.log_alpha) / expm1(self.log_alpha)
+                        else:
+                            geo[mm] = (1.0 - pow(fk, mm + 1)) / -expm1((mm + 1) * self.log_alpha)
+                        n_geo += 1
+                    xm *= x
+                    term = xm / (mm + 1) * geo[mm]
+                    total += term
+                    if term < 1e-18 * total:
+                        break
+                self.v[p] *= small_exp(-2.0 * <double>b * total)
+                self.eta[p] *= fk
+                self.n_adaptations += k
+                if self.factor_hi < self.min_factor:
+                    self.min_factor = self.factor_hi
+                if self.factor_hi > self.max_factor:
+                    self.max_factor = self.factor_hi
+                self.snap0[p] = self.v[p]
+                self.snap1[p] = self.v[p]
+            else:
+                for i in range(k):           # replay window by window
+                    self._decay_one(p, lam, b)
+                    self.snap1[p] = self.v[p]
+                    self._decay_one(p, lam, b)
+                    self._adapt(p)
+                    self.snap0[p] = self.v[p]
+
+    cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
+        self.v[p] *= decay_power(self.eta[p] * lam, k)
+
+    cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
+        """Bring block ``j`` to time ``T``: decay, events at times <= T."""
+        cdef long long tau = self.last[j], ev = self.next_event[j], k
+        cdef long long b = self.period
+        cdef double lam = 0.0 if j == self.unregularized else self.lam
+        if b == 0:
+            self._decay(j, lam, T - tau)
+            self.last[j] = T
+            return
+        while ev <= T:
+            self._decay(j, lam, ev - tau)
+            tau = ev
+            self._event(j, ev)
+            ev += b
+            if tau % (2 * b) == 0 and T - tau >= 2 * b:
+                k = (T - tau) // (2 * b)
+                self._skip_windows(j, lam, k)
+                tau += 2 * b * k
+                ev = tau + b
+        self._decay(j, lam, T - tau)
+        self.last[j] = T
+        self.next_event[j] = ev
+
+    cdef void catch_up_all(self, long long T) noexcept nogil:
+        cdef Py_ssize_t j
+        for j in range(self.n_blocks):
+            self.catch_up(j, T)
+
+    cdef bint is_finite(self) noexcept nogil:
+        cdef Py_ssize_t p
+        for p in range(self.n_blocks * self.n_outputs):
+            if not isfinite(self.v[p]) or not isfinite(self.eta[p]):
+                return False
+        return True
+
+    # ---- Python hooks (tests) --------------------------------------------------
+    def py_catch_up(self, Py_ssize_t j, long long T):
+        self.catch_up(j, T)
+
+    def py_catch_up_all(self, long long T):
+        self.catch_up_all(T)
+
+    def py_step(self, long long T, int[::1] ind, double[::1] g):
+        """Eager step at time T on blocks ``ind`` (after catching them up):
+        ``v_p = (1 - eta_p lam) v_p - eta_p g_p``, with ``g`` of shape
+        (len(ind) * n_outputs,)."""
+        cdef Py_ssize_t a, j, p
+        cdef int q
+        cdef double lam, c
+        for a in range(ind.shape[0]):
+            j = ind[a]
+            self.catch_up(j, T)
+            lam = 0.0 if j == self.unregularized else self.lam
+            for q in range(self.n_outputs):
+                p = j * self.n_outputs + q
+                c = 1.0 - self.eta[p] * lam
+                self.v[p] = (c if c > 0.0 else 0.0) * self.v[p] - self.eta[p] * g[a * self.n_outputs + q]
+            self.last[j] = T + 1

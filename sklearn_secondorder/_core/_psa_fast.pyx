@@ -1,0 +1,143 @@
+"""PSA epochs (Hsu et al., Algorithm 1) on the shared core.
+
+Mini-batch 1: each row with non-zero weight is one update ``t``. The weights
+live in a ``LazyStepWeights`` (per-coordinate steps, lazy L2 decay and lazy
+window-end adaptation), so a step costs O(nnz(x) n_outputs) whatever the
+number of features, and the only O(n_features) work is the flush at the end
+of a call (and the per-epoch finiteness check).
+"""
+import numpy as np
+from libc.stdlib cimport malloc, free
+
+from ._dataset cimport RowDataset
+from ._losses cimport Loss, softmax_loss
+from ._weights cimport LazyStepWeights
+
+cdef double DLOSS_CLIP = 1e12
+
+
+def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
+               double alpha=1e-4, long long period=10, double psa_alpha=0.9999,
+               double psa_beta=0.99, double kappa=0.9, int n_epochs=1,
+               bint shuffle=True, bint fit_intercept=True):
+    """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
+
+    Parameters
+    ----------
+    ds : RowDataset
+    state : dict
+        ``v``, ``eta``, ``snap0``, ``snap1`` (float64, ``(n_features + 1) *
+        n_outputs``, the last block being the intercept), ``last`` and
+        ``next_event`` (int64, ``n_features + 1``), ``t`` (updates so far) and
+        ``seed`` (shuffling RNG state). Arrays are updated in place; ``t`` and
+        ``seed`` are returned.
+    loss : Loss or None
+        Binary margin loss, or None (with ``n_outputs > 1``) for the
+        multinomial log loss with class indices in ``y``.
+    alpha : float
+        L2 strength (the penalty ``alpha/2 ||w||^2``; the intercept is not
+        penalised).
+    period : int
+        The paper's ``b``: step sizes adapt every ``2b`` updates.
+    psa_alpha, psa_beta, kappa : float
+        The paper's ``(alpha, beta, kappa)``.
+
+    Returns
+    -------
+    info : dict
+        ``t``, ``seed``, ``epochs``, ``diverged``, ``mean_loss`` (last epoch,
+        at the pre-step weights), ``min_factor`` / ``max_factor`` (extreme
+        step-size factors applied) and ``n_adaptations``.
+    """
+    cdef int K = n_outputs
+    cdef Py_ssize_t d = ds.n_features
+    if K == 1 and loss is None:
+        raise ValueError("a binary loss is required when n_outputs == 1")
+    cdef LazyStepWeights w = LazyStepWeights(
+        state["v"], state["eta"], state["snap0"], state["snap1"], state["last"],
+        state["next_event"], K, alpha, period, psa_alpha, psa_beta, kappa, d)
+    if w.n_blocks != d + 1:
+        raise ValueError("state does not match the number of features")
+    cdef long long t = state["t"]
+    cdef unsigned int rng = state["seed"] if state["seed"] != 0 else 1
+    cdef double* scores = <double*>malloc(K * sizeof(double))
+    cdef double* grad = <double*>malloc(K * sizeof(double))
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz, q, k, epoch, epochs_run = 0
+    cdef Py_ssize_t i, j, p
+    cdef double y, sw, c, g, loss_sum = 0.0, w_sum = 0.0
+    cdef double* v = w.v
+    cdef double* eta = w.eta
+    cdef bint diverged = False
+    try:
+        with nogil:
+            for epoch in range(n_epochs):
+                if shuffle:
+                    ds.shuffle(&rng)
+                loss_sum = 0.0
+                w_sum = 0.0
+                for i in range(ds.n_samples):
+                    ds.row(i, &x, &ind, &nnz, &y, &sw)
+                    if sw == 0.0:
+                        continue
+                    # 1. catch the row's coordinates (and the intercept) up to t
+                    for k in range(K):
+                        scores[k] = 0.0
+                    for q in range(nnz):
+                        j = ind[q]
+                        w.catch_up(j, t)
+                        for k in range(K):
+                            scores[k] += v[j * K + k] * x[q]
+                    if fit_intercept:
+                        w.catch_up(d, t)
+                        for k in range(K):
+                            scores[k] += v[d * K + k]
+                    # 2. loss derivative at theta(t)
+                    if K == 1:
+                        loss_sum += sw * loss.loss(scores[0], y)
+                        g = loss.dloss(scores[0], y)
+                        grad[0] = DLOSS_CLIP if g > DLOSS_CLIP else (
+                            -DLOSS_CLIP if g < -DLOSS_CLIP else g)
+                    else:
+                        loss_sum += sw * softmax_loss(scores, <int>y, K, grad)
+                    w_sum += sw
+                    # 3. theta(t+1) = (1 - eta lam) theta(t) - eta sw grad x  (Alg. 1, line 5)
+                    for q in range(nnz):
+                        j = ind[q]
+                        for k in range(K):
+                            p = j * K + k
+                            c = 1.0 - eta[p] * alpha
+                            if c < 0.0:
+                                c = 0.0
+                            v[p] = c * v[p] - eta[p] * sw * grad[k] * x[q]
+                        w.last[j] = t + 1
+                    if fit_intercept:
+                        for k in range(K):
+                            p = d * K + k
+                            v[p] -= eta[p] * sw * grad[k]
+                        w.last[d] = t + 1
+                    t += 1
+                epochs_run += 1
+                w.catch_up_all(t)
+                if not w.is_finite():
+                    diverged = True
+                    break
+    finally:
+        free(scores)
+        free(grad)
+    return {"t": t, "seed": rng, "epochs": epochs_run, "diverged": diverged,
+            "mean_loss": loss_sum / w_sum if w_sum > 0 else 0.0,
+            "min_factor": w.min_factor, "max_factor": w.max_factor,
+            "n_adaptations": w.n_adaptations}
+
+
+def new_psa_state(Py_ssize_t n_features, int n_outputs, double eta0):
+    """A fresh PSA state: zero weights, every step size ``eta0``."""
+    size = (n_features + 1) * n_outputs
+    return {
+        "v": np.zeros(size), "eta": np.full(size, float(eta0)),
+        "snap0": np.zeros(size), "snap1": np.zeros(size),
+        "last": np.zeros(n_features + 1, dtype=np.int64),
+        "next_event": np.zeros(n_features + 1, dtype=np.int64),
+    }

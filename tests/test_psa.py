@@ -1,0 +1,234 @@
+"""PSAClassifier and its kernel against a NumPy re-implementation of Algorithm 1."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_secondorder import PSAClassifier
+from sklearn_secondorder._core._dataset import RowDataset
+from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
+from sklearn_secondorder._core._psa_fast import new_psa_state, psa_epochs
+from sklearn_secondorder._core._weights import LazyStepWeights
+
+from conftest import shared_data
+
+
+def numpy_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
+              n_epochs=1, fit_intercept=True):
+    """Dense Algorithm 1 with L2: every coordinate updated at every step."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    d = X.shape[1]
+    th = np.zeros((d + 1) * K)
+    eta = np.full_like(th, eta0)
+    m = kappa * (pa + pb) / (pa - pb)                     # Eq. (10)
+    n = 2 * kappa * (1 - pa) / (pa - pb)
+    lam = np.full_like(th, alpha)
+    lam[d * K:] = 0.0                                     # intercept not penalised
+    snaps, t, factors = [th.copy()], 0, []
+    for _ in range(n_epochs):
+        for i in range(X.shape[0]):
+            if sw[i] == 0:
+                continue
+            s = X[i] @ th[:d * K].reshape(d, K) + (th[d * K:] if fit_intercept else 0.0)
+            g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
+                 else py_softmax_loss(s, int(y[i]))[1])
+            grad = np.zeros_like(th)
+            grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
+            if fit_intercept:
+                grad[d * K:] = g * sw[i]
+            th = np.maximum(0.0, 1 - eta * lam) * th - eta * grad   # line 5
+            t += 1
+            if t % b == 0:
+                snaps.append(th.copy())
+            if t % (2 * b) == 0:                                    # lines 6-10
+                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    gamma = np.where(den != 0, num / den, np.sign(num) * np.inf)
+                u = np.clip(gamma, -kappa, kappa)
+                f = np.where((den == 0) & (num == 0), 1.0, (m + u) / (m + kappa + n))
+                factors.append(f[(den != 0) | (num != 0)])
+                eta = eta * f
+    return th, eta, t, factors
+
+
+def _problem(K, seed=0, n=90, d=14, density=0.12):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.uniform(-1, 1, X.data.size)
+    y = rng.randint(0, K, n).astype(float) if K > 1 else np.where(rng.rand(n) > .5, 1., -1.)
+    sw = rng.choice([0.0, 1.0, 1.0, 2.5], n)
+    return X, y, sw
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "squared_hinge"),
+                                          (1, "modified_huber"), (3, None)])
+# stable steps (eta * curvature * |x|^2 < 2); eta * alpha spans the closed-form
+# skip of untouched windows (< 0.05) and the window-by-window replay (0.1)
+@pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4)])
+def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b):
+    """Lazy sparse catch-up (incl. closed-form skipped windows) == dense Algorithm 1."""
+    X, y, sw = _problem(K)
+    loss = LOSSES[loss_name]() if loss_name else None
+    state = new_psa_state(X.shape[1], K, eta0)
+    state.update(t=0, seed=1)
+    info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state, loss=loss,
+                      n_outputs=K, alpha=alpha, period=b, n_epochs=3, shuffle=False)
+    th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
+                                    n_epochs=3)
+    assert info["t"] == t
+    assert_allclose(state["v"], th, rtol=1e-10, atol=1e-13)
+    assert_allclose(state["eta"], eta, rtol=1e-10, atol=0)
+    # every factor applied lies in [beta, alpha] (the kernel's and the oracle's)
+    all_f = np.concatenate(factors)
+    assert 0.99 - 1e-15 <= all_f.min() and all_f.max() <= 0.9999 + 1e-15
+    assert 0.99 - 1e-15 <= info["min_factor"] <= info["max_factor"] <= 0.9999 + 1e-15
+    assert info["n_adaptations"] > 0
+
+
+def test_lazy_catch_up_matches_eager_updates():
+    """LazyStepWeights: sparse steps with lazy catch-up vs the same steps applied to
+    every coordinate eagerly, over many skipped windows (closed form and replay)."""
+    rng = np.random.RandomState(5)
+    d, b, T = 12, 3, 400
+    lazy = new_psa_state(d, 1, 0.0)
+    eager = new_psa_state(d, 1, 0.0)
+    eta0 = rng.uniform(0.01, 3.0, d + 1)  # mixes clipped (closed form) and replayed regimes
+    for st in (lazy, eager):
+        st["eta"][:] = eta0
+        st["v"][:] = rng.randn(d + 1) if st is lazy else lazy["v"]
+    wl, we = (LazyStepWeights(s["v"], s["eta"], s["snap0"], s["snap1"], s["last"],
+                              s["next_event"], 1, 0.02, b, unregularized=d)
+              for s in (lazy, eager))
+    for t in range(T):
+        touched = np.flatnonzero(rng.rand(d) < 0.03).astype(np.int32)
+        g = rng.randn(touched.size)
+        wl.py_step(t, touched, g)
+        g_all = np.zeros(d)
+        g_all[touched] = g
+        we.py_step(t, np.arange(d, dtype=np.int32), g_all)
+    wl.py_catch_up_all(T)
+    we.py_catch_up_all(T)
+    assert_allclose(lazy["v"], eager["v"], rtol=1e-12, atol=1e-300)
+    assert_allclose(lazy["eta"], eager["eta"], rtol=1e-12)
+    assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
+
+
+def test_untouched_zero_coordinates_keep_their_step():
+    """0/0: a coordinate that never moves keeps eta0 exactly."""
+    X, y, sw = _problem(1)
+    X = sp.hstack([X, sp.csr_matrix((X.shape[0], 3))], format="csr")
+    state = new_psa_state(X.shape[1], 1, 0.2)
+    state.update(t=0, seed=1)
+    psa_epochs(RowDataset(X, y, sw), state, loss=LOSSES["log_loss"](), alpha=0.01,
+               period=2, n_epochs=2, shuffle=False)
+    assert_array_equal(state["eta"][-4:-1], 0.2)
+    assert_array_equal(state["v"][-4:-1], 0.0)
+    assert np.all(state["eta"][:-4] < 0.2)
+
+
+def _data(n_classes=2, n=300, seed=0):
+    X, y = make_classification(n_samples=n, n_features=10, n_informative=5,
+                               n_classes=n_classes, random_state=seed)
+    return StandardScaler().fit_transform(X), y
+
+
+@parametrize_with_checks(
+    [PSAClassifier(max_iter=5, random_state=0),
+     PSAClassifier(loss="squared_hinge", max_iter=5, random_state=0)],
+    expected_failed_checks=lambda est: {
+        "check_sample_weight_equivalence_on_dense_data":
+            "a row of weight 2 is one step with twice the gradient, not two steps "
+            "(as for scikit-learn's SGDClassifier)",
+        "check_sample_weight_equivalence_on_sparse_data": "same as on dense data"})
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "squared_hinge", "hinge", "modified_huber"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_dense_and_csr_give_the_same_model(loss, n_classes):
+    X, y = _data(n_classes)
+    X[np.abs(X) < 0.7] = 0.0  # real sparsity, so the lazy paths are exercised
+    kw = dict(loss=loss, alpha=1e-2, period=4, max_iter=2, random_state=3)
+    a = PSAClassifier(**kw).fit(X, y)
+    b = PSAClassifier(**kw).fit(sp.csr_matrix(X), y)
+    assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    assert_allclose(a.intercept_, b.intercept_, rtol=1e-9, atol=1e-12)
+    assert_allclose(a.eta_, b.eta_, rtol=1e-9)
+
+
+def test_fit_equals_partial_fit_in_chunks():
+    X, y = _data(3)
+    kw = dict(period=5, eta0=0.2, shuffle=False)
+    full = PSAClassifier(max_iter=1, **kw).fit(X, y)
+    part = PSAClassifier(**kw)
+    for chunk in np.array_split(np.arange(300), 7):  # chunk ends fall mid-window
+        part.partial_fit(X[chunk], y[chunk], classes=[0, 1, 2])
+    assert_allclose(part.coef_, full.coef_, rtol=1e-12, atol=1e-14)
+    assert_allclose(part.eta_, full.eta_, rtol=1e-12)
+    assert part.t_ == full.t_ == 300
+
+
+def test_step_sizes_adapt_within_bounds():
+    X, y = _data(2, n=2000)
+    est = PSAClassifier(period=10, eta0=0.5, random_state=0).fit(X, y)
+    windows = 2000 // 20
+    eta = est.eta_.ravel()
+    assert np.all(eta <= 0.5 * 0.9999 ** windows * (1 + 1e-12))
+    assert np.all(eta >= 0.5 * 0.99 ** windows * (1 - 1e-12))
+    assert est.period_ == 10
+
+
+def test_period_auto_follows_the_guideline():
+    X, y = _data(2, n=300)
+    assert PSAClassifier(random_state=0).fit(X, y).period_ == 10
+    Xl = np.repeat(X, 100, axis=0)
+    yl = np.repeat(y, 100)
+    assert PSAClassifier(random_state=0).fit(Xl, yl).period_ == 15  # 0.5 * 30000 / 1000
+
+
+def test_pipeline_in_grid_search():
+    X, y = _data(3)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), PSAClassifier(random_state=0)),
+        {"psaclassifier__alpha": [1e-4, 1e-2], "psaclassifier__period": [5, 20]}, cv=3)
+    search.fit(X, y)
+    assert search.best_score_ > 0.6
+    assert set(search.cv_results_["param_psaclassifier__period"]) == {5, 20}
+
+
+def test_errors():
+    X, y = _data(3)
+    with pytest.raises(ValueError, match="psa_beta=0.99 must be smaller than psa_alpha=0.9"):
+        PSAClassifier(psa_alpha=0.9).fit(X, y)
+    with pytest.raises(ValueError, match="'period' parameter"):
+        PSAClassifier(period=0).fit(X, y)
+    Xnan = X.copy()
+    Xnan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        PSAClassifier().fit(Xnan, y)
+    est = PSAClassifier().partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="labels not in classes_"):
+        est.partial_fit(X, y + 1)
+    with pytest.raises(ValueError, match="X has 4 features, but PSAClassifier is expecting 10"):
+        est.partial_fit(X[:, :4], y)
+    with pytest.raises(ValueError, match="weights overflowed"):
+        PSAClassifier(loss="squared_hinge", eta0=1.0, shuffle=False).fit(
+            np.array([[1e300], [1e300], [-1e300]]), [0, 1, 1])
+
+
+@pytest.mark.parametrize("name, target", [("a9a", 0.8445), ("w8a", 0.983)])
+def test_one_pass_near_the_optimum_on_real_data(name, target):
+    """One pass lands near converged LogisticRegression (a9a 0.8495, w8a 0.9857)."""
+    import _datasets
+    shared_data(f"{name}/{name}.gz")
+    Xtr, ytr, Xte, yte = _datasets.LOADERS[name]()
+    est = PSAClassifier(alpha=1.0 / Xtr.shape[0], random_state=0).fit(Xtr, ytr)
+    assert est.n_iter_ == 1
+    assert est.score(Xte, yte) >= target
