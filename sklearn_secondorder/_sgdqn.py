@@ -15,6 +15,43 @@ from ._core._sgdqn_fast import primal_objective, sgdqn_epochs
 T0_GRID = tuple(10.0 ** k for k in range(11))
 #: ``skip='auto'`` is ``SKIP_FACTOR * n_features / mean non-zeros per row``.
 SKIP_FACTOR = 16
+#: Upper bounds of d^2 loss / dp^2 (0 for the hinge: its gradient is bounded).
+LOSS_CURVATURE = {"squared_hinge": 2.0, "hinge": 0.0, "log_loss": 0.25}
+
+
+def t0_lower_bound(X, sample_weight, *, loss, alpha, fit_intercept):
+    """Smallest ``t0`` for which the first steps cannot amplify a margin error.
+
+    A step on row ``x`` (weight ``s``) with gain ``B`` moves its prediction by
+    ``-s l'(p) B (||x||^2 + 1)``; for a loss of curvature at most ``c`` the
+    residual is multiplied by ``1 - s c B (||x||^2 + 1)``, whose modulus
+    stays at most 1 when ``B <= 2 / (s c (||x||^2 + 1))``. With
+    ``B = 1 / (alpha t0)`` at the start, this gives
+    ``t0 >= c max_i s_i (||x_i||^2 + 1) / (2 alpha)`` (the ``+ 1`` is the
+    intercept's constant feature, when fitted). It is the paper's reason for
+    t0 (Section 2.1: the first updates must not produce an implausibly large
+    norm), made explicit: ``t0='auto'`` only tries grid values above it.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    sample_weight : ndarray of shape (n_samples,)
+    loss : str
+    alpha : float
+    fit_intercept : bool
+
+    Returns
+    -------
+    t0_min : float
+    """
+    curvature = LOSS_CURVATURE[loss]
+    if curvature == 0.0:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
+              else np.einsum("ij,ij->i", X, X))
+        norm = np.max(sample_weight * (sq + float(fit_intercept)), initial=0.0)
+        return curvature * norm / (2.0 * alpha)
 
 
 class SGDQNLinearSVC(LinearClassifierBase):
@@ -76,7 +113,13 @@ class SGDQNLinearSVC(LinearClassifierBase):
         (Section 6) and libsgdqn: one SGD-QN pass over a 10% sample of the
         first data seen (at least 1000 rows when available) for each ``t0``
         in ``1, 10, ..., 1e10``, keeping the one with the lowest primal cost
-        on that sample.
+        on that sample. Grid values below :func:`t0_lower_bound` (starting
+        gains for which one step on the heaviest row would amplify its margin
+        error, ``alpha t0 < c max_i s_i (||x_i||^2 + 1) / 2`` with ``c`` the
+        loss curvature bound: 2 for the squared hinge, 1/4 for the log loss,
+        0 for the hinge) are not tried: on a 10% sample they can look best
+        and then blow up on the full data (seen on w8a, whose rows have 9 to
+        113 non-zeros).
     max_curvature : float, default=100.0
         Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
         (libsgdqn's ``cmax``; the lower clip is ``alpha``, the curvature of
@@ -204,8 +247,9 @@ class SGDQNLinearSVC(LinearClassifierBase):
     def _select_t0(self, X, y, sample_weight, skip, seed):
         """``t0='auto'``: one pass per candidate on a 10% sample (paper, Sec. 6).
 
-        Returns the candidate of :data:`T0_GRID` with the lowest primal cost
-        on the sample after one SGD-QN pass from zero weights.
+        Returns the candidate of :data:`T0_GRID` at or above
+        :func:`t0_lower_bound` with the lowest primal cost (Eq. 1) on the
+        sample after one SGD-QN pass from zero weights.
         """
         n = X.shape[0]
         m = min(n, max(int(math.ceil(0.1 * n)), 1000))
@@ -213,8 +257,16 @@ class SGDQNLinearSVC(LinearClassifierBase):
         rows = np.sort(rng.choice(n, size=m, replace=False))
         ds = RowDataset(X[rows], y[rows], sample_weight[rows])
         loss = LOSSES[self.loss]()
+        lower = t0_lower_bound(X, sample_weight, loss=self.loss, alpha=self.alpha,
+                               fit_intercept=self.fit_intercept)
+        if not np.isfinite(lower):
+            raise ValueError(
+                "SGDQNLinearSVC: t0='auto' cannot bound the first steps because the "
+                "squared norms of the rows overflow; scale the features (e.g. "
+                "StandardScaler).")
+        candidates = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
         best_t0, best_cost = None, np.inf
-        for t0 in T0_GRID:
+        for t0 in candidates:
             state = self._init_problem(X.shape[1], 1)
             self._start(state, t0, self.alpha, skip)
             info = sgdqn_epochs(ds, state["coef"], state["intercept"], state["B"],
@@ -234,7 +286,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         if best_t0 is None:
             raise ValueError(
                 "SGDQNLinearSVC: t0='auto' diverged for every candidate t0 in "
-                f"[{T0_GRID[0]:g}, {T0_GRID[-1]:g}]; scale the features "
+                f"[{candidates[0]:g}, {candidates[-1]:g}]; scale the features "
                 "(e.g. StandardScaler) or increase alpha.")
         return best_t0
 

@@ -15,7 +15,7 @@ from sklearn_secondorder import SGDQNLinearSVC
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._sgdqn_fast import primal_objective, sgdqn_epochs
-from sklearn_secondorder._sgdqn import T0_GRID
+from sklearn_secondorder._sgdqn import T0_GRID, t0_lower_bound
 
 
 # ------------------------------------------------------------ NumPy reference
@@ -264,16 +264,49 @@ def test_t0_auto_picks_the_lowest_primal_cost_after_one_pass():
     X, y = make_classification(n_samples=300, n_features=8, random_state=3)
     X = StandardScaler().fit_transform(X)
     ys = np.where(y == 1, 1.0, -1.0)
+    lower = t0_lower_bound(X, np.ones(300), loss="squared_hinge", alpha=1e-2,
+                           fit_intercept=True)
+    assert T0_GRID[0] < lower < T0_GRID[-1]  # the bound removes some candidates
     costs = []
-    for t0 in T0_GRID:
+    grid = [t0 for t0 in T0_GRID if t0 >= lower]
+    for t0 in grid:
         c = SGDQNLinearSVC(alpha=1e-2, t0=t0, max_iter=1, shuffle=False).fit(X, y)
         p = X @ c.coef_.ravel() + c.intercept_[0]
         costs.append(5e-3 * c.coef_.ravel() @ c.coef_.ravel()
                      + np.mean(np.maximum(0, 1 - ys * p) ** 2))
     auto = SGDQNLinearSVC(alpha=1e-2, max_iter=1, shuffle=False).fit(X, y)
-    assert auto.t0_[0] == T0_GRID[int(np.argmin(costs))]
+    assert auto.t0_[0] == grid[int(np.argmin(costs))]
     # the choice matters: the worst candidate is clearly worse
     assert max(costs) > 1.5 * min(costs)
+
+
+@pytest.mark.parametrize("loss, curvature", [("squared_hinge", 2.0), ("log_loss", 0.25),
+                                             ("hinge", 0.0)])
+def test_t0_lower_bound(binary_problem, loss, curvature):
+    X, y, sw = binary_problem
+    rows = X.toarray()
+    expected = curvature * max(s * (r @ r + 1) for r, s in zip(rows, sw)) / (2 * 0.01)
+    for Xk in (X, rows):
+        got = t0_lower_bound(Xk, sw, loss=loss, alpha=0.01, fit_intercept=True)
+        assert_allclose(got, expected, rtol=1e-12)
+    no_b = t0_lower_bound(X, sw, loss=loss, alpha=0.01, fit_intercept=False)
+    assert_allclose(no_b, curvature * max(s * (r @ r) for r, s in zip(rows, sw)) / 0.02)
+
+
+def test_t0_lower_bound_is_the_squared_hinge_stability_limit(binary_problem):
+    """At t0 = bound, one step on the heaviest row maps its margin residual
+    1 to -1 (no amplification); below the bound it is amplified."""
+    X, y, sw = binary_problem
+    k = int(np.argmax(sw * (np.asarray(X.multiply(X).sum(axis=1)).ravel() + 1)))
+    bound = t0_lower_bound(X, sw, loss="squared_hinge", alpha=0.01, fit_intercept=True)
+    for factor, amplified in ((1.0, False), (0.5, True)):
+        coef, b, _, _ = run_kernel(X[k], y[k:k + 1], sw[k:k + 1], loss="squared_hinge",
+                                   alpha=0.01, t0=factor * bound, skip=10, n_epochs=1,
+                                   seed=1, shuffle=False)
+        residual = 1.0 - y[k] * (X[k] @ coef + b)[0]
+        assert (abs(residual) > 1.0 + 1e-9) == amplified
+        if not amplified:
+            assert_allclose(residual, -1.0)
 
 
 def test_partial_fit_continues_state(binary_problem):
@@ -370,8 +403,12 @@ def test_error_divergence_never_returns_nan():
     y = rng.randint(2, size=50)
     with pytest.raises(ValueError, match="weights overflowed"):
         SGDQNLinearSVC(t0=1e-3, alpha=1e-4, random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match="t0='auto' diverged for every candidate"):
+    with pytest.raises(ValueError, match="squared norms of the rows overflow"):
         SGDQNLinearSVC(alpha=1e-4, random_state=0).fit(X, y)
+    # the hinge has no curvature bound: every grid value is tried, and with
+    # |x| ~ 1e305 every one of them overflows
+    with pytest.raises(ValueError, match="t0='auto' diverged for every candidate"):
+        SGDQNLinearSVC(loss="hinge", alpha=1e-4, random_state=0).fit(X, y)
 
 
 def test_error_bad_parameters():
