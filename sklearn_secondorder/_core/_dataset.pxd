@@ -2,6 +2,10 @@
 # Dense rows share one ``arange(n_features)`` index, so kernels only ever see
 # sparse rows ``(x, ind, nnz)``.
 
+cimport cython
+
+
+@cython.final
 cdef class RowDataset:
     cdef readonly Py_ssize_t n_samples
     cdef readonly Py_ssize_t n_features
@@ -14,7 +18,35 @@ cdef class RowDataset:
     cdef const double[::1] y
     cdef const double[::1] sample_weight
     cdef Py_ssize_t[::1] order
+    # raw pointers into the arrays above, for the inlined row access
+    cdef const double* data_ptr
+    cdef const int* indices_ptr
+    cdef const long long* indptr_ptr
+    cdef const double* dense_ptr
+    cdef const int* dense_index_ptr
+    cdef const double* y_ptr
+    cdef const double* sw_ptr
+    cdef Py_ssize_t* order_ptr
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil
     cdef void shuffle(self, unsigned int* seed) noexcept nogil
+
+
+cdef inline void fetch_row(RowDataset ds, Py_ssize_t k, const double** x, const int** ind,
+                           int* nnz, double* y, double* sw) noexcept nogil:
+    """The k-th row in the current order (pointers into the arrays); inlined
+    into the epoch loops (``RowDataset.row`` is the same as a method)."""
+    cdef Py_ssize_t i = ds.order_ptr[k]
+    cdef long long start
+    if ds.is_sparse:
+        start = ds.indptr_ptr[i]
+        x[0] = ds.data_ptr + start
+        ind[0] = ds.indices_ptr + start
+        nnz[0] = <int>(ds.indptr_ptr[i + 1] - start)
+    else:
+        x[0] = ds.dense_ptr + i * ds.n_features
+        ind[0] = ds.dense_index_ptr
+        nnz[0] = <int>ds.n_features
+    y[0] = ds.y_ptr[i]
+    sw[0] = ds.sw_ptr[i]

@@ -50,23 +50,27 @@ cdef class RowDataset:
         self.y = y
         self.sample_weight = sample_weight
         self.order = np.arange(self.n_samples, dtype=np.intp)
+        # keep arrays non-empty so the raw pointers are valid addresses
+        if self.data.shape[0] == 0:
+            self.data = np.zeros(1)
+            self.indices = np.zeros(1, dtype=np.int32)
+        if self.X_dense.shape[0] == 0 or self.X_dense.shape[1] == 0:
+            self.X_dense = np.zeros((1, 1))   # sparse data (or no cells): unused
+        self.dense_ptr = &self.X_dense[0, 0]
+        if self.dense_index.shape[0] == 0:
+            self.dense_index = np.zeros(1, dtype=np.int32)
+        self.data_ptr = &self.data[0]
+        self.indices_ptr = &self.indices[0]
+        self.indptr_ptr = &self.indptr[0]
+        self.dense_index_ptr = &self.dense_index[0]
+        self.y_ptr = &self.y[0] if self.n_samples > 0 else NULL
+        self.sw_ptr = &self.sample_weight[0] if self.n_samples > 0 else NULL
+        self.order_ptr = &self.order[0] if self.n_samples > 0 else NULL
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil:
         """The k-th row in the current order (pointers into the arrays)."""
-        cdef Py_ssize_t i = self.order[k]
-        cdef long long start
-        if self.is_sparse:
-            start = self.indptr[i]
-            x[0] = &self.data[0] + start if self.data.shape[0] > 0 else NULL
-            ind[0] = &self.indices[0] + start if self.indices.shape[0] > 0 else NULL
-            nnz[0] = <int>(self.indptr[i + 1] - start)
-        else:
-            x[0] = &self.X_dense[i, 0] if self.n_features > 0 else NULL
-            ind[0] = &self.dense_index[0] if self.n_features > 0 else NULL
-            nnz[0] = <int>self.n_features
-        y[0] = self.y[i]
-        sw[0] = self.sample_weight[i]
+        fetch_row(self, k, x, ind, nnz, y, sw)
 
     cdef void shuffle(self, unsigned int* seed) noexcept nogil:
         """Fisher-Yates shuffle of the visiting order."""

@@ -9,9 +9,9 @@ of a call (and the per-epoch finiteness check).
 import numpy as np
 from libc.stdlib cimport malloc, free
 
-from ._dataset cimport RowDataset
+from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
-from ._weights cimport LazyStepWeights
+from ._weights cimport LazyStepWeights, lazy_catch_up
 
 cdef double DLOSS_CLIP = 1e12
 
@@ -45,8 +45,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     Returns
     -------
     info : dict
-        ``t``, ``seed``, ``epochs``, ``diverged``, ``mean_loss`` (last epoch,
-        at the pre-step weights), ``min_factor`` / ``max_factor`` (extreme
+        ``t``, ``seed``, ``epochs``, ``diverged``, ``min_factor`` / ``max_factor`` (extreme
         step-size factors applied) and ``n_adaptations``.
     """
     cdef int K = n_outputs
@@ -66,7 +65,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef const int* ind
     cdef int nnz, q, k, epoch, epochs_run = 0
     cdef Py_ssize_t i, j, p
-    cdef double y, sw, c, g, loss_sum = 0.0, w_sum = 0.0
+    cdef double y, sw, c, g
     cdef double* v = w.v
     cdef double* eta = w.eta
     cdef bint diverged = False
@@ -75,10 +74,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
             for epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                loss_sum = 0.0
-                w_sum = 0.0
                 for i in range(ds.n_samples):
-                    ds.row(i, &x, &ind, &nnz, &y, &sw)
+                    fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
                     # 1. catch the row's coordinates (and the intercept) up to t
@@ -86,22 +83,20 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                         scores[k] = 0.0
                     for q in range(nnz):
                         j = ind[q]
-                        w.catch_up(j, t)
+                        lazy_catch_up(w, j, t)
                         for k in range(K):
                             scores[k] += v[j * K + k] * x[q]
                     if fit_intercept:
-                        w.catch_up(d, t)
+                        lazy_catch_up(w, d, t)
                         for k in range(K):
                             scores[k] += v[d * K + k]
                     # 2. loss derivative at theta(t)
                     if K == 1:
-                        loss_sum += sw * loss.loss(scores[0], y)
                         g = loss.dloss(scores[0], y)
                         grad[0] = DLOSS_CLIP if g > DLOSS_CLIP else (
                             -DLOSS_CLIP if g < -DLOSS_CLIP else g)
                     else:
-                        loss_sum += sw * softmax_loss(scores, <int>y, K, grad)
-                    w_sum += sw
+                        softmax_loss(scores, <int>y, K, grad)
                     # 3. theta(t+1) = (1 - eta lam) theta(t) - eta sw grad x  (Alg. 1, line 5)
                     for q in range(nnz):
                         j = ind[q]
@@ -127,7 +122,6 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
         free(scores)
         free(grad)
     return {"t": t, "seed": rng, "epochs": epochs_run, "diverged": diverged,
-            "mean_loss": loss_sum / w_sum if w_sum > 0 else 0.0,
             "min_factor": w.min_factor, "max_factor": w.max_factor,
             "n_adaptations": w.n_adaptations}
 

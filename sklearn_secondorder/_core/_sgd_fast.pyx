@@ -15,7 +15,7 @@ import numpy as np
 from libc.math cimport isfinite
 from libc.stdlib cimport malloc, free
 
-from ._dataset cimport RowDataset
+from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
 from ._weights cimport ScaledWeights
 
@@ -30,21 +30,20 @@ cdef inline double _clip(double g) noexcept nogil:
     return g
 
 
-cdef double _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
-                      const int* ind, int nnz, double y, double sw, double eta,
-                      double alpha, bint fit_intercept, double intercept_decay,
-                      double* scores, double* grad) noexcept nogil:
-    """One plain SGD step; returns the (weighted) loss at the pre-step weights."""
+cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
+                           const int* ind, int nnz, double y, double sw, double eta,
+                           double alpha, bint fit_intercept, double intercept_decay,
+                           double* scores, double* grad) noexcept nogil:
+    """One plain SGD step."""
     cdef int k, K = w.n_outputs
-    cdef double val, factor
+    cdef double factor
     w.dot(x, ind, nnz, scores)
     for k in range(K):
         scores[k] += b[k]
     if K == 1:
-        val = loss.loss(scores[0], y)
         grad[0] = _clip(loss.dloss(scores[0], y))
     else:
-        val = softmax_loss(scores, <int>y, K, grad)
+        softmax_loss(scores, <int>y, K, grad)
     for k in range(K):
         grad[k] = -eta * sw * grad[k]
     factor = 1.0 - eta * alpha
@@ -56,7 +55,6 @@ cdef double _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
     if fit_intercept:
         for k in range(K):
             b[k] += grad[k] * intercept_decay
-    return sw * val
 
 
 def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
@@ -87,8 +85,7 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
     Returns
     -------
     info : dict
-        ``t``, ``n_iterates``, ``seed``, ``epochs`` run, ``mean_loss`` of the
-        last epoch (at the pre-step weights) and ``diverged`` (bool).
+        ``t``, ``n_iterates``, ``seed``, ``epochs`` run and ``diverged`` (bool).
     """
     cdef int K = n_outputs
     if K == 1 and loss is None:
@@ -106,7 +103,7 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
     cdef const int* ind
     cdef int nnz, k, epoch, epochs_run = 0
     cdef Py_ssize_t i
-    cdef double y, sw, eta, loss_sum = 0.0, w_sum = 0.0
+    cdef double y, sw, eta
     cdef bint diverged = False
     cdef unsigned int rng = seed if seed != 0 else 1
     try:
@@ -114,16 +111,13 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
             for epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                loss_sum = 0.0
-                w_sum = 0.0
                 for i in range(ds.n_samples):
-                    ds.row(i, &x, &ind, &nnz, &y, &sw)
+                    fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
                     eta = eta0 if constant else 1.0 / (alpha * (<double>t + t0))
-                    loss_sum += _sgd_step(w, &b[0], loss, x, ind, nnz, y, sw, eta, alpha,
-                                          fit_intercept, intercept_decay, scores, grad)
-                    w_sum += sw
+                    _sgd_step(w, &b[0], loss, x, ind, nnz, y, sw, eta, alpha,
+                              fit_intercept, intercept_decay, scores, grad)
                     t += 1
                     if averaged:
                         w.count_iterate(1.0)
@@ -138,7 +132,7 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
         free(scores)
         free(grad)
     return {"t": t, "n_iterates": w.n_iterates, "seed": rng, "epochs": epochs_run,
-            "mean_loss": loss_sum / w_sum if w_sum > 0 else 0.0, "diverged": diverged}
+            "diverged": diverged}
 
 
 cdef bint all_finite(const double* a, Py_ssize_t n) noexcept nogil:
@@ -173,7 +167,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     try:
         with nogil:
             for i in range(ds.n_samples):
-                ds.row(i, &x, &ind, &nnz, &y, &sw)
+                fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                 if sw == 0.0:
                     continue
                 _sgd_step(w, &ic[0], loss, x, ind, nnz, y, sw, eta, alpha,
@@ -183,7 +177,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
                 obj = 1e300
             else:
                 for i in range(ds.n_samples):
-                    ds.row(i, &x, &ind, &nnz, &y, &sw)
+                    fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     w.dot(x, ind, nnz, scores)
                     for k in range(K):
                         scores[k] += ic[k]

@@ -25,12 +25,25 @@ cdef class ScaledWeights:
     cdef bint is_finite(self) noexcept nogil
 
 
+from libc.math cimport exp, pow
+
+cdef extern from *:
+    """
+    #define SKSO_NO_EVENT (1LL << 62)  /* no pending event (adaptation off) */
+    """
+    long long NO_EVENT "SKSO_NO_EVENT"
+
+
 # LazyStepWeights: per-coordinate step sizes eta_p with lazy (just-in-time)
 # catch-up of the L2 decay (1 - eta_p lam)^k for coordinates untouched for k
 # steps, and, when period b > 0, PSA's step-size adaptation every 2b updates
 # (Hsu et al., Algorithm 1) applied lazily too. Blocks of n_outputs weights
 # share their touch times; block `unregularized` (the intercept) has no L2.
 
+cimport cython
+
+
+@cython.final
 cdef class LazyStepWeights:
     cdef double* v
     cdef double* eta
@@ -57,3 +70,49 @@ cdef class LazyStepWeights:
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
+
+
+cdef inline double small_exp(double z) noexcept nogil:
+    """``exp(z)``; Taylor to ``z^6`` when ``|z| < 1e-3`` (error < ``|z|^7 / 5040``)."""
+    if -1e-3 < z < 1e-3:
+        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0 + z * (
+            1.0 / 120.0 + z / 720.0)))))
+    return exp(z)
+
+
+cdef inline double decay_power(double x, long long k) noexcept nogil:
+    """``(1 - x)^k`` for ``0 <= x``, ``k >= 0`` (0 when ``x >= 1``).
+
+    The common case (``x = eta lam`` tiny, ``k x`` small) avoids ``pow``:
+    ``log1p(-x)`` by its series to ``x^4`` (relative error < ``x^4 / 5``) and
+    ``exp`` by Taylor to ``z^6`` (error < ``|z|^7 / 5040``), both below the
+    rounding of the eager product ``c * c * ... * c`` they stand for.
+    """
+    cdef double z
+    if x >= 1.0:
+        return 0.0
+    if k == 1:
+        return 1.0 - x
+    if x < 1e-4:
+        return small_exp(-<double>k * x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25))))
+    return pow(1.0 - x, <double>k)
+
+
+cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
+    """Bring block ``j`` to time ``T`` (``LazyStepWeights.catch_up``), with the
+    common case -- no event to cross, one decay -- inlined into the kernels."""
+    cdef long long tau = w.last[j]
+    cdef int q
+    cdef Py_ssize_t p
+    cdef double lam
+    if w.next_event[j] <= T:
+        w.catch_up(j, T)
+        return
+    if tau == T:
+        return
+    lam = 0.0 if j == w.unregularized else w.lam
+    if lam != 0.0:
+        for q in range(w.n_outputs):
+            p = j * w.n_outputs + q
+            w.v[p] *= decay_power(w.eta[p] * lam, T - tau)
+    w.last[j] = T

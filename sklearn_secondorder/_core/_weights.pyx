@@ -14,6 +14,7 @@ iterate is ``C += scale`` -- O(nnz) per step in all. Folding (``u += C v``,
 with averaging it happens when the scale falls below 1e-4 (not 1e-9), which
 bounds the cancellation in ``u + C v`` to about ``1e4`` ulps.
 """
+cimport cython
 import numpy as np
 from libc.math cimport isfinite
 
@@ -162,32 +163,7 @@ cdef class ScaledWeights:
 from libc.math cimport pow, exp, log, log1p, expm1, fabs, copysign
 
 
-cdef inline double small_exp(double z) noexcept nogil:
-    """``exp(z)``; Taylor to ``z^6`` when ``|z| < 1e-3`` (error < ``|z|^7 / 5040``)."""
-    if -1e-3 < z < 1e-3:
-        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0 + z * (
-            1.0 / 120.0 + z / 720.0)))))
-    return exp(z)
-
-
-cdef inline double decay_power(double x, long long k) noexcept nogil:
-    """``(1 - x)^k`` for ``0 <= x``, ``k >= 0`` (0 when ``x >= 1``).
-
-    The common case (``x = eta lam`` tiny, ``k x`` small) avoids ``pow``:
-    ``log1p(-x)`` by its series to ``x^4`` (relative error < ``x^4 / 5``) and
-    ``exp`` by Taylor to ``z^6`` (error < ``|z|^7 / 5040``), both below the
-    rounding of the eager product ``c * c * ... * c`` they stand for.
-    """
-    cdef double z
-    if x >= 1.0:
-        return 0.0
-    if k == 1:
-        return 1.0 - x
-    if x < 1e-4:
-        return small_exp(-<double>k * x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25))))
-    return pow(1.0 - x, <double>k)
-
-
+@cython.final
 cdef class LazyStepWeights:
     """Weights with per-coordinate step sizes and lazy L2 decay (PSA's state).
 
@@ -276,7 +252,6 @@ cdef class LazyStepWeights:
         """``k`` untouched steps of block ``j``: ``v *= (1 - eta lam)^k``."""
         cdef int q
         cdef Py_ssize_t p
-        cdef double c
         if k <= 0 or lam == 0.0:
             return
         for q in range(self.n_outputs):
@@ -398,6 +373,7 @@ cdef class LazyStepWeights:
         if b == 0:
             self._decay(j, lam, T - tau)
             self.last[j] = T
+            self.next_event[j] = NO_EVENT
             return
         while ev <= T:
             self._decay(j, lam, ev - tau)
@@ -427,7 +403,7 @@ cdef class LazyStepWeights:
 
     # ---- Python hooks (tests) --------------------------------------------------
     def py_catch_up(self, Py_ssize_t j, long long T):
-        self.catch_up(j, T)
+        lazy_catch_up(self, j, T)
 
     def py_catch_up_all(self, long long T):
         self.catch_up_all(T)
@@ -441,7 +417,7 @@ cdef class LazyStepWeights:
         cdef double lam, c
         for a in range(ind.shape[0]):
             j = ind[a]
-            self.catch_up(j, T)
+            lazy_catch_up(self, j, T)
             lam = 0.0 if j == self.unregularized else self.lam
             for q in range(self.n_outputs):
                 p = j * self.n_outputs + q
