@@ -273,9 +273,7 @@ class _BaseSequenceTagger(BaseEstimator):
                              f"first call to partial_fit ({self.classes_!r}).")
         batch = self._to_data(X, y, fitting=True, first=first)
         if first:
-            classes = batch[4] if classes is None else np.asarray(classes)
-            check_classification_targets(classes)
-            self.classes_ = np.unique(classes)
+            self.classes_ = np.unique(batch[4] if classes is None else np.asarray(classes))
         unseen = np.setdiff1d(np.unique(batch[4]), self.classes_)
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
@@ -305,11 +303,19 @@ class _BaseSequenceTagger(BaseEstimator):
     def _check_info(self, info):
         st = self._state
         st["t"], st["passes"], st["seed"] = info["t"], info["passes_done"], info["seed"]
+        st.setdefault("pass_seconds", []).extend(info["seconds"])
         if info["diverged"]:
             raise diverged_error(type(self).__name__, st["passes"] + 1)
         if self.verbose:
             print(f"-- pass {st['passes']}: mean -log p(y|x) {info['mean_loss']:.6g}, "
                   f"updates {st['t']}")
+
+    @property
+    def pass_seconds_(self):
+        """Wall time of every training pass so far (compiled kernel only: no
+        input conversion or step-size calibration), as CRFsuite's training log."""
+        check_is_fitted(self)
+        return list(self._state.get("pass_seconds", []))
 
     # ---- prediction -------------------------------------------------------------
     def _model_weights(self):

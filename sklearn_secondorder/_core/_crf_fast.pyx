@@ -33,6 +33,7 @@ cimport numpy as cnp
 from libc.math cimport exp, log, pow, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from ._random cimport rand_below
 
@@ -776,6 +777,13 @@ cdef inline bint _is_triangular(long long p) noexcept nogil:
     return False
 
 
+cdef inline double now() noexcept nogil:
+    """Monotonic clock in seconds (per-pass timings of the trainers)."""
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec
+
+
 def is_feedback_pass(long long p):
     """Whether ASF feeds back after pass ``p`` (1, 3, 6, 10, ...)."""
     return bool(_is_triangular(p))
@@ -824,9 +832,12 @@ def sgd_epochs(SequenceData ds, CRFWeights w, *, double eta0, double power=0.0,
     cdef unsigned int rng = seed if seed != 0 else 1
     cdef const int* lab = &ds.labels[0]
     cdef const int* y
+    cdef double t_start
     feedbacks = []
+    seconds = []
     with nogil:
         for epoch in range(n_epochs):
+            t_start = now()
             if shuffle:
                 ds.shuffle(&rng)
             loss_sum = 0.0
@@ -857,7 +868,9 @@ def sgd_epochs(SequenceData ds, CRFWeights w, *, double eta0, double power=0.0,
             fb_now = feedback and _is_triangular(passes_done)
             if fb_now:
                 w.reset_to_average()
-                with gil:
+            with gil:
+                seconds.append(now() - t_start)
+                if fb_now:
                     feedbacks.append(passes_done)
             if not w.is_finite():
                 diverged = True
@@ -865,4 +878,4 @@ def sgd_epochs(SequenceData ds, CRFWeights w, *, double eta0, double power=0.0,
         w.fold()
     return {"t": t, "passes_done": passes_done, "seed": rng, "epochs": epochs_run,
             "mean_loss": loss_sum / ds.n_sequences if ds.n_sequences else 0.0,
-            "diverged": diverged, "feedbacks": feedbacks}
+            "diverged": diverged, "feedbacks": feedbacks, "seconds": seconds}
