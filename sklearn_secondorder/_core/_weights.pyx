@@ -288,106 +288,112 @@ cdef class LazyStepWeights:
         if f > self.max_factor:
             self.max_factor = f
 
-    cdef void _event(self, Py_ssize_t j, long long tau) noexcept nogil:
-        """The event at time ``tau`` (a multiple of b) for block ``j``."""
-        cdef int q
-        cdef Py_ssize_t p
-        if tau % (2 * self.period) == 0:
-            for q in range(self.n_outputs):
-                p = j * self.n_outputs + q
-                if tau > 0:
-                    self._adapt(p)
-                self.snap0[p] = self.v[p]
-        else:
-            for q in range(self.n_outputs):
-                p = j * self.n_outputs + q
-                self.snap1[p] = self.v[p]
-
-    cdef void _skip_windows(self, Py_ssize_t j, double lam, long long k) noexcept nogil:
-        """``k`` whole untouched windows of block ``j``, from just after a
+    cdef void _skip_param(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
+        """``k`` whole untouched windows of weight ``p``, from just after a
         window-start event to just after the event ``k`` windows later.
 
         In the clipped regime (``eta_p <= eta_clip``) the factor is ``alpha``
-        in every window and the decay is ``exp(2b sum_i log1p(-x alpha^i))``
+        in every window and the decay is ``exp(2b sum_{i<k} log1p(-x alpha^i))``
         with ``x = eta_p lam``, i.e. ``-2b sum_m x^m / m G_m`` with the
-        geometric sums ``G_m = sum_{i<k} alpha^(m i)``, shared by the block.
+        geometric sums ``G_m = sum_{i<k} alpha^(m i)`` (a few terms: x is
+        small). Otherwise the windows are replayed one by one.
         """
-        cdef int q, mm, n_geo = 0
+        cdef int mm
         cdef long long i, b = self.period
-        cdef Py_ssize_t p
-        cdef double x, total, term, xm, fk = -1.0
-        cdef double geo[40]
-        for q in range(self.n_outputs):
-            p = j * self.n_outputs + q
-            if self.v[p] == 0.0 or lam == 0.0:
-                # 0/0 (or no decay at all): theta and eta stay as they are
-                self.snap0[p] = self.v[p]
+        cdef double x, total, term, xm, geo, fk
+        if self.v[p] == 0.0 or lam == 0.0:
+            # 0/0 (or no decay at all): theta and eta stay as they are
+            self.snap0[p] = self.v[p]
+            self.snap1[p] = self.v[p]
+            return
+        x = self.eta[p] * lam
+        if self.eta[p] <= self.eta_clip and x < 0.05 and k > 2:
+            fk = exp(<double>k * self.log_alpha)
+            total = 0.0
+            xm = 1.0
+            for mm in range(1, 40):
+                xm *= x
+                if mm == 1:
+                    geo = expm1(k * self.log_alpha) / expm1(self.log_alpha)
+                else:
+                    geo = (1.0 - pow(fk, mm)) / -expm1(mm * self.log_alpha)
+                term = xm / mm * geo
+                total += term
+                if term < 1e-18 * total:
+                    break
+            self.v[p] *= small_exp(-2.0 * <double>b * total)
+            self.eta[p] *= fk
+            self.n_adaptations += k
+            if self.factor_hi < self.min_factor:
+                self.min_factor = self.factor_hi
+            if self.factor_hi > self.max_factor:
+                self.max_factor = self.factor_hi
+            self.snap0[p] = self.v[p]
+            self.snap1[p] = self.v[p]
+        else:
+            for i in range(k):               # replay window by window
+                self._decay_one(p, lam, b)
                 self.snap1[p] = self.v[p]
-                continue
-            x = self.eta[p] * lam
-            if self.eta[p] <= self.eta_clip and x < 0.05 and k > 2:
-                if fk < 0.0:
-                    fk = exp(<double>k * self.log_alpha)
-                total = 0.0
-                xm = 1.0
-                for mm in range(40):
-                    if mm == n_geo:
-                        # G_{m+1} = (1 - alpha^((m+1) k)) / (1 - alpha^(m+1)); the
-                        # leading term exactly, the later ones (x times smaller)
-                        # from powers of alpha^k
-                        if mm == 0:
-                            geo[0] = expm1(k * self.log_alpha) / expm1(self.log_alpha)
-                        else:
-                            geo[mm] = (1.0 - pow(fk, mm + 1)) / -expm1((mm + 1) * self.log_alpha)
-                        n_geo += 1
-                    xm *= x
-                    term = xm / (mm + 1) * geo[mm]
-                    total += term
-                    if term < 1e-18 * total:
-                        break
-                self.v[p] *= small_exp(-2.0 * <double>b * total)
-                self.eta[p] *= fk
-                self.n_adaptations += k
-                if self.factor_hi < self.min_factor:
-                    self.min_factor = self.factor_hi
-                if self.factor_hi > self.max_factor:
-                    self.max_factor = self.factor_hi
+                self._decay_one(p, lam, b)
+                self._adapt(p)
                 self.snap0[p] = self.v[p]
-                self.snap1[p] = self.v[p]
-            else:
-                for i in range(k):           # replay window by window
-                    self._decay_one(p, lam, b)
-                    self.snap1[p] = self.v[p]
-                    self._decay_one(p, lam, b)
-                    self._adapt(p)
-                    self.snap0[p] = self.v[p]
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
         self.v[p] *= decay_power(self.eta[p] * lam, k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
-        """Bring block ``j`` to time ``T``: decay, events at times <= T."""
-        cdef long long tau = self.last[j], ev = self.next_event[j], k
-        cdef long long b = self.period
+        """Bring block ``j`` to time ``T``: decay, and the events at times <= T.
+
+        Parameter-major: each weight of the block runs through the events
+        with its value, step and snapshots in registers; whole untouched
+        windows go to ``_skip_windows``.
+        """
+        cdef long long tau0 = self.last[j], ev0 = self.next_event[j]
+        cdef long long b = self.period, two_b = 2 * self.period, tau, ev, k
         cdef double lam = 0.0 if j == self.unregularized else self.lam
+        cdef int q
+        cdef Py_ssize_t p
+        cdef double val, step, s0, s1
+        cdef long long ev0_out = ev0
         if b == 0:
-            self._decay(j, lam, T - tau)
+            self._decay(j, lam, T - tau0)
             self.last[j] = T
             self.next_event[j] = NO_EVENT
             return
-        while ev <= T:
-            self._decay(j, lam, ev - tau)
-            tau = ev
-            self._event(j, ev)
-            ev += b
-            if tau % (2 * b) == 0 and T - tau >= 2 * b:
-                k = (T - tau) // (2 * b)
-                self._skip_windows(j, lam, k)
-                tau += 2 * b * k
-                ev = tau + b
-        self._decay(j, lam, T - tau)
+        for q in range(self.n_outputs):
+            p = j * self.n_outputs + q
+            val, step = self.v[p], self.eta[p]
+            s0, s1 = self.snap0[p], self.snap1[p]
+            tau, ev = tau0, ev0
+            while ev <= T:
+                if lam != 0.0 and val != 0.0:
+                    val *= decay_power(step * lam, ev - tau)
+                tau = ev
+                if ev % two_b == 0:
+                    if ev > 0:
+                        self.v[p], self.snap0[p], self.snap1[p] = val, s0, s1
+                        self._adapt(p)
+                        step = self.eta[p]
+                    s0 = val
+                    if T - tau >= two_b:     # whole untouched windows
+                        k = (T - tau) // two_b
+                        self.v[p], self.eta[p] = val, step
+                        self.snap0[p], self.snap1[p] = s0, s1
+                        self._skip_param(p, lam, k)
+                        val, step = self.v[p], self.eta[p]
+                        s0, s1 = self.snap0[p], self.snap1[p]
+                        tau += two_b * k
+                        ev = tau + b
+                        continue
+                else:
+                    s1 = val
+                ev += b
+            if lam != 0.0 and val != 0.0:
+                val *= decay_power(step * lam, T - tau)
+            self.v[p], self.eta[p], self.snap0[p], self.snap1[p] = val, step, s0, s1
+            ev0_out = ev
         self.last[j] = T
-        self.next_event[j] = ev
+        self.next_event[j] = ev0_out
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
