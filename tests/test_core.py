@@ -226,3 +226,32 @@ def test_sgd_epochs_report_divergence():
                       loss=LOSSES["squared_hinge"](), learning_rate="constant", eta0=1.0,
                       alpha=1e-4, n_epochs=5, shuffle=False)
     assert info["diverged"]
+
+
+# ---------------------------------------------------------------- calibration
+def test_calibration_picks_the_best_trial_and_halves_it():
+    """eta0='auto' (Bottou's recipe) returns half of the trial step with the lowest
+    objective, checked against an exhaustive run of the same trial passes."""
+    from sklearn_secondorder._calibration import calibrate_eta0
+    from sklearn_secondorder._core._sgd_fast import trial_pass
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 5)
+    y = np.where(X @ rng.randn(5) > 0, 1.0, -1.0)
+    sw = np.ones(300)
+    kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, alpha=1e-3, fit_intercept=True)
+    eta = calibrate_eta0(X, y, sw, np.zeros(5), np.zeros(1), random_state=np.random.RandomState(0),
+                         **kw)
+    ds = RowDataset(X, y, sw)  # n <= 1000: the sample is all rows, in order
+    grid = 0.1 * 2.0 ** np.arange(-20, 21)
+    objs = [trial_pass(ds, np.zeros(5), np.zeros(1), eta=e, **kw) for e in grid]
+    best = grid[int(np.argmin(objs))]
+    assert eta == pytest.approx(best / 2)
+
+
+def test_calibration_reports_divergence():
+    from sklearn_secondorder._calibration import calibrate_eta0
+    X = np.array([[1e300], [1e300]])
+    with pytest.raises(ValueError, match="calibration diverged"):
+        calibrate_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),
+                       loss=LOSSES["squared_hinge"](), n_outputs=1, alpha=1e-4,
+                       fit_intercept=True, random_state=np.random.RandomState(0))
