@@ -355,6 +355,7 @@ cdef class LazyStepWeights:
         cdef Py_ssize_t p
         cdef double val, step, s0, s1
         cdef long long ev0_out = ev0
+        cdef bint at_window_end
         if b == 0:
             self._decay(j, lam, T - tau0)
             self.last[j] = T
@@ -365,11 +366,12 @@ cdef class LazyStepWeights:
             val, step = self.v[p], self.eta[p]
             s0, s1 = self.snap0[p], self.snap1[p]
             tau, ev = tau0, ev0
+            at_window_end = ev0 <= T and (ev0 // b) % 2 == 0   # events alternate
             while ev <= T:
                 if lam != 0.0 and val != 0.0:
                     val *= decay_power(step * lam, ev - tau)
                 tau = ev
-                if ev % two_b == 0:
+                if at_window_end:
                     if ev > 0:
                         self.v[p], self.snap0[p], self.snap1[p] = val, s0, s1
                         self._adapt(p)
@@ -384,10 +386,12 @@ cdef class LazyStepWeights:
                         s0, s1 = self.snap0[p], self.snap1[p]
                         tau += two_b * k
                         ev = tau + b
+                        at_window_end = False
                         continue
                 else:
                     s1 = val
                 ev += b
+                at_window_end = not at_window_end
             if lam != 0.0 and val != 0.0:
                 val *= decay_power(step * lam, T - tau)
             self.v[p], self.eta[p], self.snap0[p], self.snap1[p] = val, step, s0, s1
