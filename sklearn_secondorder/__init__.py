@@ -9,9 +9,9 @@ from ._psa import PSAClassifier
 from ._sbm import SBMLogisticRegression
 from ._sgd import PlainSGDClassifier
 from ._sgdqn import SGDQNLinearSVC
-from ._tagger import ASFSequenceTagger, SGDSequenceTagger
+from ._tagger import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
 
 __version__ = "0.1.0"
 
 __all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC", "SBMLogisticRegression",
-           "ASFSequenceTagger", "SGDSequenceTagger"]
+           "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger"]

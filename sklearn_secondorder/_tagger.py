@@ -1,8 +1,9 @@
 """Sequence taggers (linear-chain CRFs) on the shared Cython CRF core.
 
 ``ASFSequenceTagger`` trains a CRF with averaged SGD with feedback (Sun et
-al., ICDM 2010); ``SGDSequenceTagger`` with plain or averaged SGD on the same
-core (the baselines). Both take sklearn-crfsuite's input (a list of sequences
+al., ICDM 2010); ``PSASequenceTagger`` with periodic step-size adaptation
+(Hsu et al., 2009); ``SGDSequenceTagger`` with plain or averaged SGD on the
+same core (the baselines). Both take sklearn-crfsuite's input (a list of sequences
 of feature dicts, or of 2-D arrays) and give its outputs (``predict``,
 ``predict_marginals``, ``state_features_``, ``transition_features_``).
 """
@@ -14,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
+from ._core._psa_crf_fast import PSAState, psa_epochs
 from ._core._crf_fast import (
     CRFWeights,
     SequenceData,
@@ -664,3 +666,145 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         if st["avg"] is None or st["n_iterates"] == 0:
             return st["coef"].copy()
         return st["avg"] / st["n_iterates"]
+
+
+class PSASequenceTagger(_BaseSequenceTagger):
+    __doc__ = """Linear-chain CRF trained by Periodic Step-size Adaptation (PSA).
+
+    PSA (Hsu, Chang, Huang and Lee, 2009, Algorithm 1) is SGD with one step
+    size per weight, ``w <- w - eta o (alpha w - grad log p(y | x; w))``,
+    adapted every ``2 * period`` updates from the snapshots ``w(t)``,
+    ``w(t + b)``, ``w(t + 2b)`` (``b = period``)::
+
+        g_i = (w_i(t+2b) - w_i(t+b)) / (w_i(t+b) - w_i(t))          # Eq. 6
+        u_i = sign(g_i) min(|g_i|, psa_kappa)                         # Eq. 7
+        v_i = (m + u_i) / (m + psa_kappa + n)                         # Eq. 9
+        eta_i <- v_i eta_i                                             # Eq. 8
+
+    with ``m = kappa (a + c) / (a - c)``, ``n = 2 kappa (1 - a) / (a - c)``
+    (Eq. 10; ``a = psa_alpha``, ``c = psa_beta``), so ``v_i`` lies in
+    ``[psa_beta, psa_alpha]``. A weight that did not move (``0/0``) keeps its
+    step size; ``x/0`` counts as ``g_i = sign(x) inf``.
+
+    Weights not in the current sequence catch up lazily: within a window
+    they only shrink, ``(1 - eta_i alpha)^k`` in closed form, and a whole
+    idle window has the shrink's ratio ``(1 - eta_i alpha)^b`` (clipped to
+    kappa, after which ``K`` idle windows are one closed-form step). A pass
+    therefore costs O(nnz) like plain SGD, not the paper implementation's
+    O(n_weights) every ``2b`` updates, and gives the dense algorithm's
+    result to rounding. The paper's defaults for CRFs are the defaults here;
+    the method aims at a good model in a single pass (``max_iter=1``).
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        L2 strength (not PSA's alpha, which is ``psa_alpha``): the objective
+        is ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``
+        (CRFsuite's ``c2 = alpha n / 2``).
+    period : int, default=10
+        ``b``: the step sizes adapt every ``2 b`` updates. The paper suggests
+        ``b ~ 0.5 n / 1000`` for large ``n``.
+    eta0 : float or 'auto', default=0.1
+        Initial step size of every weight (the paper's CRF setting);
+        ``'auto'`` calibrates it as the other taggers do.
+    psa_alpha, psa_beta : float, default=0.9999, 0.99
+        Largest and smallest discount ``v_i`` (Eq. 10), ``0 < psa_beta <
+        psa_alpha <= 1``.
+    psa_kappa : float, default=0.9
+        Bound on ``|g_i|`` (Eq. 7), ``0 < psa_kappa < 1``.
+    max_iter : int, default=1
+        Passes over the data in ``fit``.
+    fit_intercept : bool, default=True
+    shuffle : bool, default=True
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------{attrs}
+    step_sizes_ : ndarray of shape (n_weights,)
+        The current per-weight step sizes (flat layout).
+
+    References
+    ----------
+    C.-N. Hsu, Y.-M. Chang, H.-S. Huang, Y.-J. Lee. Periodic step-size
+    adaptation for single-pass on-line learning. NIPS 2009.
+    """.format(attrs=_COMMON_ATTRS_DOC)
+
+    _parameter_constraints: dict = {
+        **_BaseSequenceTagger._parameter_constraints,
+        "period": [Interval(Integral, 1, None, closed="left")],
+        "psa_alpha": [Interval(Real, 0, 1, closed="right")],
+        "psa_beta": [Interval(Real, 0, 1, closed="neither")],
+        "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, *, alpha=1e-4, period=10, eta0=0.1, psa_alpha=0.9999, psa_beta=0.99,
+                 psa_kappa=0.9, max_iter=1, fit_intercept=True, shuffle=True,
+                 random_state=None, verbose=0):
+        self.alpha = alpha
+        self.period = period
+        self.eta0 = eta0
+        self.psa_alpha = psa_alpha
+        self.psa_beta = psa_beta
+        self.psa_kappa = psa_kappa
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _new_state(self, n_attributes, rng):
+        if not self.psa_beta < self.psa_alpha:
+            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
+                             f"psa_alpha={self.psa_alpha}.")
+        super()._new_state(n_attributes, rng)
+        H = self.classes_.size
+        st = self._state
+        st["eta"] = None  # set once eta0_ is known
+        st["s0"] = np.zeros_like(st["coef"])
+        st["s1"] = np.zeros_like(st["coef"])
+        st["last"] = np.zeros(n_attributes + H + 1, dtype=np.int64)
+
+    def _grow(self, n_attributes):
+        st = self._state
+        old = st["n_attributes"]
+        super()._grow(n_attributes)
+        if n_attributes <= old:
+            return
+        H = self.classes_.size
+        cut, n_new = old * H, (n_attributes - old) * H
+        # weights that did not exist were 0 all along: step size unchanged (0/0)
+        st["eta"] = np.concatenate([st["eta"][:cut], np.full(n_new, self.eta0_),
+                                    st["eta"][cut:]])
+        for key in ("s0", "s1"):
+            st[key] = np.concatenate([st[key][:cut], np.zeros(n_new), st[key][cut:]])
+        st["last"] = np.concatenate([st["last"][:old],
+                                     np.full(n_attributes - old, st["t"], dtype=np.int64),
+                                     st["last"][old:]])
+
+    def _run_passes(self, ds, n_epochs):
+        st = self._state
+        if st["eta"] is None:
+            st["eta"] = np.full(st["coef"].size, self.eta0_)
+        if not self.eta0_ * self.alpha < 1.0:
+            raise ValueError(f"eta0 * alpha must be < 1 (got {self.eta0_ * self.alpha}).")
+        for key in ("eta", "s0", "s1", "last"):
+            st[key] = np.require(st[key], requirements=["C", "W"])
+        w = self._weights(st["coef"])
+        state = PSAState(st["coef"], st["eta"], st["s0"], st["s1"], st["last"],
+                         self.classes_.size, self.period, self.alpha, self.psa_alpha,
+                         self.psa_beta, self.psa_kappa)
+        info = psa_epochs(ds, w, state, t=st["t"], n_epochs=n_epochs, shuffle=self.shuffle,
+                          seed=st["seed"], fit_intercept=self.fit_intercept)
+        info["passes_done"] = st["passes"] + info["epochs"]
+        self._check_info(info)
+        return info["epochs"]
+
+    def _final_flat(self):
+        return self._state["coef"].copy()
+
+    @property
+    def step_sizes_(self):
+        """Per-weight step sizes (flat layout)."""
+        check_is_fitted(self)
+        return self._state["eta"].copy()

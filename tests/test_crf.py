@@ -290,3 +290,104 @@ def test_sequence_data_validation():
         to_data(X, np.array([0, 2], dtype=np.int64))
     with pytest.raises(ValueError, match="one entry per token"):
         to_data(X, np.array([0, 3], dtype=np.int64), np.zeros(2, dtype=np.int32))
+
+
+# ---------------------------------------------------------------------------
+# PSA (Algorithm 1) with lazy catch-up vs a dense NumPy re-implementation
+# ---------------------------------------------------------------------------
+def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
+              fit_intercept=True):
+    """Dense PSA: every weight shrinks at every update; snapshots every b."""
+    m = kappa * (a + be) / (a - be)
+    n = 2 * kappa * (1 - a) / (a - be)
+    w = np.zeros((A + L + 1) * L)
+    eta = np.full_like(w, eta0)
+    snaps = [w.copy()]
+    t = 0
+    for _ in range(n_epochs):
+        for s in range(len(offsets) - 1):
+            sub = to_data(X[offsets[s]:offsets[s + 1]],
+                          np.array([0, offsets[s + 1] - offsets[s]]),
+                          labels[offsets[s]:offsets[s + 1]])
+            _, g = loglik_gradient(sub, CRFWeights(w.copy(), A, L), fit_intercept)
+            w = (1 - eta * lam) * w + eta * g
+            t += 1
+            if t % b == 0:
+                snaps.append(w.copy())
+            if t % (2 * b) == 0:
+                w0, w1, w2 = snaps[-3:]
+                num, den = w2 - w1, w1 - w0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    g_ratio = np.where(den != 0, num / den, np.sign(num) * np.inf)
+                u = np.sign(g_ratio) * np.minimum(np.abs(g_ratio), kappa)
+                v = (m + u) / (m + kappa + n)
+                still = (den == 0) & (num == 0)           # 0/0: eta unchanged
+                eta = np.where(still, eta, eta * v)
+    return w, eta, t
+
+
+@pytest.mark.parametrize("lam,b,eta0", [
+    (0.01, 2, 0.5),    # idle windows clipped to kappa (closed form)
+    (0.3, 2, 0.5),     # (1 - eta lam)^b < kappa: idle windows stepped one by one
+    (0.0, 3, 0.3),     # no L2: idle weights never move (0/0)
+    (0.05, 1, 0.8),
+])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
+    from sklearn_secondorder._core._psa_crf_fast import PSAState, psa_epochs
+    rng = np.random.default_rng(8)
+    A, L = 12, 3
+    # sparse rows: most attributes sit idle for several windows
+    X, offsets, labels = make_problem(rng, n_seq=15, n_attr=A, n_labels=L, density=0.12)
+    kw = dict(a=0.9999, be=0.99, kappa=0.9)
+    ref_w, ref_eta, t = numpy_psa(X, offsets, labels, A, L, eta0=eta0, lam=lam, b=b,
+                                  n_epochs=4, fit_intercept=fit_intercept, **kw)
+    size = (A + L + 1) * L
+    v, eta = np.zeros(size), np.full(size, eta0)
+    s0, s1 = np.zeros(size), np.zeros(size)
+    last = np.zeros(A + L + 1, dtype=np.int64)
+    st = PSAState(v, eta, s0, s1, last, L, b, lam, kw["a"], kw["be"], kw["kappa"])
+    ds = to_data(X, offsets, labels)
+    # two calls (2 + 2 passes) as partial_fit would make them
+    info = psa_epochs(ds, CRFWeights(v, A, L), st, t=0, n_epochs=2, shuffle=False,
+                      fit_intercept=fit_intercept)
+    info = psa_epochs(ds, CRFWeights(v, A, L), st, t=info["t"], n_epochs=2, shuffle=False,
+                      fit_intercept=fit_intercept)
+    assert info["t"] == t and not info["diverged"]
+    assert np.all(last == t)
+    assert_allclose(v, ref_w, rtol=1e-9, atol=1e-12)
+    assert_allclose(eta, ref_eta, rtol=1e-9)
+    # each adaptation multiplies eta by a factor in [beta, alpha]
+    n_windows = t // (2 * b)
+    assert np.all(eta <= eta0 + 1e-15)
+    assert np.all(eta >= eta0 * kw["be"] ** n_windows * (1 - 1e-12))
+    assert np.any(eta < eta0)
+
+
+def test_psa_idle_closed_form_many_windows():
+    """A weight idle for hundreds of windows: the closed form equals stepping."""
+    from sklearn_secondorder._core._psa_crf_fast import PSAState
+    L, b, lam, eta0 = 2, 3, 0.02, 0.4
+    a, be, kappa = 0.9999, 0.99, 0.9
+    size = (1 + L + 1) * L
+    v = np.linspace(-1, 1, size)
+    eta = np.full(size, eta0)
+    st = PSAState(v, eta, v.copy(), v.copy(), np.zeros(L + 2, dtype=np.int64), L, b, lam,
+                  a, be, kappa)
+    T = 2 * b * 700 + 4
+    st.flush(T)
+    # dense: shrink every update, adapt every 2b from the ratio of snapshots
+    m = kappa * (a + be) / (a - be)
+    n = 2 * kappa * (1 - a) / (a - be)
+    w, e = np.linspace(-1, 1, size), np.full(size, eta0)
+    snaps = [w.copy()]
+    for t in range(1, T + 1):
+        w = w * (1 - e * lam)
+        if t % b == 0:
+            snaps.append(w.copy())
+        if t % (2 * b) == 0:
+            w0, w1, w2 = snaps[-3:]
+            u = np.clip((w2 - w1) / (w1 - w0), -kappa, kappa)
+            e = e * (m + u) / (m + kappa + n)
+    assert_allclose(eta, e, rtol=1e-10)
+    assert_allclose(v, w, rtol=1e-9)

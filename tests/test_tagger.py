@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import ASFSequenceTagger, SGDSequenceTagger
+from sklearn_secondorder._tagger import PSASequenceTagger
 from sklearn_secondorder._core._crf_fast import CRFWeights, SequenceData, loglik_gradient, objective
 from sklearn_secondorder.metrics import chunk_f1_score, chunk_f1_scorer
 
@@ -21,6 +22,7 @@ TAGGERS = [
     ASFSequenceTagger,
     SGDSequenceTagger,
     lambda **kw: SGDSequenceTagger(average=True, **kw),
+    PSASequenceTagger,
 ]
 
 
@@ -38,9 +40,15 @@ class _SGDAsClassifier(ClassifierMixin, SGDSequenceTagger):
     score = SGDSequenceTagger.score
 
 
+class _PSAAsClassifier(ClassifierMixin, PSASequenceTagger):
+    score = PSASequenceTagger.score
+
+
 @parametrize_with_checks([ASFSequenceTagger(max_iter=3), SGDSequenceTagger(max_iter=3),
                           SGDSequenceTagger(max_iter=3, average=True),
-                          _ASFAsClassifier(max_iter=3), _SGDAsClassifier(max_iter=3)])
+                          _ASFAsClassifier(max_iter=3), _SGDAsClassifier(max_iter=3),
+                          PSASequenceTagger(max_iter=3), _PSAAsClassifier(max_iter=3),
+                          ASFSequenceTagger(max_iter=3, n_latent=2)])
 def test_sklearn_api(estimator, check):
     check(estimator)
 
@@ -168,6 +176,25 @@ def test_partial_fit_k_times_equals_fit(Tagger):
     assert_allclose(inc.coef_, fitted.coef_, rtol=1e-12)
     assert inc.t_ == fitted.t_ == 4 * 30
     assert fitted.n_iter_ == 4 and inc.n_iter_ == 1
+
+
+def test_psa_parameters_and_state():
+    X, y = toy_chunks(30)
+    with pytest.raises(ValueError, match="psa_beta=0.99 must be smaller"):
+        PSASequenceTagger(psa_alpha=0.99, psa_beta=0.99).fit(X, y)
+    psa = PSASequenceTagger(period=2, max_iter=2, random_state=0).fit(X, y)
+    eta = psa.step_sizes_
+    assert eta.shape == psa._model.shape
+    assert np.all(eta <= 0.1) and np.any(eta < 0.1)
+    # untouched weights (here: none exist beyond the data) and the bias adapt
+    n_windows = psa.t_ // 4
+    assert np.all(eta >= 0.1 * 0.99 ** n_windows * (1 - 1e-12))
+    # growth: a new attribute starts at eta0 and is learned
+    psa.partial_fit([[{"w": "zz", "prev": "<s>", "bias": 1.0}]] * 3, [["O"]] * 3)
+    j = psa.attributes_.index("w=zz")
+    L = psa.classes_.size
+    assert psa.state_features_[("w=zz", "O")] > 0
+    assert np.all(psa.step_sizes_[j * L:(j + 1) * L] <= 0.1)
 
 
 def test_asf_feedback_points():
@@ -358,3 +385,25 @@ def test_conll2000_subset():
     f1 = chunk_f1_score(yte, asf.predict(Xte))
     assert f1 > 0.85
     assert asf.score(Xte, yte) > 0.9
+
+
+def test_latent_states_count_what_labels_cannot():
+    """Labels A A B A A B ... on identical tokens: a first-order CRF over the
+    labels cannot count, two hidden states per label can (DPLVM)."""
+    X, y = [], []
+    for i in range(40):
+        T = 3 + i % 9
+        X.append([{"tok": "start"}] + [{"tok": "a"}] * (T - 1))
+        y.append(["B" if t % 3 == 2 else "A" for t in range(T)])
+    plain = ASFSequenceTagger(max_iter=30, random_state=0).fit(X, y)
+    latent = ASFSequenceTagger(n_latent=2, max_iter=30, random_state=0).fit(X, y)
+    assert plain.score(X, y) < 0.6
+    assert latent.score(X, y) == 1.0
+    assert latent.coef_.shape == (4, 2)
+    assert ("A", 1) in {k[1] for k in latent.state_features_}
+    assert len(latent.transition_features_) == 16
+    # marginals are exact label marginals (hidden states summed)
+    for seq in latent.predict_marginals(X[:5]):
+        for m in seq:
+            assert set(m) == {"A", "B"}
+            assert_allclose(sum(m.values()), 1.0)

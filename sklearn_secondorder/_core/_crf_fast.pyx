@@ -369,6 +369,27 @@ cdef class CRFContext:
             for h in range(H):
                 st[h] = exp(e[h] - m)
 
+    cdef void finish_emissions_constrained(self, const int* labels) noexcept nogil:
+        """As ``finish_emissions`` over the states of ``labels[t]`` only (the
+        others get 0), with the maximum taken over those states, so that the
+        label-constrained lattice cannot underflow where the free one would not."""
+        cdef int H = self.n_states, nl = self.n_latent
+        cdef int t, h, lab
+        cdef double m
+        cdef double* e
+        cdef double* st
+        for t in range(self.T):
+            e = self.emit + <Py_ssize_t>t * H
+            st = self.state + <Py_ssize_t>t * H
+            lab = labels[t]
+            m = e[lab * nl]
+            for h in range(lab * nl + 1, (lab + 1) * nl):
+                if e[h] > m:
+                    m = e[h]
+            self.rowmax[t] = m
+            for h in range(H):
+                st[h] = exp(e[h] - m) if h // nl == lab else 0.0
+
     cdef double forward(self, const int* labels) noexcept nogil:
         """Normalised forward pass; returns ``log Z`` (free lattice when
         ``labels`` is NULL, else the lattice with ``label(h_t) = labels[t]``)."""
@@ -528,7 +549,9 @@ cdef class CRFContext:
         if self.n_latent == 1:
             logz = self.forward_backward(NULL, self.marg, self.edge)
             return self.path_score(labels) - logz
+        self.finish_emissions_constrained(labels)
         logz_c = self.forward_backward(labels, self.marg_c, self.edge_c)
+        self.finish_emissions()
         if not isfinite(logz_c):
             return logz_c
         logz = self.forward_backward(NULL, self.marg, self.edge)
@@ -651,7 +674,9 @@ cdef class CRFContext:
         if labels is not None:
             lab = np.ascontiguousarray(labels, dtype=np.int32)
             if self.n_latent > 1:
+                self.finish_emissions_constrained(&lab[0])
                 out["log_z_c"] = self.forward_backward(&lab[0], self.marg_c, self.edge_c)
+                self.finish_emissions()
                 out["marginals_c"] = np.array(<double[:T * H]>self.marg_c).reshape(T, H)
                 out["edge_c"] = np.array(<double[:H * H]>self.edge_c).reshape(H, H)
             else:
@@ -757,6 +782,7 @@ def objective(SequenceData ds, CRFWeights w, double alpha):
             if ctx.n_latent == 1:
                 ll = ctx.path_score(y) - logz
             else:
+                ctx.finish_emissions_constrained(y)
                 logz_c = ctx.forward(y)
                 ll = logz_c - logz
             total -= ll

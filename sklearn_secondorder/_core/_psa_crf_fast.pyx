@@ -1,0 +1,417 @@
+"""Periodic Step-size Adaptation (PSA) on the CRF core, with lazy catch-up.
+
+PSA (Hsu, Chang, Huang and Lee, NIPS 2009 workshop, Algorithm 1): SGD with a
+step size per parameter, ``theta <- theta - eta o g(theta; sequence)``, where
+``g`` is the gradient of ``-log p(y|x) + lam/2 ||theta||^2``; every ``2b``
+updates, from the snapshots ``theta(t)``, ``theta(t+b)``, ``theta(t+2b)``::
+
+    gamma_i = (theta_i(t+2b) - theta_i(t+b)) / (theta_i(t+b) - theta_i(t))   # Eq. 6
+    u_i     = sign(gamma_i) min(|gamma_i|, kappa)                              # Eq. 7
+    v_i     = (m + u_i) / (m + kappa + n)                                      # Eq. 9
+    eta_i  *= v_i                                                              # Eq. 8
+    m = kappa (alpha + beta) / (alpha - beta),  n = 2 kappa (1 - alpha) / (alpha - beta)   # Eq. 10
+
+Windows are aligned on the global update counter (``t = 0, 2b, 4b, ...``).
+Ratio rules: ``0/0`` (a parameter that did not move) leaves ``eta_i``
+unchanged; ``x/0`` with ``x != 0`` counts as ``gamma_i = sign(x) inf`` (so
+``u_i = sign(x) kappa``).
+
+Lazy catch-up (so a pass costs close to a plain SGD pass rather than O(d)
+every 2b updates). The parameters of one attribute row (its ``H`` label
+weights), of the transitions and of the bias are touched together, so one
+"last update" time per row suffices. A row untouched for ``k`` updates
+inside a window only shrinks: ``theta_i *= (1 - eta_i lam)^k``, computed as
+``exp(k log1p(-eta_i lam))`` with the logarithm cached per parameter. Its
+snapshots are taken as it crosses ``t+b`` and ``t+2b``. A window in which a
+row is untouched from end to end has ``gamma_i = (1 - eta_i lam)^b`` exactly
+(the shrink's ratio, for ``theta_i != 0``; ``0/0`` otherwise). Once
+``(1 - eta_i lam)^b >= kappa`` every later idle window is clipped to
+``u_i = kappa``, ``v_i = alpha``, so ``K`` idle windows give
+``eta_i *= alpha^K`` and ``theta_i *= prod_k (1 - eta_i alpha^k lam)^(2b)``,
+summed in closed form: ``sum_k log1p(-c alpha^k) = -sum_m c^m/m
+(1 - alpha^(mK)) / (1 - alpha^m)`` (``c = eta_i lam < 1``, terms below
+1e-18 relative are dropped). Idle windows before that regime are stepped one
+by one. Every row is brought up to date at the end of each call. The result
+is the dense algorithm's to rounding (tests compare with a NumPy
+re-implementation).
+"""
+import numpy as np
+from libc.math cimport exp, log, log1p, expm1, pow, fabs, isfinite
+from libc.stdlib cimport malloc, free
+
+from ._crf_fast cimport SequenceData, CRFWeights, CRFContext
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec
+
+
+cdef inline double _exp(double y) noexcept nogil:
+    """``exp(y)``; Taylor to ``y^5`` when ``|y| < 1e-3`` (truncation < 2e-21
+    relative), the usual case for a few updates' shrink."""
+    if -1e-3 < y < 1e-3:
+        return 1.0 + y * (1.0 + y * (0.5 + y * (1.0 / 6.0 + y * (1.0 / 24.0 + y * (1.0 / 120.0)))))
+    return exp(y)
+
+
+cdef inline double _log1m(double x) noexcept nogil:
+    """``log(1 - x)``; series to ``x^6`` when ``|x| < 1e-3`` (truncation
+    < 2e-19 relative)."""
+    if -1e-3 < x < 1e-3:
+        return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * (0.25 + x * (0.2 + x / 6.0)))))
+    return log1p(-x)
+
+
+cdef int MAX_TERMS = 8
+
+
+cdef double _sum_log1p_geometric(double c, double a, long long K) noexcept nogil:
+    """``sum_{k<K} log1p(-c a^k)`` for ``0 <= c < 1``, ``0 < a <= 1``."""
+    cdef long long k
+    cdef int m
+    cdef double s = 0.0, ak = 1.0, term, cm, la
+    if K <= 16 or a == 1.0:
+        if a == 1.0:
+            return <double>K * log1p(-c)
+        for k in range(K):
+            s += log1p(-c * ak)
+            ak *= a
+        return s
+    la = log(a)
+    cm = 1.0
+    for m in range(1, 200):
+        cm *= c
+        term = cm / m * (expm1(m * K * la) / expm1(m * la))
+        s -= term
+        if fabs(term) <= 1e-18 * fabs(s):
+            break
+    return s
+
+
+cdef class PSAState:
+    """Per-parameter step sizes, cached logs, snapshots and row clocks.
+
+    Parameters
+    ----------
+    v : ndarray, the flat CRF weights (modified in place)
+    eta, s0, s1 : ndarray like ``v``
+        Step sizes and the window-start / mid-window snapshots.
+    last : ndarray of shape (n_rows,), int64
+        Update count at which each row's values in ``v`` are current
+        (rows: attributes, then the ``H`` transition rows, then the bias).
+    n_states, period, lam, alpha, beta, kappa
+        ``H``, ``b`` and the PSA constants (``lam`` is the L2 strength).
+    """
+    cdef double* v
+    cdef double* eta
+    cdef double* lr
+    cdef double* s0
+    cdef double* s1
+    cdef long long* last
+    cdef readonly int H
+    cdef readonly long long b
+    cdef readonly double lam, a, be, kappa, m, n
+    cdef readonly Py_ssize_t n_rows
+    cdef object _keep
+
+    def __init__(self, double[::1] v, double[::1] eta, double[::1] s0, double[::1] s1,
+                 long long[::1] last, int n_states, int period, double lam, double alpha,
+                 double beta, double kappa):
+        cdef Py_ssize_t p
+        if not (0.0 < beta < alpha <= 1.0 and 0.0 < kappa < 1.0 and period >= 1):
+            raise ValueError("PSA needs 0 < beta < alpha <= 1, 0 < kappa < 1, period >= 1")
+        n = v.shape[0]
+        if eta.shape[0] != n or s0.shape[0] != n or s1.shape[0] != n or \
+                last.shape[0] * n_states != n:
+            raise ValueError("PSA state arrays do not match the weights")
+        lr = np.empty(n)
+        self._keep = (v, eta, s0, s1, last, lr)
+        cdef double[::1] lrv = lr
+        self.v, self.eta, self.s0, self.s1 = &v[0], &eta[0], &s0[0], &s1[0]
+        self.lr = &lrv[0]
+        self.last = &last[0]
+        self.H, self.b = n_states, period
+        self.lam, self.a, self.be, self.kappa = lam, alpha, beta, kappa
+        self.m = kappa * (alpha + beta) / (alpha - beta)                   # Eq. 10
+        self.n = 2.0 * kappa * (1.0 - alpha) / (alpha - beta)
+        self.n_rows = last.shape[0]
+        for p in range(n):
+            self.lr[p] = _log1m(eta[p] * lam)
+
+    cdef inline void decay(self, Py_ssize_t row, long long d) noexcept nogil:
+        """L2 shrink of a row over ``d`` updates at constant ``eta``."""
+        cdef Py_ssize_t p, p0 = row * self.H
+        if d <= 0 or self.lam == 0.0:
+            return
+        for p in range(p0, p0 + self.H):
+            self.v[p] *= _exp(<double>d * self.lr[p])
+
+    cdef inline void window_end(self, Py_ssize_t row) noexcept nogil:
+        """Eqs. 6-9 for one row from ``s0``, ``s1`` and the current values."""
+        cdef Py_ssize_t p, p0 = row * self.H
+        cdef double num, den, g, u
+        for p in range(p0, p0 + self.H):
+            num = self.v[p] - self.s1[p]
+            den = self.s1[p] - self.s0[p]
+            if den == 0.0:
+                if num == 0.0:
+                    self.s0[p] = self.v[p]
+                    continue                      # 0/0: eta unchanged
+                u = self.kappa if num > 0.0 else -self.kappa
+            else:
+                g = num / den
+                if g > self.kappa:
+                    u = self.kappa
+                elif g < -self.kappa:
+                    u = -self.kappa
+                else:
+                    u = g
+            self.eta[p] *= (self.m + u) / (self.m + self.kappa + self.n)
+            self.lr[p] = _log1m(self.eta[p] * self.lam)
+            self.s0[p] = self.v[p]
+
+    cdef inline void arrive(self, Py_ssize_t row, long long tau) noexcept nogil:
+        """A row reached update count ``tau``: snapshot / adapt at boundaries."""
+        cdef long long ph = tau % (2 * self.b)
+        cdef Py_ssize_t p, p0 = row * self.H
+        if ph == self.b:
+            for p in range(p0, p0 + self.H):
+                self.s1[p] = self.v[p]
+        elif ph == 0 and tau > 0:
+            self.window_end(row)
+
+    cdef void idle_windows(self, Py_ssize_t row, long long K) noexcept nogil:
+        """``K`` whole windows in which the row only shrinks (see module doc).
+
+        In the clipped regime ``sum_{k<K} log1p(-c a^k) = -sum_m c^m / m G_m``
+        with ``G_m = (1 - a^(mK)) / (1 - a^m)``, shared by the row's weights
+        (computed once per row); ``M`` terms with ``c_max^(M+1) < 1e-18``.
+        """
+        cdef Py_ssize_t p, p0 = row * self.H
+        cdef long long k
+        cdef int mm, M = 0
+        cdef double rb, c, cm, S, cmax = 0.0, log_kappa = log(self.kappa), aK, la
+        cdef double G[8]
+        cdef long long b2 = 2 * self.b
+        if self.lam == 0.0:
+            for p in range(p0, p0 + self.H):
+                self.s0[p] = self.v[p]
+            return
+        for p in range(p0, p0 + self.H):
+            c = self.eta[p] * self.lam
+            if c > cmax:
+                cmax = c
+        # terms needed for every weight of the row (else the direct sum below)
+        cm = cmax
+        for mm in range(1, MAX_TERMS + 1):
+            cm *= cmax
+            if cm < 1e-18:
+                M = mm
+                break
+        aK = pow(self.a, <double>K)
+        if M > 0:
+            if self.a == 1.0:
+                for mm in range(M):
+                    G[mm] = <double>K
+            else:
+                la = log(self.a)
+                for mm in range(1, M + 1):
+                    G[mm - 1] = expm1(mm * K * la) / expm1(mm * la)
+        for p in range(p0, p0 + self.H):
+            if self.v[p] != 0.0:
+                k = K
+                while k > 0:
+                    if <double>self.b * self.lr[p] >= log_kappa:
+                        # clipped from here on: v_i = alpha in every window
+                        c = self.eta[p] * self.lam
+                        if k == K and M > 0:
+                            S = 0.0
+                            cm = 1.0
+                            for mm in range(1, M + 1):
+                                cm *= c
+                                S -= cm / mm * G[mm - 1]
+                            self.eta[p] *= aK
+                        else:
+                            S = _sum_log1p_geometric(c, self.a, k)
+                            self.eta[p] *= pow(self.a, <double>k)
+                        self.v[p] *= _exp(<double>b2 * S)
+                        self.lr[p] = _log1m(self.eta[p] * self.lam)
+                        break
+                    rb = exp(<double>self.b * self.lr[p])        # (1 - eta lam)^b
+                    self.v[p] *= rb * rb
+                    self.eta[p] *= (self.m + rb) / (self.m + self.kappa + self.n)
+                    self.lr[p] = _log1m(self.eta[p] * self.lam)
+                    k -= 1
+            self.s0[p] = self.v[p]
+
+    cdef void advance(self, Py_ssize_t row, long long T) noexcept nogil:
+        """Bring a row from its last update count to ``T``."""
+        cdef long long tau = self.last[row], nb, K, b2 = 2 * self.b
+        while tau < T:
+            nb = (tau // self.b + 1) * self.b
+            if nb > T:
+                self.decay(row, T - tau)
+                tau = T
+                break
+            self.decay(row, nb - tau)
+            tau = nb
+            self.arrive(row, tau)
+            if tau % b2 == 0:
+                K = (T - tau) // b2
+                if K > 0:
+                    self.idle_windows(row, K)
+                    tau += K * b2
+        self.last[row] = T
+
+    def flush(self, long long T):
+        """Bring every row to update count ``T``."""
+        cdef Py_ssize_t r
+        with nogil:
+            for r in range(self.n_rows):
+                self.advance(r, T)
+
+
+def psa_epochs(SequenceData ds, CRFWeights w, PSAState st, *, long long t=0, int n_epochs=1,
+               bint shuffle=True, unsigned int seed=1, bint fit_intercept=True):
+    """Run ``n_epochs`` passes of PSA (Algorithm 1) over ``ds``.
+
+    ``w`` wraps the flat weights (``scale`` 1, no averaging) that ``st``
+    updates; ``t`` is the global update counter (windows are aligned on it).
+    All rows are brought up to date before returning.
+
+    Returns
+    -------
+    info : dict
+        ``t``, ``seed``, ``epochs``, ``mean_loss`` (last pass, pre-step),
+        ``diverged``, ``seconds`` (per pass).
+    """
+    if not ds.has_labels:
+        raise ValueError("labels are required for training")
+    if w.n_latent != 1:
+        raise ValueError("PSA supports n_latent == 1 only")
+    if w.averaged or w.scale != 1.0:
+        raise ValueError("PSA weights carry no scale or average")
+    cdef int H = w.n_states
+    cdef Py_ssize_t A = w.n_attributes
+    cdef Py_ssize_t bias_row = A + H
+    cdef CRFContext ctx = CRFContext(H, 1, ds.max_len)
+    cdef Py_ssize_t k, s, row, p, p0, j, q, n_touched
+    cdef long long r, kk, first, max_nnz = 0, nnz
+    cdef int tt, h, T, i, epoch, epochs_run = 0
+    cdef double ll, loss_sum = 0.0, c, lam = st.lam, t_start
+    cdef bint diverged = False
+    cdef unsigned int rng = seed if seed != 0 else 1
+    cdef const int* lab = &ds.labels[0]
+    cdef const int* y
+    cdef double* d
+    cdef double* v = w.v
+    cdef double* eta = st.eta
+    cdef long long* last = st.last
+    cdef Py_ssize_t* touched
+    for s in range(ds.n_sequences):
+        nnz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
+        if nnz > max_nnz:
+            max_nnz = nnz
+    touched = <Py_ssize_t*>malloc((max_nnz + H + 1) * sizeof(Py_ssize_t))
+    if touched == NULL:
+        raise MemoryError()
+    seconds = []
+    try:
+        with nogil:
+            for epoch in range(n_epochs):
+                t_start = _now()
+                if shuffle:
+                    ds.shuffle(&rng)
+                loss_sum = 0.0
+                for k in range(ds.n_sequences):
+                    s = ds.order[k]
+                    y = lab + ds.offsets[s]
+                    first = ds.offsets[s]
+                    T = <int>(ds.offsets[s + 1] - first)
+                    # 1. bring the rows this sequence reads up to date
+                    for kk in range(ds.indptr[first], ds.indptr[first + T]):
+                        row = ds.indices[kk]
+                        if row < A and last[row] < t:
+                            st.advance(row, t)
+                    for row in range(A, A + H):
+                        st.advance(row, t)
+                    if fit_intercept:
+                        st.advance(bias_row, t)
+                    # 2. inference at theta(t)
+                    ctx.load_transitions(w)
+                    ctx.load_emissions(ds, s, w)
+                    ctx.finish_emissions()
+                    ll = ctx.loglik(y)
+                    if not isfinite(ll):
+                        diverged = True
+                        break
+                    loss_sum -= ll
+                    # 3. shrink each touched row once: theta <- (1 - eta lam) theta
+                    n_touched = 0
+                    for kk in range(ds.indptr[first], ds.indptr[first + T]):
+                        row = ds.indices[kk]
+                        if row < A and last[row] == t:
+                            touched[n_touched] = row
+                            n_touched += 1
+                            last[row] = t + 1
+                    for row in range(A, A + H):
+                        touched[n_touched] = row
+                        n_touched += 1
+                        last[row] = t + 1
+                    if fit_intercept:
+                        touched[n_touched] = bias_row
+                        n_touched += 1
+                        last[bias_row] = t + 1
+                    if lam != 0.0:
+                        for q in range(n_touched):
+                            p0 = touched[q] * H
+                            for p in range(p0, p0 + H):
+                                v[p] *= 1.0 - eta[p] * lam
+                    # 4. ... + eta o grad log p(y|x), per-parameter steps
+                    d = ctx.tmp
+                    for tt in range(T):
+                        for h in range(H):
+                            d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
+                        d[y[tt]] += 1.0
+                        r = first + tt
+                        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+                            j = ds.indices[kk]
+                            if j >= A:
+                                continue
+                            c = ds.data[kk]
+                            p0 = j * H
+                            for h in range(H):
+                                v[p0 + h] += eta[p0 + h] * c * d[h]
+                        if fit_intercept:
+                            p0 = w.bias_offset
+                            for h in range(H):
+                                v[p0 + h] += eta[p0 + h] * d[h]
+                    p0 = w.trans_offset
+                    for i in range(H * H):
+                        v[p0 + i] -= eta[p0 + i] * ctx.edge[i]
+                    for tt in range(1, T):
+                        i = y[tt - 1] * H + y[tt]
+                        v[p0 + i] += eta[p0 + i]
+                    t += 1
+                    # 5. snapshots / adaptation for the rows that just moved
+                    if t % st.b == 0:
+                        for q in range(n_touched):
+                            st.arrive(touched[q], t)
+                if diverged:
+                    break
+                epochs_run += 1
+                with gil:
+                    seconds.append(_now() - t_start)
+                if not w.is_finite():
+                    diverged = True
+                    break
+            for row in range(st.n_rows):
+                st.advance(row, t)
+    finally:
+        free(touched)
+    return {"t": t, "seed": rng, "epochs": epochs_run,
+            "mean_loss": loss_sum / ds.n_sequences if ds.n_sequences else 0.0,
+            "diverged": diverged, "seconds": seconds}
