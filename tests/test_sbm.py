@@ -154,8 +154,24 @@ def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k
                 phi[hc] = np.linalg.solve(V.T @ S @ V + np.diag(Dh), mu[hc])
                 phi[tail] = mu[tail] / D[tail]
                 theta = theta - eta * phi
+        V, S = _reorthonormalize(V, S)        # the kernel's exact change of basis per pass
     D[hc] = Dh
     return theta, mu, D, V.T @ S @ V
+
+
+def _reorthonormalize(V, S):
+    """Modified Gram-Schmidt V = L Q and S <- L^T S L (V^T S V unchanged)."""
+    V, k = V.copy(), V.shape[0]
+    L = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i):
+            L[i, j] = V[j] @ V[i]
+            V[i] -= L[i, j] * V[j]
+        L[i, i] = np.linalg.norm(V[i])
+        if L[i, i] > 0:
+            V[i] /= L[i, i]
+    S = L.T @ (S @ L)
+    return V, 0.5 * (S + S.T)
 
 
 def _problem(rng, K, n=30, d=6, zero_frac=0.4):

@@ -844,18 +844,21 @@ cdef int _woodbury(LowRank* lr, const double* mu, double* phi, double* G, double
     cdef double v
     cdef double* V = lr.V
     cdef double* y = lr.ywork
+    cdef double* dinv = lr.hv
     for h in range(H):
-        dinv_mu[h] = mu[h] / lr.Dh[h]
+        dinv[h] = 1.0 / lr.Dh[h]
+        dinv_mu[h] = mu[h] * dinv[h]
     if k == 0:
         for h in range(H):
             phi[h] = dinv_mu[h]
         return 1
     for i in range(k):
         y[i] = _dot(H, V + <size_t>i * H, dinv_mu)
+        # (row k of V is workspace: V_i * D^-1 into it, then dot with the rows j <= i)
+        for h in range(H):
+            V[<size_t>k * H + h] = V[<size_t>i * H + h] * dinv[h]
         for j in range(i + 1):
-            v = 0.0
-            for h in range(H):
-                v += V[<size_t>i * H + h] * V[<size_t>j * H + h] / lr.Dh[h]
+            v = _dot(H, V + <size_t>j * H, V + <size_t>k * H)
             G[i * k + j] = v
             G[j * k + i] = v
     # A = I + S G (stored in lr.T2, k x k), rhs = S y
@@ -895,6 +898,7 @@ def woodbury_py(double[:, ::1] V, double[:, ::1] S, double[::1] D, double[::1] m
     cdef double[::1] dm = np.zeros(H)
     cdef double[::1] T2 = np.zeros((k + 1) * (k + 1))
     cdef double[::1] yw = np.zeros(k + 1)
+    cdef double[::1] hv = np.zeros(H + 1)
     lr.k = k
     lr.H = H
     lr.V = &Vv[0, 0]
@@ -902,6 +906,7 @@ def woodbury_py(double[:, ::1] V, double[:, ::1] S, double[::1] D, double[::1] m
     lr.Dh = &Dv[0]
     lr.T2 = &T2[0]
     lr.ywork = &yw[0]
+    lr.hv = &hv[0]
     if not _woodbury(&lr, &mu[0], &phi[0], &G[0], &a[0], &dm[0]):
         raise np.linalg.LinAlgError("singular capacitance matrix")
     return np.asarray(phi)
