@@ -48,7 +48,7 @@ def diverged_error(name, epoch):
 
 
 def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
-                   fit_intercept, eta_start=0.1, factor=2.0, max_trials=20):
+                   fit_intercept, averaged=False, eta_start=0.1, factor=2.0, max_trials=20):
     """Bottou's step-size calibration on a sample of sequences.
 
     From (a copy of) the current weights, run one pass with a constant step
@@ -57,7 +57,9 @@ def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
     ``eta_start``, double ``eta`` while the objective improves, else halve it
     while it improves; return half of the best ``eta`` for safety (Bottou
     2012, "Stochastic gradient descent tricks"; CRFsuite's l2sgd calibration
-    uses the same start 0.1 and rate 2).
+    uses the same start 0.1 and rate 2). With ``averaged=True`` the objective
+    is measured at the average of the trial pass's iterates, the model an
+    averaging method returns (ASF after its first period, averaged SGD).
 
     Returns
     -------
@@ -67,11 +69,14 @@ def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
         if alpha > 0 and eta * alpha >= 1.0:
             return np.inf
         v = np.array(coef, dtype=np.float64)
-        w = CRFWeights(v, n_attributes, n_labels, n_latent)
+        u = np.zeros_like(v) if averaged else None
+        w = CRFWeights(v, n_attributes, n_labels, n_latent, u)
         info = sgd_epochs(ds_sample, w, eta0=eta, power=0.0, alpha=alpha, n_epochs=1,
                           shuffle=False, fit_intercept=fit_intercept)
         if info["diverged"]:
             return np.inf
+        if averaged:
+            w = CRFWeights(w.average(), n_attributes, n_labels, n_latent)
         return objective(ds_sample, w, alpha)
 
     best_eta, best_obj = eta_start, trial(eta_start)
@@ -221,7 +226,8 @@ class _BaseSequenceTagger(BaseEstimator):
         ds = SequenceData(d, i, p, o, lab, st["n_attributes"])
         return calibrate_eta0(ds, st["coef"], n_attributes=st["n_attributes"],
                               n_labels=self.classes_.size, n_latent=self._n_latent(),
-                              alpha=self.alpha, fit_intercept=self.fit_intercept)
+                              alpha=self.alpha, fit_intercept=self.fit_intercept,
+                              averaged=self._averaged)
 
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y):
@@ -760,9 +766,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
         super()._new_state(n_attributes, rng)
         H = self.classes_.size
         st = self._state
-        st["eta"] = None  # set once eta0_ is known
-        st["s0"] = np.zeros_like(st["coef"])
-        st["s1"] = np.zeros_like(st["coef"])
+        st["aux"] = None  # (step size, window-start, mid-window snapshot) per weight
         st["last"] = np.zeros(n_attributes + H + 1, dtype=np.int64)
 
     def _grow(self, n_attributes):
@@ -774,24 +778,24 @@ class PSASequenceTagger(_BaseSequenceTagger):
         H = self.classes_.size
         cut, n_new = old * H, (n_attributes - old) * H
         # weights that did not exist were 0 all along: step size unchanged (0/0)
-        st["eta"] = np.concatenate([st["eta"][:cut], np.full(n_new, self.eta0_),
-                                    st["eta"][cut:]])
-        for key in ("s0", "s1"):
-            st[key] = np.concatenate([st[key][:cut], np.zeros(n_new), st[key][cut:]])
+        new_aux = np.zeros(3 * n_new)
+        new_aux[0::3] = self.eta0_
+        st["aux"] = np.concatenate([st["aux"][:3 * cut], new_aux, st["aux"][3 * cut:]])
         st["last"] = np.concatenate([st["last"][:old],
                                      np.full(n_attributes - old, st["t"], dtype=np.int64),
                                      st["last"][old:]])
 
     def _run_passes(self, ds, n_epochs):
         st = self._state
-        if st["eta"] is None:
-            st["eta"] = np.full(st["coef"].size, self.eta0_)
+        if st["aux"] is None:
+            st["aux"] = np.zeros(3 * st["coef"].size)
+            st["aux"][0::3] = self.eta0_
         if not self.eta0_ * self.alpha < 1.0:
             raise ValueError(f"eta0 * alpha must be < 1 (got {self.eta0_ * self.alpha}).")
-        for key in ("eta", "s0", "s1", "last"):
+        for key in ("aux", "last"):
             st[key] = np.require(st[key], requirements=["C", "W"])
         w = self._weights(st["coef"])
-        state = PSAState(st["coef"], st["eta"], st["s0"], st["s1"], st["last"],
+        state = PSAState(st["coef"], st["aux"], st["last"],
                          self.classes_.size, self.period, self.alpha, self.psa_alpha,
                          self.psa_beta, self.psa_kappa)
         info = psa_epochs(ds, w, state, t=st["t"], n_epochs=n_epochs, shuffle=self.shuffle,
@@ -807,4 +811,4 @@ class PSASequenceTagger(_BaseSequenceTagger):
     def step_sizes_(self):
         """Per-weight step sizes (flat layout)."""
         check_is_fitted(self)
-        return self._state["eta"].copy()
+        return self._state["aux"][0::3].copy()

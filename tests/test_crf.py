@@ -343,10 +343,11 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     ref_w, ref_eta, t = numpy_psa(X, offsets, labels, A, L, eta0=eta0, lam=lam, b=b,
                                   n_epochs=4, fit_intercept=fit_intercept, **kw)
     size = (A + L + 1) * L
-    v, eta = np.zeros(size), np.full(size, eta0)
-    s0, s1 = np.zeros(size), np.zeros(size)
+    v, aux = np.zeros(size), np.zeros(3 * size)
+    aux[0::3] = eta0
     last = np.zeros(A + L + 1, dtype=np.int64)
-    st = PSAState(v, eta, s0, s1, last, L, b, lam, kw["a"], kw["be"], kw["kappa"])
+    st = PSAState(v, aux, last, L, b, lam, kw["a"], kw["be"], kw["kappa"])
+    eta = aux[0::3]
     ds = to_data(X, offsets, labels)
     # two calls (2 + 2 passes) as partial_fit would make them
     info = psa_epochs(ds, CRFWeights(v, A, L), st, t=0, n_epochs=2, shuffle=False,
@@ -371,9 +372,10 @@ def test_psa_idle_closed_form_many_windows():
     a, be, kappa = 0.9999, 0.99, 0.9
     size = (1 + L + 1) * L
     v = np.linspace(-1, 1, size)
-    eta = np.full(size, eta0)
-    st = PSAState(v, eta, v.copy(), v.copy(), np.zeros(L + 2, dtype=np.int64), L, b, lam,
-                  a, be, kappa)
+    aux = np.zeros(3 * size)
+    aux[0::3], aux[1::3], aux[2::3] = eta0, v, v
+    st = PSAState(v, aux, np.zeros(L + 2, dtype=np.int64), L, b, lam, a, be, kappa)
+    eta = aux[0::3]
     T = 2 * b * 700 + 4
     st.flush(T)
     # dense: shrink every update, adapt every 2b from the ratio of snapshots

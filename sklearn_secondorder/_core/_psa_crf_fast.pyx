@@ -37,7 +37,6 @@ re-implementation).
 """
 import numpy as np
 from libc.math cimport exp, log, log1p, expm1, pow, fabs, isfinite
-from libc.stdlib cimport malloc, free
 
 from ._crf_fast cimport SequenceData, CRFWeights, CRFContext
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -97,8 +96,9 @@ cdef class PSAState:
     Parameters
     ----------
     v : ndarray, the flat CRF weights (modified in place)
-    eta, s0, s1 : ndarray like ``v``
-        Step sizes and the window-start / mid-window snapshots.
+    aux : ndarray of shape (3 * len(v),)
+        Interleaved per weight: step size, window-start snapshot, mid-window
+        snapshot (one stream of memory per row instead of three).
     last : ndarray of shape (n_rows,), int64
         Update count at which each row's values in ``v`` are current
         (rows: attributes, then the ``H`` transition rows, then the bias).
@@ -106,10 +106,7 @@ cdef class PSAState:
         ``H``, ``b`` and the PSA constants (``lam`` is the L2 strength).
     """
     cdef double* v
-    cdef double* eta
-    cdef double* lr
-    cdef double* s0
-    cdef double* s1
+    cdef double* aux
     cdef long long* last
     cdef readonly int H
     cdef readonly long long b
@@ -117,29 +114,22 @@ cdef class PSAState:
     cdef readonly Py_ssize_t n_rows
     cdef object _keep
 
-    def __init__(self, double[::1] v, double[::1] eta, double[::1] s0, double[::1] s1,
-                 long long[::1] last, int n_states, int period, double lam, double alpha,
-                 double beta, double kappa):
-        cdef Py_ssize_t p
+    def __init__(self, double[::1] v, double[::1] aux, long long[::1] last, int n_states,
+                 int period, double lam, double alpha, double beta, double kappa):
         if not (0.0 < beta < alpha <= 1.0 and 0.0 < kappa < 1.0 and period >= 1):
             raise ValueError("PSA needs 0 < beta < alpha <= 1, 0 < kappa < 1, period >= 1")
         n = v.shape[0]
-        if eta.shape[0] != n or s0.shape[0] != n or s1.shape[0] != n or \
-                last.shape[0] * n_states != n:
+        if aux.shape[0] != 3 * n or last.shape[0] * n_states != n:
             raise ValueError("PSA state arrays do not match the weights")
-        lr = np.empty(n)
-        self._keep = (v, eta, s0, s1, last, lr)
-        cdef double[::1] lrv = lr
-        self.v, self.eta, self.s0, self.s1 = &v[0], &eta[0], &s0[0], &s1[0]
-        self.lr = &lrv[0]
-        self.last = &last[0]
+        if not 0.0 <= lam:
+            raise ValueError("lam must be >= 0")
+        self._keep = (v, aux, last)
+        self.v, self.aux, self.last = &v[0], &aux[0], &last[0]
         self.H, self.b = n_states, period
         self.lam, self.a, self.be, self.kappa = lam, alpha, beta, kappa
         self.m = kappa * (alpha + beta) / (alpha - beta)                   # Eq. 10
         self.n = 2.0 * kappa * (1.0 - alpha) / (alpha - beta)
         self.n_rows = last.shape[0]
-        for p in range(n):
-            self.lr[p] = _log1m(eta[p] * lam)
 
     cdef inline void decay(self, Py_ssize_t row, long long d) noexcept nogil:
         """L2 shrink of a row over ``d`` updates at constant ``eta``."""
@@ -147,18 +137,18 @@ cdef class PSAState:
         if d <= 0 or self.lam == 0.0:
             return
         for p in range(p0, p0 + self.H):
-            self.v[p] *= _exp(<double>d * self.lr[p])
+            self.v[p] *= _exp(<double>d * _log1m(self.aux[3 * p] * self.lam))
 
     cdef inline void window_end(self, Py_ssize_t row) noexcept nogil:
         """Eqs. 6-9 for one row from ``s0``, ``s1`` and the current values."""
         cdef Py_ssize_t p, p0 = row * self.H
         cdef double num, den, g, u
         for p in range(p0, p0 + self.H):
-            num = self.v[p] - self.s1[p]
-            den = self.s1[p] - self.s0[p]
+            num = self.v[p] - self.aux[3 * p + 2]
+            den = self.aux[3 * p + 2] - self.aux[3 * p + 1]
             if den == 0.0:
                 if num == 0.0:
-                    self.s0[p] = self.v[p]
+                    self.aux[3 * p + 1] = self.v[p]
                     continue                      # 0/0: eta unchanged
                 u = self.kappa if num > 0.0 else -self.kappa
             else:
@@ -169,9 +159,8 @@ cdef class PSAState:
                     u = -self.kappa
                 else:
                     u = g
-            self.eta[p] *= (self.m + u) / (self.m + self.kappa + self.n)
-            self.lr[p] = _log1m(self.eta[p] * self.lam)
-            self.s0[p] = self.v[p]
+            self.aux[3 * p] *= (self.m + u) / (self.m + self.kappa + self.n)
+            self.aux[3 * p + 1] = self.v[p]
 
     cdef inline void arrive(self, Py_ssize_t row, long long tau) noexcept nogil:
         """A row reached update count ``tau``: snapshot / adapt at boundaries."""
@@ -179,7 +168,7 @@ cdef class PSAState:
         cdef Py_ssize_t p, p0 = row * self.H
         if ph == self.b:
             for p in range(p0, p0 + self.H):
-                self.s1[p] = self.v[p]
+                self.aux[3 * p + 2] = self.v[p]
         elif ph == 0 and tau > 0:
             self.window_end(row)
 
@@ -198,10 +187,10 @@ cdef class PSAState:
         cdef long long b2 = 2 * self.b
         if self.lam == 0.0:
             for p in range(p0, p0 + self.H):
-                self.s0[p] = self.v[p]
+                self.aux[3 * p + 1] = self.v[p]
             return
         for p in range(p0, p0 + self.H):
-            c = self.eta[p] * self.lam
+            c = self.aux[3 * p] * self.lam
             if c > cmax:
                 cmax = c
         # terms needed for every weight of the row (else the direct sum below)
@@ -224,28 +213,26 @@ cdef class PSAState:
             if self.v[p] != 0.0:
                 k = K
                 while k > 0:
-                    if <double>self.b * self.lr[p] >= log_kappa:
+                    if <double>self.b * _log1m(self.aux[3 * p] * self.lam) >= log_kappa:
                         # clipped from here on: v_i = alpha in every window
-                        c = self.eta[p] * self.lam
+                        c = self.aux[3 * p] * self.lam
                         if k == K and M > 0:
                             S = 0.0
                             cm = 1.0
                             for mm in range(1, M + 1):
                                 cm *= c
                                 S -= cm / mm * G[mm - 1]
-                            self.eta[p] *= aK
+                            self.aux[3 * p] *= aK
                         else:
                             S = _sum_log1p_geometric(c, self.a, k)
-                            self.eta[p] *= pow(self.a, <double>k)
+                            self.aux[3 * p] *= pow(self.a, <double>k)
                         self.v[p] *= _exp(<double>b2 * S)
-                        self.lr[p] = _log1m(self.eta[p] * self.lam)
                         break
-                    rb = exp(<double>self.b * self.lr[p])        # (1 - eta lam)^b
+                    rb = exp(<double>self.b * _log1m(self.aux[3 * p] * self.lam))        # (1 - eta lam)^b
                     self.v[p] *= rb * rb
-                    self.eta[p] *= (self.m + rb) / (self.m + self.kappa + self.n)
-                    self.lr[p] = _log1m(self.eta[p] * self.lam)
+                    self.aux[3 * p] *= (self.m + rb) / (self.m + self.kappa + self.n)
                     k -= 1
-            self.s0[p] = self.v[p]
+            self.aux[3 * p + 1] = self.v[p]
 
     cdef void advance(self, Py_ssize_t row, long long T) noexcept nogil:
         """Bring a row from its last update count to ``T``."""
@@ -282,6 +269,12 @@ def psa_epochs(SequenceData ds, CRFWeights w, PSAState st, *, long long t=0, int
     updates; ``t`` is the global update counter (windows are aligned on it).
     All rows are brought up to date before returning.
 
+    One update at count ``t`` on a sequence: bring the rows it reads to ``t``;
+    inference at ``theta(t)``; then, row by row as the gradient is applied,
+    ``theta <- (1 - eta lam) theta`` once (the first time the row is met)
+    and ``theta += eta o grad log p(y|x)``; at a window boundary (``t + 1``
+    a multiple of ``b``) the rows just updated take their snapshot / adapt.
+
     Returns
     -------
     info : dict
@@ -294,124 +287,119 @@ def psa_epochs(SequenceData ds, CRFWeights w, PSAState st, *, long long t=0, int
         raise ValueError("PSA supports n_latent == 1 only")
     if w.averaged or w.scale != 1.0:
         raise ValueError("PSA weights carry no scale or average")
+    if w.v != st.v:
+        raise ValueError("w and st must share the weight buffer")
     cdef int H = w.n_states
     cdef Py_ssize_t A = w.n_attributes
     cdef Py_ssize_t bias_row = A + H
     cdef CRFContext ctx = CRFContext(H, 1, ds.max_len)
-    cdef Py_ssize_t k, s, row, p, p0, j, q, n_touched
-    cdef long long r, kk, first, max_nnz = 0, nnz
+    cdef Py_ssize_t k, s, row, p, p0, j
+    cdef long long r, kk, first
     cdef int tt, h, T, i, epoch, epochs_run = 0
     cdef double ll, loss_sum = 0.0, c, lam = st.lam, t_start
-    cdef bint diverged = False
+    cdef bint diverged = False, boundary
     cdef unsigned int rng = seed if seed != 0 else 1
     cdef const int* lab = &ds.labels[0]
     cdef const int* y
     cdef double* d
     cdef double* v = w.v
-    cdef double* eta = st.eta
+    cdef double* aux = st.aux
     cdef long long* last = st.last
-    cdef Py_ssize_t* touched
-    for s in range(ds.n_sequences):
-        nnz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
-        if nnz > max_nnz:
-            max_nnz = nnz
-    touched = <Py_ssize_t*>malloc((max_nnz + H + 1) * sizeof(Py_ssize_t))
-    if touched == NULL:
-        raise MemoryError()
     seconds = []
-    try:
-        with nogil:
-            for epoch in range(n_epochs):
-                t_start = _now()
-                if shuffle:
-                    ds.shuffle(&rng)
-                loss_sum = 0.0
-                for k in range(ds.n_sequences):
-                    s = ds.order[k]
-                    y = lab + ds.offsets[s]
-                    first = ds.offsets[s]
-                    T = <int>(ds.offsets[s + 1] - first)
-                    # 1. bring the rows this sequence reads up to date
-                    for kk in range(ds.indptr[first], ds.indptr[first + T]):
-                        row = ds.indices[kk]
-                        if row < A and last[row] < t:
-                            st.advance(row, t)
-                    for row in range(A, A + H):
+    with nogil:
+        for epoch in range(n_epochs):
+            t_start = _now()
+            if shuffle:
+                ds.shuffle(&rng)
+            loss_sum = 0.0
+            for k in range(ds.n_sequences):
+                s = ds.order[k]
+                y = lab + ds.offsets[s]
+                first = ds.offsets[s]
+                T = <int>(ds.offsets[s + 1] - first)
+                # 1. bring the rows this sequence reads up to date
+                for kk in range(ds.indptr[first], ds.indptr[first + T]):
+                    row = ds.indices[kk]
+                    if row < A and last[row] < t:
                         st.advance(row, t)
+                for row in range(A, A + H):
+                    st.advance(row, t)
+                if fit_intercept:
+                    st.advance(bias_row, t)
+                # 2. inference at theta(t)
+                ctx.load_transitions(w)
+                ctx.load_emissions(ds, s, w)
+                ctx.finish_emissions()
+                ll = ctx.loglik(y)
+                if not isfinite(ll):
+                    diverged = True
+                    break
+                loss_sum -= ll
+                # 3. theta <- (1 - eta lam) theta + eta o grad, row by row
+                d = ctx.tmp
+                for tt in range(T):
+                    for h in range(H):
+                        d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
+                    d[y[tt]] += 1.0
+                    r = first + tt
+                    for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+                        j = ds.indices[kk]
+                        if j >= A:
+                            continue
+                        p0 = j * H
+                        if last[j] == t:              # first visit: the L2 shrink
+                            last[j] = t + 1
+                            if lam != 0.0:
+                                for p in range(p0, p0 + H):
+                                    v[p] *= 1.0 - aux[3 * p] * lam
+                        c = ds.data[kk]
+                        for h in range(H):
+                            v[p0 + h] += aux[3 * (p0 + h)] * c * d[h]
                     if fit_intercept:
-                        st.advance(bias_row, t)
-                    # 2. inference at theta(t)
-                    ctx.load_transitions(w)
-                    ctx.load_emissions(ds, s, w)
-                    ctx.finish_emissions()
-                    ll = ctx.loglik(y)
-                    if not isfinite(ll):
-                        diverged = True
-                        break
-                    loss_sum -= ll
-                    # 3. shrink each touched row once: theta <- (1 - eta lam) theta
-                    n_touched = 0
+                        p0 = w.bias_offset
+                        if last[bias_row] == t:
+                            last[bias_row] = t + 1
+                            if lam != 0.0:
+                                for p in range(p0, p0 + H):
+                                    v[p] *= 1.0 - aux[3 * p] * lam
+                        for h in range(H):
+                            v[p0 + h] += aux[3 * (p0 + h)] * d[h]
+                p0 = w.trans_offset
+                for i in range(H * H):
+                    v[p0 + i] = (1.0 - aux[3 * (p0 + i)] * lam) * v[p0 + i] \
+                        - aux[3 * (p0 + i)] * ctx.edge[i]
+                for tt in range(1, T):
+                    i = y[tt - 1] * H + y[tt]
+                    v[p0 + i] += aux[3 * (p0 + i)]
+                for row in range(A, A + H):
+                    last[row] = t + 1
+                t += 1
+                # 4. snapshots / adaptation for the rows that just moved
+                boundary = t % st.b == 0
+                if boundary:
                     for kk in range(ds.indptr[first], ds.indptr[first + T]):
                         row = ds.indices[kk]
                         if row < A and last[row] == t:
-                            touched[n_touched] = row
-                            n_touched += 1
-                            last[row] = t + 1
+                            st.arrive(row, t)
+                            last[row] = -t            # visited mark (restored below)
+                    for kk in range(ds.indptr[first], ds.indptr[first + T]):
+                        row = ds.indices[kk]
+                        if row < A and last[row] == -t:
+                            last[row] = t
                     for row in range(A, A + H):
-                        touched[n_touched] = row
-                        n_touched += 1
-                        last[row] = t + 1
+                        st.arrive(row, t)
                     if fit_intercept:
-                        touched[n_touched] = bias_row
-                        n_touched += 1
-                        last[bias_row] = t + 1
-                    if lam != 0.0:
-                        for q in range(n_touched):
-                            p0 = touched[q] * H
-                            for p in range(p0, p0 + H):
-                                v[p] *= 1.0 - eta[p] * lam
-                    # 4. ... + eta o grad log p(y|x), per-parameter steps
-                    d = ctx.tmp
-                    for tt in range(T):
-                        for h in range(H):
-                            d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
-                        d[y[tt]] += 1.0
-                        r = first + tt
-                        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
-                            j = ds.indices[kk]
-                            if j >= A:
-                                continue
-                            c = ds.data[kk]
-                            p0 = j * H
-                            for h in range(H):
-                                v[p0 + h] += eta[p0 + h] * c * d[h]
-                        if fit_intercept:
-                            p0 = w.bias_offset
-                            for h in range(H):
-                                v[p0 + h] += eta[p0 + h] * d[h]
-                    p0 = w.trans_offset
-                    for i in range(H * H):
-                        v[p0 + i] -= eta[p0 + i] * ctx.edge[i]
-                    for tt in range(1, T):
-                        i = y[tt - 1] * H + y[tt]
-                        v[p0 + i] += eta[p0 + i]
-                    t += 1
-                    # 5. snapshots / adaptation for the rows that just moved
-                    if t % st.b == 0:
-                        for q in range(n_touched):
-                            st.arrive(touched[q], t)
-                if diverged:
-                    break
-                epochs_run += 1
-                with gil:
-                    seconds.append(_now() - t_start)
-                if not w.is_finite():
-                    diverged = True
-                    break
-            for row in range(st.n_rows):
-                st.advance(row, t)
-    finally:
-        free(touched)
+                        st.arrive(bias_row, t)
+            if diverged:
+                break
+            epochs_run += 1
+            with gil:
+                seconds.append(_now() - t_start)
+            if not w.is_finite():
+                diverged = True
+                break
+        for row in range(st.n_rows):
+            st.advance(row, t)
     return {"t": t, "seed": rng, "epochs": epochs_run,
             "mean_loss": loss_sum / ds.n_sequences if ds.n_sequences else 0.0,
             "diverged": diverged, "seconds": seconds}
