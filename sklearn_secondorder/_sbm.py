@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ._base import LinearClassifierBase, diverged_error
-from ._compat import Interval
+from ._compat import Interval, StrOptions
 from ._core._dataset import RowDataset
 from ._core._sbm_fast import sbm_full_epochs, sbm_lowrank_epochs
 
@@ -59,9 +59,22 @@ class SBMLogisticRegression(LinearClassifierBase):
         and bounded by ``||b||_1 diag(|b|)``), which makes the cost of an
         example independent of their number. With every feature in the head
         this is the paper's low-rank method.
+    update : {'paper', 'surrogate'}, default='paper'
+        ``'paper'``: Algorithm 2 (``mu`` sums the gradients of every example at
+        the weights it was seen at; ``theta -= eta M mu``). ``'surrogate'``
+        (full rank only): the same bounds and the same ``M``, but each example's
+        bound is kept as a quadratic surrogate and ``theta`` moves towards the
+        minimiser of their sum plus the regulariser (incremental
+        majorization-minimisation): the stale gradient of example ``s`` is
+        corrected by ``Sigma_s (theta - theta_s)``, which for ``f(y) = e_y (x) x``
+        costs O(K nnz). With ``eta = 0`` both give the same ``phi`` (Eq. 2).
+        The regulariser's curvature grows with the rows seen (``lam`` per
+        ``n`` rows), so the surrogate keeps the objective's proportions.
     eta : float or None, default=None
         Step ``theta -= eta phi``. ``None`` uses the paper's ``1/n`` (``n``:
-        rows given to ``fit`` or to the first ``partial_fit`` call).
+        rows given to ``fit`` or to the first ``partial_fit`` call) with
+        ``update='paper'``, and 1 (a full step to the surrogate's minimiser)
+        with ``update='surrogate'``.
     batch_size : int, default=1
         Examples between two steps on ``theta`` (Algorithm 2 with
         mini-batches: the bound of every example of a batch is formed at
@@ -133,14 +146,16 @@ class SBMLogisticRegression(LinearClassifierBase):
         "rank_features": [Interval(Integral, 0, None, closed="left")],
         "eta": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "update": [StrOptions({"paper", "surrogate"})],
     }
 
-    def __init__(self, *, alpha=1e-4, rank=None, rank_features=64, eta=None, batch_size=1,
-                 fit_intercept=True, max_iter=5, shuffle=True, random_state=None,
-                 class_weight=None, warm_start=False, verbose=0):
+    def __init__(self, *, alpha=1e-4, rank=None, rank_features=64, update="paper", eta=None,
+                 batch_size=1, fit_intercept=True, max_iter=5, shuffle=True,
+                 random_state=None, class_weight=None, warm_start=False, verbose=0):
         self.alpha = alpha
         self.rank = rank
         self.rank_features = rank_features
+        self.update = update
         self.eta = eta
         self.batch_size = batch_size
         self.fit_intercept = fit_intercept
@@ -156,6 +171,9 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     # ---- state ------------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs):
+        if self.update == "surrogate" and self.rank is not None:
+            raise ValueError("update='surrogate' is implemented for rank=None only; use "
+                             "update='paper' with rank=k.")
         P = (n_features + int(self.fit_intercept)) * n_outputs
         state = {"coef": np.zeros(n_features * n_outputs), "intercept": np.zeros(n_outputs),
                  "n_ref": None}
@@ -177,7 +195,9 @@ class SBMLogisticRegression(LinearClassifierBase):
         n = X.shape[0]
         state["n_ref"] = n
         state["lam"] = n * self.alpha
-        state["eta"] = 1.0 / n if self.eta is None else float(self.eta)
+        default = 1.0 / n if self.update == "paper" else 1.0
+        state["eta"] = default if self.eta is None else float(self.eta)
+        state["lam_total"] = state["lam"]        # regulariser curvature inside M
         K = state["intercept"].size
         d = X.shape[1]
         P = (d + int(self.fit_intercept)) * K
@@ -206,6 +226,30 @@ class SBMLogisticRegression(LinearClassifierBase):
             D_h=np.full(H, state["lam"]), V=V, S=np.zeros((k, k)),
             tau=np.zeros(d, dtype=np.int64))
 
+    def _run_surrogate(self, ds, theta, state, kw, n_epochs, m):
+        """Pass by pass: before a pass, grow the regulariser's curvature in ``M`` to
+        ``lam (rows seen after the pass) / n`` (the sum form of the mean objective
+        over the rows seen); then run the pass."""
+        info = {"epochs": 0}
+        kw = dict(kw, n_epochs=1, surrogate=True)
+        for _ in range(n_epochs):
+            seen = state.get("rows_seen", 0) + m
+            delta = state["lam"] * seen / state["n_ref"] - state["lam_total"]
+            if delta > 0:
+                M = state["M"]
+                M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
+                M[:] = 0.5 * (M + M.T)
+                state["lam_total"] += delta
+            with threadpool_limits(limits=1, user_api="blas"):
+                one = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"],
+                                      lam=state["lam_total"], **kw)
+            state["rows_seen"] = seen
+            kw.update(seed=one["seed"], t=one["t"])
+            info = dict(one, epochs=info["epochs"] + one["epochs"])
+            if one["diverged"]:
+                break
+        return info
+
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         if state["n_ref"] is None:
             self._start(X, state)
@@ -216,7 +260,10 @@ class SBMLogisticRegression(LinearClassifierBase):
         kw = dict(n_outputs=K, fit_intercept=self.fit_intercept, alpha=self.alpha,
                   eta=state["eta"], batch_size=self.batch_size, n_epochs=n_epochs,
                   shuffle=self.shuffle, seed=state["seed"], t=state["t"])
-        if self.rank is None:
+        if self.rank is None and self.update == "surrogate":
+            info = self._run_surrogate(ds, theta, state, kw, n_epochs,
+                                       np.count_nonzero(sample_weight))
+        elif self.rank is None:
             # the kernel's BLAS calls are small (P x P x K): threads only contend
             with threadpool_limits(limits=1, user_api="blas"):
                 info = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"], **kw)

@@ -363,6 +363,15 @@ def sbm_full_epochs(RowDataset ds, double[::1] theta, double[:, ::1] M,
         The persistent gradient sum and ``phi = M mu``.
     eta : float
         Step on ``phi`` (the paper's 1/t).
+    surrogate : bool
+        Incremental majorization-minimisation instead of Algorithm 2's ``mu``:
+        ``mu`` holds ``b = sum_s [s_s (c_s - F[y_s]) - S_s scores_s] (x) xt_s``
+        (each bound's gradient minus its curvature times ``theta_s``), and
+        ``phi = theta - theta_hat`` with ``theta_hat = -M (b - lam theta_icpt)``
+        the minimiser of the sum of the bounds plus ``lam/2 ||w||^2`` (the
+        intercept's ``lam`` is a proximal term at the current value).
+    lam : float
+        Regulariser curvature inside ``M`` (surrogate mode only).
 
     Returns
     -------
