@@ -570,7 +570,18 @@ cdef void _batch_power(double c, double balpha, long long m, double* th, double*
     cdef double a11 = 1.0 - eps, a12 = -c, a21 = balpha, a22 = 1.0
     cdef double u1, u0, t0, m0
     cdef double p11, p12, p21, p22, q11, q12, q21, q22, r11, r12, r21, r22
+    cdef long long it
     if m <= 0:
+        return
+    if m <= 8:
+        # short gaps (frequent features): step the batches directly
+        t0 = th[0]
+        m0 = mu[0]
+        for it in range(m):
+            m0 += balpha * t0
+            t0 -= c * m0
+        th[0] = t0
+        mu[0] = m0
         return
     if eps * (<double>m) * (<double>m) <= 1.0:
         _chebyshev_u(eps, m, &u1, &u0)
