@@ -42,6 +42,29 @@ from ._crf_fast cimport SequenceData, CRFWeights, CRFContext
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 
+cdef extern from *:
+    """
+    #define SKSO_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 1)
+    """
+    void SKSO_PREFETCH(const void* p) noexcept nogil
+
+
+cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, const double* v,
+                                    const double* aux, int H, Py_ssize_t A) noexcept nogil:
+    """Prefetch the weight and state rows a sequence will touch (its rows are
+    mostly cold: rare attributes), one cache line (8 doubles) at a time."""
+    cdef long long kk
+    cdef Py_ssize_t j, q
+    for kk in range(ds.indptr[ds.offsets[s]], ds.indptr[ds.offsets[s + 1]]):
+        j = ds.indices[kk]
+        if j >= A:
+            continue
+        for q in range(0, H, 8):
+            SKSO_PREFETCH(v + j * H + q)
+        for q in range(0, 3 * H, 8):
+            SKSO_PREFETCH(aux + 3 * j * H + q)
+
+
 cdef inline double _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -49,16 +72,23 @@ cdef inline double _now() noexcept nogil:
 
 
 cdef inline double _exp(double y) noexcept nogil:
-    """``exp(y)``; Taylor to ``y^5`` when ``|y| < 1e-3`` (truncation < 2e-21
-    relative), the usual case for a few updates' shrink."""
+    """``exp(y)`` by its Taylor polynomial when ``|y| < 0.05`` (to ``y^10``:
+    truncation < 3e-21 relative), the usual case for a shrink over a few
+    windows; libm's ``exp`` otherwise."""
     if -1e-3 < y < 1e-3:
         return 1.0 + y * (1.0 + y * (0.5 + y * (1.0 / 6.0 + y * (1.0 / 24.0 + y * (1.0 / 120.0)))))
+    if -0.05 < y < 0.05:
+        return 1.0 + y * (1.0 + y * (0.5 + y * (1.0 / 6.0 + y * (1.0 / 24.0 + y * (
+            1.0 / 120.0 + y * (1.0 / 720.0 + y * (1.0 / 5040.0 + y * (1.0 / 40320.0 + y * (
+                1.0 / 362880.0 + y * (1.0 / 3628800.0))))))))))
     return exp(y)
 
 
 cdef inline double _log1m(double x) noexcept nogil:
-    """``log(1 - x)``; series to ``x^6`` when ``|x| < 1e-3`` (truncation
-    < 2e-19 relative)."""
+    """``log(1 - x)``; a series when ``|x| < 1e-3`` (4 terms below 1e-4:
+    truncation < 2e-17 relative; 6 terms otherwise: < 2e-19)."""
+    if -1e-4 < x < 1e-4:
+        return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)))
     if -1e-3 < x < 1e-3:
         return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * (0.25 + x * (0.2 + x / 6.0)))))
     return log1p(-x)
@@ -110,7 +140,8 @@ cdef class PSAState:
     cdef long long* last
     cdef readonly int H
     cdef readonly long long b
-    cdef readonly double lam, a, be, kappa, m, n
+    cdef readonly double lam, a, be, kappa, m, n, c_clip, log_a, inv_denom
+    cdef double one_minus_a_pow[8]
     cdef readonly Py_ssize_t n_rows
     cdef object _keep
 
@@ -129,15 +160,14 @@ cdef class PSAState:
         self.lam, self.a, self.be, self.kappa = lam, alpha, beta, kappa
         self.m = kappa * (alpha + beta) / (alpha - beta)                   # Eq. 10
         self.n = 2.0 * kappa * (1.0 - alpha) / (alpha - beta)
+        self.inv_denom = 1.0 / (self.m + kappa + self.n)                  # Eq. 9
         self.n_rows = last.shape[0]
-
-    cdef inline void decay(self, Py_ssize_t row, long long d) noexcept nogil:
-        """L2 shrink of a row over ``d`` updates at constant ``eta``."""
-        cdef Py_ssize_t p, p0 = row * self.H
-        if d <= 0 or self.lam == 0.0:
-            return
-        for p in range(p0, p0 + self.H):
-            self.v[p] *= _exp(<double>d * _log1m(self.aux[3 * p] * self.lam))
+        # (1 - c)^b >= kappa  <=>  c <= 1 - kappa^(1/b)
+        self.c_clip = -expm1(log(kappa) / period)
+        self.log_a = log(alpha)
+        cdef int mm
+        for mm in range(MAX_TERMS):
+            self.one_minus_a_pow[mm] = -expm1((mm + 1) * self.log_a)    # 1 - a^(m+1)
 
     cdef inline void window_end(self, Py_ssize_t row) noexcept nogil:
         """Eqs. 6-9 for one row from ``s0``, ``s1`` and the current values."""
@@ -159,7 +189,7 @@ cdef class PSAState:
                     u = -self.kappa
                 else:
                     u = g
-            self.aux[3 * p] *= (self.m + u) / (self.m + self.kappa + self.n)
+            self.aux[3 * p] *= (self.m + u) * self.inv_denom
             self.aux[3 * p + 1] = self.v[p]
 
     cdef inline void arrive(self, Py_ssize_t row, long long tau) noexcept nogil:
@@ -172,85 +202,136 @@ cdef class PSAState:
         elif ph == 0 and tau > 0:
             self.window_end(row)
 
-    cdef void idle_windows(self, Py_ssize_t row, long long K) noexcept nogil:
-        """``K`` whole windows in which the row only shrinks (see module doc).
+    cdef void advance(self, Py_ssize_t row, long long T) noexcept nogil:
+        """Bring a row from its last update count to ``T`` (see the module doc).
 
-        In the clipped regime ``sum_{k<K} log1p(-c a^k) = -sum_m c^m / m G_m``
-        with ``G_m = (1 - a^(mK)) / (1 - a^m)``, shared by the row's weights
-        (computed once per row); ``M`` terms with ``c_max^(M+1) < 1e-18``.
+        One pass over the row's weights, each walked through the boundaries
+        with its own scalars: the shrink up to each boundary, the mid-window
+        snapshot, the window end (Eqs. 6-9 from its snapshots), then ``K``
+        whole idle windows at once, then the shrink up to ``T``. The idle
+        windows' series coefficients ``G_m = (1 - a^(mK)) / (1 - a^m)`` and
+        ``a^K`` are shared by the row (``x = 1 - a^K`` keeps them accurate).
         """
+        cdef long long tau0 = self.last[row], tau, nb, K = 0, k, b2 = 2 * self.b, first_end
         cdef Py_ssize_t p, p0 = row * self.H
-        cdef long long k
         cdef int mm, M = 0
-        cdef double rb, c, cm, S, cmax = 0.0, log_kappa = log(self.kappa), aK, la
+        cdef double lam = self.lam, x, eta, s0, s1, lr, num, den, g, u, c, cm, S, rb
+        cdef double cmax = 0.0, aK = 1.0, xa, xm
         cdef double G[8]
-        cdef long long b2 = 2 * self.b
-        if self.lam == 0.0:
-            for p in range(p0, p0 + self.H):
-                self.aux[3 * p + 1] = self.v[p]
+        cdef long long ev_steps[4]
+        cdef int ev_kind[4]
+        cdef int n_ev, e
+        cdef long long d_last
+        if tau0 >= T:
             return
-        for p in range(p0, p0 + self.H):
-            c = self.aux[3 * p] * self.lam
-            if c > cmax:
-                cmax = c
-        # terms needed for every weight of the row (else the direct sum below)
-        cm = cmax
-        for mm in range(1, MAX_TERMS + 1):
-            cm *= cmax
-            if cm < 1e-18:
-                M = mm
-                break
-        aK = pow(self.a, <double>K)
-        if M > 0:
+        nb = (tau0 // self.b + 1) * self.b
+        if nb > T:
+            # no boundary crossed: the shrink only
+            if lam != 0.0:
+                for p in range(p0, p0 + self.H):
+                    self.v[p] *= _exp(<double>(T - tau0) * _log1m(self.aux[3 * p] * lam))
+            self.last[row] = T
+            return
+        first_end = (tau0 // b2 + 1) * b2
+        if first_end <= T:
+            K = (T - first_end) // b2
+        if K > 0 and lam != 0.0:
+            for p in range(p0, p0 + self.H):
+                c = self.aux[3 * p] * lam       # eta only decreases: an upper bound
+                if c > cmax:
+                    cmax = c
+            cm = cmax
+            for mm in range(1, MAX_TERMS + 1):
+                cm *= cmax
+                if cm < 1e-18:
+                    M = mm
+                    break
             if self.a == 1.0:
                 for mm in range(M):
                     G[mm] = <double>K
             else:
-                la = log(self.a)
-                for mm in range(1, M + 1):
-                    G[mm - 1] = expm1(mm * K * la) / expm1(mm * la)
-        for p in range(p0, p0 + self.H):
-            if self.v[p] != 0.0:
-                k = K
-                while k > 0:
-                    if <double>self.b * _log1m(self.aux[3 * p] * self.lam) >= log_kappa:
-                        # clipped from here on: v_i = alpha in every window
-                        c = self.aux[3 * p] * self.lam
-                        if k == K and M > 0:
-                            S = 0.0
-                            cm = 1.0
-                            for mm in range(1, M + 1):
-                                cm *= c
-                                S -= cm / mm * G[mm - 1]
-                            self.aux[3 * p] *= aK
-                        else:
-                            S = _sum_log1p_geometric(c, self.a, k)
-                            self.aux[3 * p] *= pow(self.a, <double>k)
-                        self.v[p] *= _exp(<double>b2 * S)
-                        break
-                    rb = exp(<double>self.b * _log1m(self.aux[3 * p] * self.lam))        # (1 - eta lam)^b
-                    self.v[p] *= rb * rb
-                    self.aux[3 * p] *= (self.m + rb) / (self.m + self.kappa + self.n)
-                    k -= 1
-            self.aux[3 * p + 1] = self.v[p]
-
-    cdef void advance(self, Py_ssize_t row, long long T) noexcept nogil:
-        """Bring a row from its last update count to ``T``."""
-        cdef long long tau = self.last[row], nb, K, b2 = 2 * self.b
-        while tau < T:
+                xa = -expm1(<double>K * self.log_a)       # 1 - a^K
+                aK = 1.0 - xa
+                xm = xa
+                for mm in range(M):
+                    if mm > 0:
+                        xm = xm + xa * (1.0 - xm)          # 1 - a^((mm+1) K)
+                    G[mm] = xm / self.one_minus_a_pow[mm]
+        # the boundary events, shared by the row: (updates before it, kind)
+        # kind 0: mid-window snapshot; 1: window end; 2: window end + K idle windows
+        n_ev = 0
+        tau = tau0
+        while True:
             nb = (tau // self.b + 1) * self.b
             if nb > T:
-                self.decay(row, T - tau)
-                tau = T
                 break
-            self.decay(row, nb - tau)
+            ev_steps[n_ev] = nb - tau
+            if nb % b2 != 0:
+                ev_kind[n_ev] = 0
+            elif nb == first_end and K > 0:
+                ev_kind[n_ev] = 2
+                nb += K * b2
+            else:
+                ev_kind[n_ev] = 1
+            n_ev += 1
             tau = nb
-            self.arrive(row, tau)
-            if tau % b2 == 0:
-                K = (T - tau) // b2
-                if K > 0:
-                    self.idle_windows(row, K)
-                    tau += K * b2
+        d_last = T - tau
+        for p in range(p0, p0 + self.H):
+            x = self.v[p]
+            eta = self.aux[3 * p]
+            s0 = self.aux[3 * p + 1]
+            s1 = self.aux[3 * p + 2]
+            lr = _log1m(eta * lam) if lam != 0.0 else 0.0
+            for e in range(n_ev):
+                if lam != 0.0:
+                    x *= _exp(<double>ev_steps[e] * lr)
+                if ev_kind[e] == 0:
+                    s1 = x                                 # mid-window snapshot
+                    continue
+                # window end: Eqs. 6-9
+                num = x - s1
+                den = s1 - s0
+                if den != 0.0 or num != 0.0:               # 0/0: eta unchanged
+                    if den == 0.0:
+                        u = self.kappa if num > 0.0 else -self.kappa
+                    else:
+                        g = num / den
+                        u = self.kappa if g > self.kappa else (-self.kappa if g < -self.kappa else g)
+                    eta *= (self.m + u) * self.inv_denom
+                    lr = _log1m(eta * lam) if lam != 0.0 else 0.0
+                s0 = x
+                if ev_kind[e] == 2:
+                    # K whole windows with the shrink only: ratio (1 - eta lam)^b
+                    if x != 0.0 and lam != 0.0:
+                        k = K
+                        while k > 0:
+                            c = eta * lam
+                            if c <= self.c_clip:
+                                # clipped from here on: v_i = alpha in every window
+                                if k == K and M > 0:
+                                    S = 0.0
+                                    cm = 1.0
+                                    for mm in range(1, M + 1):
+                                        cm *= c
+                                        S -= cm / mm * G[mm - 1]
+                                    eta *= aK
+                                else:
+                                    S = _sum_log1p_geometric(c, self.a, k)
+                                    eta *= pow(self.a, <double>k)
+                                x *= _exp(<double>b2 * S)
+                                break
+                            rb = _exp(<double>self.b * _log1m(c))      # (1 - eta lam)^b
+                            x *= rb * rb
+                            eta *= (self.m + rb) * self.inv_denom
+                            k -= 1
+                        lr = _log1m(eta * lam)
+                    s0 = x
+            if lam != 0.0 and d_last > 0:
+                x *= _exp(<double>d_last * lr)
+            self.v[p] = x
+            self.aux[3 * p] = eta
+            self.aux[3 * p + 1] = s0
+            self.aux[3 * p + 2] = s1
         self.last[row] = T
 
     def flush(self, long long T):
@@ -312,11 +393,15 @@ def psa_epochs(SequenceData ds, CRFWeights w, PSAState st, *, long long t=0, int
             if shuffle:
                 ds.shuffle(&rng)
             loss_sum = 0.0
+            if ds.n_sequences > 0:
+                _prefetch_sequence(ds, ds.order[0], v, aux, H, A)
             for k in range(ds.n_sequences):
                 s = ds.order[k]
                 y = lab + ds.offsets[s]
                 first = ds.offsets[s]
                 T = <int>(ds.offsets[s + 1] - first)
+                if k + 1 < ds.n_sequences:
+                    _prefetch_sequence(ds, ds.order[k + 1], v, aux, H, A)
                 # 1. bring the rows this sequence reads up to date
                 for kk in range(ds.indptr[first], ds.indptr[first + T]):
                     row = ds.indices[kk]
