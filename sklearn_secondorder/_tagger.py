@@ -478,7 +478,9 @@ _COMMON_PARAMS_DOC = """
         Step size. ``'auto'`` calibrates it on (at most) 1000 sequences:
         one constant-step pass from the current weights per candidate, the
         candidate doubling or halving from 0.1 while the regularised objective
-        after the pass improves; the best is halved (Bottou's recipe).
+        after the pass improves; the best is halved (Bottou's recipe). For
+        the averaging taggers (ASF, averaged SGD) the objective is taken at
+        the average of the trial pass's iterates, the model they return.
     fit_intercept : bool, default=True
         Add a per-label bias to every token's scores (like a constant
         ``'bias'`` feature in sklearn-crfsuite; it is L2-penalised).

@@ -11,8 +11,7 @@ from sklearn.base import ClassifierMixin, clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_secondorder import ASFSequenceTagger, SGDSequenceTagger
-from sklearn_secondorder._tagger import PSASequenceTagger
+from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
 from sklearn_secondorder._core._crf_fast import CRFWeights, SequenceData, loglik_gradient, objective
 from sklearn_secondorder.metrics import chunk_f1_score, chunk_f1_scorer
 
@@ -407,3 +406,39 @@ def test_latent_states_count_what_labels_cannot():
         for m in seq:
             assert set(m) == {"A", "B"}
             assert_allclose(sum(m.values()), 1.0)
+
+
+@pytest.mark.parametrize("averaged", [False, True])
+def test_eta0_calibration_follows_bottous_recipe(averaged):
+    """Doubling from 0.1 while the objective after a constant-step trial pass
+    improves (else halving), best candidate halved; checked against the
+    objectives of the candidates computed independently."""
+    from sklearn_secondorder._core._crf_fast import sgd_epochs
+    from sklearn_secondorder._tagger import calibrate_eta0
+    X, y = toy_chunks(40, seed=3)
+    tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
+    batch = tagger._to_data(X, y, fitting=True)
+    A, L = len(tagger.attributes_), tagger.classes_.size
+    lab = np.searchsorted(tagger.classes_, batch[4]).astype(np.int32)
+    ds = SequenceData(batch[0], batch[1], batch[2], batch[3], lab, A)
+    alpha = 1e-3
+
+    def obj(eta):
+        v = np.zeros((A + L + 1) * L)
+        w = CRFWeights(v, A, L, 1, np.zeros_like(v) if averaged else None)
+        if sgd_epochs(ds, w, eta0=eta, alpha=alpha, shuffle=False)["diverged"]:
+            return np.inf
+        flat = w.average() if averaged else w.weights()
+        return objective(ds, CRFWeights(flat, A, L), alpha)
+
+    grid = {k: obj(0.1 * 2.0 ** k) for k in range(-8, 9)}
+    k = 0
+    if grid[1] < grid[0]:
+        while grid[k + 1] < grid[k]:
+            k += 1
+    else:
+        while grid[k - 1] < grid[k]:
+            k -= 1
+    eta = calibrate_eta0(ds, np.zeros((A + L + 1) * L), n_attributes=A, n_labels=L,
+                         n_latent=1, alpha=alpha, fit_intercept=True, averaged=averaged)
+    assert_allclose(eta, 0.1 * 2.0 ** k / 2)
