@@ -107,7 +107,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
     skip : 'auto' or int, default='auto'
         Examples between two dense regularization steps (and re-estimates of
         ``B``). ``'auto'``: ``16 n_features / mean non-zeros per row`` of the
-        first data seen (16 on dense data, as in the paper's Table 4).
+        first data seen (16 on dense data, as in the paper's Table 4; zeros
+        of a dense array count as in CSR, so both formats get the same skip).
     t0 : 'auto' or float, default='auto'
         ``B`` starts at ``1 / (alpha t0)``. ``'auto'`` follows the paper
         (Section 6) and libsgdqn: one SGD-QN pass over a 10% sample of the
@@ -237,11 +238,14 @@ class SGDQNLinearSVC(LinearClassifierBase):
         state.update(t0=t0, skip=skip, count=skip, update_b=False)
 
     def _auto_skip(self, X):
-        """``16 n_features / mean non-zeros per row`` (16 on dense data)."""
+        """``16 n_features / mean non-zeros per row`` (16 on dense data).
+
+        Non-zeros are counted the same way for dense arrays and CSR matrices
+        (stored zeros excluded), so both formats get the same ``skip``.
+        """
         n, d = X.shape
-        if not sp.issparse(X) or n == 0:
-            return SKIP_FACTOR
-        mean_nnz = max(X.nnz / n, 1.0)
+        nnz = X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X)
+        mean_nnz = max(nnz / max(n, 1), 1.0)
         return max(1, int(round(SKIP_FACTOR * d / mean_nnz)))
 
     def _select_t0(self, X, y, sample_weight, skip, seed):

@@ -253,9 +253,22 @@ def test_skip_auto():
     y = rng.randint(2, size=300)
     clf = SGDQNLinearSVC(max_iter=1, t0=1e4, random_state=0).fit(X, y)
     assert clf.skip_ == int(round(16 * 200 / (X.nnz / 300)))
+    # the same data stored densely get the same skip (same model, see below)
     clf = SGDQNLinearSVC(max_iter=1, t0=1e4, random_state=0).fit(X.toarray(), y)
+    assert clf.skip_ == int(round(16 * 200 / (X.nnz / 300)))
+    clf = SGDQNLinearSVC(max_iter=1, t0=1e4, random_state=0).fit(rng.randn(300, 7), y)
     assert clf.skip_ == 16
     assert SGDQNLinearSVC(max_iter=1, t0=1e4, skip=3).fit(X, y).skip_ == 3
+
+
+def test_auto_settings_dense_and_csr_give_the_same_model(binary_problem):
+    X, y, sw = binary_problem
+    kw = dict(alpha=0.01, max_iter=3, random_state=0)
+    dense = SGDQNLinearSVC(**kw).fit(X.toarray(), y, sample_weight=sw)
+    csr = SGDQNLinearSVC(**kw).fit(X, y, sample_weight=sw)
+    assert dense.skip_ == csr.skip_ > 16 and dense.t0_[0] == csr.t0_[0]
+    assert_array_equal(dense.coef_, csr.coef_)
+    assert_array_equal(dense.B_, csr.B_)
 
 
 def test_t0_auto_picks_the_lowest_primal_cost_after_one_pass():
