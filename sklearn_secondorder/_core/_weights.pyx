@@ -288,7 +288,8 @@ cdef class LazyStepWeights:
         if f > self.max_factor:
             self.max_factor = f
 
-    cdef void _skip_param(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
+    cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
+                          int* n_geo) noexcept nogil:
         """``k`` whole untouched windows of weight ``p``, from just after a
         window-start event to just after the event ``k`` windows later.
 
@@ -296,11 +297,12 @@ cdef class LazyStepWeights:
         in every window and the decay is ``exp(2b sum_{i<k} log1p(-x alpha^i))``
         with ``x = eta_p lam``, i.e. ``-2b sum_m x^m / m G_m`` with the
         geometric sums ``G_m = sum_{i<k} alpha^(m i)`` (a few terms: x is
-        small). Otherwise the windows are replayed one by one.
+        small). ``geo[:n_geo]`` caches the ``G_m`` for this ``k`` across the
+        weights of a block. Otherwise the windows are replayed one by one.
         """
         cdef int mm
         cdef long long i, b = self.period
-        cdef double x, total, term, xm, geo, fk
+        cdef double x, total, term, xm, fk
         if self.v[p] == 0.0 or lam == 0.0:
             # 0/0 (or no decay at all): theta and eta stay as they are
             self.snap0[p] = self.v[p]
@@ -308,16 +310,20 @@ cdef class LazyStepWeights:
             return
         x = self.eta[p] * lam
         if self.eta[p] <= self.eta_clip and x < 0.05 and k > 2:
-            fk = exp(<double>k * self.log_alpha)
+            if n_geo[0] == 0:
+                geo[39] = exp(<double>k * self.log_alpha)       # alpha^k
+            fk = geo[39]
             total = 0.0
             xm = 1.0
-            for mm in range(1, 40):
+            for mm in range(1, 39):
                 xm *= x
-                if mm == 1:
-                    geo = expm1(k * self.log_alpha) / expm1(self.log_alpha)
-                else:
-                    geo = (1.0 - pow(fk, mm)) / -expm1(mm * self.log_alpha)
-                term = xm / mm * geo
+                if mm > n_geo[0]:
+                    if mm == 1:
+                        geo[0] = expm1(k * self.log_alpha) / expm1(self.log_alpha)
+                    else:
+                        geo[mm - 1] = (1.0 - pow(fk, mm)) / -expm1(mm * self.log_alpha)
+                    n_geo[0] = mm
+                term = xm / mm * geo[mm - 1]
                 total += term
                 if term < 1e-18 * total:
                     break
@@ -356,6 +362,9 @@ cdef class LazyStepWeights:
         cdef double val, step, s0, s1
         cdef long long ev0_out = ev0
         cdef bint at_window_end
+        cdef double geo[40]
+        cdef int n_geo = 0
+        cdef long long geo_k = -1
         if b == 0:
             self._decay(j, lam, T - tau0)
             self.last[j] = T
@@ -381,7 +390,9 @@ cdef class LazyStepWeights:
                         k = (T - tau) // two_b
                         self.v[p], self.eta[p] = val, step
                         self.snap0[p], self.snap1[p] = s0, s1
-                        self._skip_param(p, lam, k)
+                        if k != geo_k:
+                            geo_k, n_geo = k, 0
+                        self._skip_param(p, lam, k, geo, &n_geo)
                         val, step = self.v[p], self.eta[p]
                         s0, s1 = self.snap0[p], self.snap1[p]
                         tau += two_b * k
