@@ -180,10 +180,10 @@ class PSAClassifier(LinearClassifierBase):
 
     def _final_weights(self, state):
         arrays, d, K = state["arrays"], state["n_features"], state["n_outputs"]
-        return arrays["v"][: d * K], arrays["v"][d * K:]
+        return arrays["ve"][: d * K, 0].copy(), arrays["ve"][d * K:, 0].copy()
 
     def _export(self):
         super()._export()
         self.period_ = self._states[0]["period"]
-        self.eta_ = np.stack([s["arrays"]["eta"].reshape(s["n_features"] + 1, s["n_outputs"])
+        self.eta_ = np.stack([s["arrays"]["ve"][:, 1].reshape(s["n_features"] + 1, s["n_outputs"])
                               for s in self._states])

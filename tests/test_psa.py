@@ -82,8 +82,8 @@ def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b):
     th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                                     n_epochs=3)
     assert info["t"] == t
-    assert_allclose(state["v"], th, rtol=1e-10, atol=1e-13)
-    assert_allclose(state["eta"], eta, rtol=1e-10, atol=0)
+    assert_allclose(state["ve"][:, 0], th, rtol=1e-10, atol=1e-13)
+    assert_allclose(state["ve"][:, 1], eta, rtol=1e-10, atol=0)
     # every factor applied lies in [beta, alpha] (the kernel's and the oracle's)
     all_f = np.concatenate(factors)
     assert 0.99 - 1e-15 <= all_f.min() and all_f.max() <= 0.9999 + 1e-15
@@ -100,10 +100,10 @@ def test_lazy_catch_up_matches_eager_updates():
     eager = new_psa_state(d, 1, 0.0)
     eta0 = rng.uniform(0.01, 3.0, d + 1)  # mixes clipped (closed form) and replayed regimes
     for st in (lazy, eager):
-        st["eta"][:] = eta0
-        st["v"][:] = rng.randn(d + 1) if st is lazy else lazy["v"]
-    wl, we = (LazyStepWeights(s["v"], s["eta"], s["snap0"], s["snap1"], s["last"],
-                              s["next_event"], 1, 0.02, b, unregularized=d)
+        st["ve"][:, 1] = eta0
+        st["ve"][:, 0] = rng.randn(d + 1) if st is lazy else lazy["ve"][:, 0]
+    wl, we = (LazyStepWeights(s["ve"], s["snaps"], s["last"], s["next_event"], 1, 0.02, b,
+                              unregularized=d)
               for s in (lazy, eager))
     for t in range(T):
         touched = np.flatnonzero(rng.rand(d) < 0.03).astype(np.int32)
@@ -114,8 +114,7 @@ def test_lazy_catch_up_matches_eager_updates():
         we.py_step(t, np.arange(d, dtype=np.int32), g_all)
     wl.py_catch_up_all(T)
     we.py_catch_up_all(T)
-    assert_allclose(lazy["v"], eager["v"], rtol=1e-12, atol=1e-300)
-    assert_allclose(lazy["eta"], eager["eta"], rtol=1e-12)
+    assert_allclose(lazy["ve"], eager["ve"], rtol=1e-12, atol=1e-300)
     assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
 
 
@@ -127,9 +126,9 @@ def test_untouched_zero_coordinates_keep_their_step():
     state.update(t=0, seed=1)
     psa_epochs(RowDataset(X, y, sw), state, loss=LOSSES["log_loss"](), alpha=0.01,
                period=2, n_epochs=2, shuffle=False)
-    assert_array_equal(state["eta"][-4:-1], 0.2)
-    assert_array_equal(state["v"][-4:-1], 0.0)
-    assert np.all(state["eta"][:-4] < 0.2)
+    assert_array_equal(state["ve"][-4:-1, 1], 0.2)
+    assert_array_equal(state["ve"][-4:-1, 0], 0.0)
+    assert np.all(state["ve"][:-4, 1] < 0.2)
 
 
 def _data(n_classes=2, n=300, seed=0):

@@ -26,8 +26,9 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     ----------
     ds : RowDataset
     state : dict
-        ``v``, ``eta``, ``snap0``, ``snap1`` (float64, ``(n_features + 1) *
-        n_outputs``, the last block being the intercept), ``last`` and
+        ``ve`` (weights and step sizes) and ``snaps`` (window snapshots),
+        float64 of shape ``((n_features + 1) * n_outputs, 2)``, the last block
+        being the intercept; ``last`` and
         ``next_event`` (int64, ``n_features + 1``), ``t`` (updates so far) and
         ``seed`` (shuffling RNG state). Arrays are updated in place; ``t`` and
         ``seed`` are returned.
@@ -53,8 +54,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     if K == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
     cdef LazyStepWeights w = LazyStepWeights(
-        state["v"], state["eta"], state["snap0"], state["snap1"], state["last"],
-        state["next_event"], K, alpha, period, psa_alpha, psa_beta, kappa, d)
+        state["ve"], state["snaps"], state["last"], state["next_event"], K, alpha, period,
+        psa_alpha, psa_beta, kappa, d)
     if w.n_blocks != d + 1:
         raise ValueError("state does not match the number of features")
     cdef long long t = state["t"]
@@ -85,11 +86,11 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                         j = ind[q]
                         lazy_catch_up(w, j, t)
                         for k in range(K):
-                            scores[k] += v[j * K + k] * x[q]
+                            scores[k] += v[2 * (j * K + k)] * x[q]
                     if fit_intercept:
                         lazy_catch_up(w, d, t)
                         for k in range(K):
-                            scores[k] += v[d * K + k]
+                            scores[k] += v[2 * (d * K + k)]
                     # 2. loss derivative at theta(t)
                     if K == 1:
                         g = loss.dloss(scores[0], y)
@@ -102,15 +103,15 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                         j = ind[q]
                         for k in range(K):
                             p = j * K + k
-                            c = 1.0 - eta[p] * alpha
+                            c = 1.0 - eta[2 * p] * alpha
                             if c < 0.0:
                                 c = 0.0
-                            v[p] = c * v[p] - eta[p] * sw * grad[k] * x[q]
+                            v[2 * p] = c * v[2 * p] - eta[2 * p] * sw * grad[k] * x[q]
                         w.last[j] = t + 1
                     if fit_intercept:
                         for k in range(K):
                             p = d * K + k
-                            v[p] -= eta[p] * sw * grad[k]
+                            v[2 * p] -= eta[2 * p] * sw * grad[k]
                         w.last[d] = t + 1
                     t += 1
                 epochs_run += 1
@@ -129,9 +130,10 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
 def new_psa_state(Py_ssize_t n_features, int n_outputs, double eta0):
     """A fresh PSA state: zero weights, every step size ``eta0``."""
     size = (n_features + 1) * n_outputs
+    ve = np.zeros((size, 2))
+    ve[:, 1] = eta0
     return {
-        "v": np.zeros(size), "eta": np.full(size, float(eta0)),
-        "snap0": np.zeros(size), "snap1": np.zeros(size),
+        "ve": ve, "snaps": np.zeros((size, 2)),
         "last": np.zeros(n_features + 1, dtype=np.int64),
         "next_event": np.zeros(n_features + 1, dtype=np.int64),
     }

@@ -45,6 +45,7 @@ cimport cython
 
 @cython.final
 cdef class LazyStepWeights:
+    # v, eta, snap0, snap1 are strided views (stride 2) of two interleaved buffers
     cdef double* v
     cdef double* eta
     cdef double* snap0
@@ -114,5 +115,5 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
     if lam != 0.0:
         for q in range(w.n_outputs):
             p = j * w.n_outputs + q
-            w.v[p] *= decay_power(w.eta[p] * lam, T - tau)
+            w.v[2 * p] *= decay_power(w.eta[2 * p] * lam, T - tau)
     w.last[j] = T

@@ -198,8 +198,10 @@ cdef class LazyStepWeights:
 
     Parameters
     ----------
-    v, eta, snap0, snap1 : ndarray of shape (n_blocks * n_outputs,)
-        Weights, step sizes and the window snapshots, modified in place.
+    ve : ndarray of shape (n_blocks * n_outputs, 2)
+        Weights (column 0) and their step sizes (column 1), modified in place.
+    snaps : ndarray of shape (n_blocks * n_outputs, 2)
+        The window-start and mid-window snapshots, modified in place.
     last, next_event : int64 ndarray of shape (n_blocks,)
         Time each block's ``v`` is current at, and its next pending event
         (a multiple of ``b``); modified in place.
@@ -214,21 +216,23 @@ cdef class LazyStepWeights:
         Index of a block without L2 (the intercept), or -1.
     """
 
-    def __init__(self, double[::1] v, double[::1] eta, double[::1] snap0, double[::1] snap1,
+    def __init__(self, double[:, ::1] ve, double[:, ::1] snaps,
                  long long[::1] last, long long[::1] next_event, int n_outputs=1,
                  double lam=0.0, long long period=0, double psa_alpha=0.9999,
                  double psa_beta=0.99, double kappa=0.9, Py_ssize_t unregularized=-1):
-        cdef Py_ssize_t size = v.shape[0]
-        if (eta.shape[0] != size or snap0.shape[0] != size or snap1.shape[0] != size
+        cdef Py_ssize_t size = ve.shape[0]
+        if (ve.shape[1] != 2 or snaps.shape[0] != size or snaps.shape[1] != 2
                 or size != last.shape[0] * n_outputs or next_event.shape[0] != last.shape[0]):
             raise ValueError("inconsistent LazyStepWeights array sizes")
         if period > 0 and not (0 < psa_beta < psa_alpha < 1 and 0 < kappa < 1):
             raise ValueError("PSA needs 0 < beta < alpha < 1 and 0 < kappa < 1")
-        self._arrays = (v, eta, snap0, snap1, last, next_event)  # keep them alive
-        self.v = &v[0]
-        self.eta = &eta[0]
-        self.snap0 = &snap0[0]
-        self.snap1 = &snap1[0]
+        self._arrays = (ve, snaps, last, next_event)  # keep them alive
+        # interleaved storage: the common path (catch-up without events, the
+        # step) reads v and eta from the same cache lines
+        self.v = &ve[0, 0]
+        self.eta = &ve[0, 1]
+        self.snap0 = &snaps[0, 0]
+        self.snap1 = &snaps[0, 1]
         self.last = &last[0]
         self.next_event = &next_event[0]
         self.n_blocks = last.shape[0]
@@ -256,13 +260,13 @@ cdef class LazyStepWeights:
             return
         for q in range(self.n_outputs):
             p = j * self.n_outputs + q
-            if self.v[p] != 0.0:
-                self.v[p] *= decay_power(self.eta[p] * lam, k)
+            if self.v[2 * p] != 0.0:
+                self.v[2 * p] *= decay_power(self.eta[2 * p] * lam, k)
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
-        cdef double num = self.v[p] - self.snap1[p]
-        cdef double den = self.snap1[p] - self.snap0[p]
+        cdef double num = self.v[2 * p] - self.snap1[2 * p]
+        cdef double den = self.snap1[2 * p] - self.snap0[2 * p]
         cdef double u, f
         if den == 0.0:
             if num == 0.0:
@@ -281,7 +285,7 @@ cdef class LazyStepWeights:
             f = self.psa_alpha
         elif f < self.psa_beta:
             f = self.psa_beta
-        self.eta[p] *= f                     # Eq. (8)
+        self.eta[2 * p] *= f                     # Eq. (8)
         self.n_adaptations += 1
         if f < self.min_factor:
             self.min_factor = f
@@ -303,13 +307,13 @@ cdef class LazyStepWeights:
         cdef int mm
         cdef long long i, b = self.period
         cdef double x, total, term, xm, fk
-        if self.v[p] == 0.0 or lam == 0.0:
+        if self.v[2 * p] == 0.0 or lam == 0.0:
             # 0/0 (or no decay at all): theta and eta stay as they are
-            self.snap0[p] = self.v[p]
-            self.snap1[p] = self.v[p]
+            self.snap0[2 * p] = self.v[2 * p]
+            self.snap1[2 * p] = self.v[2 * p]
             return
-        x = self.eta[p] * lam
-        if self.eta[p] <= self.eta_clip and x < 0.05 and k > 2:
+        x = self.eta[2 * p] * lam
+        if self.eta[2 * p] <= self.eta_clip and x < 0.05 and k > 2:
             if n_geo[0] == 0:
                 geo[39] = exp(<double>k * self.log_alpha)       # alpha^k
             fk = geo[39]
@@ -327,88 +331,72 @@ cdef class LazyStepWeights:
                 total += term
                 if term < 1e-18 * total:
                     break
-            self.v[p] *= small_exp(-2.0 * <double>b * total)
-            self.eta[p] *= fk
+            self.v[2 * p] *= small_exp(-2.0 * <double>b * total)
+            self.eta[2 * p] *= fk
             self.n_adaptations += k
             if self.factor_hi < self.min_factor:
                 self.min_factor = self.factor_hi
             if self.factor_hi > self.max_factor:
                 self.max_factor = self.factor_hi
-            self.snap0[p] = self.v[p]
-            self.snap1[p] = self.v[p]
+            self.snap0[2 * p] = self.v[2 * p]
+            self.snap1[2 * p] = self.v[2 * p]
         else:
             for i in range(k):               # replay window by window
                 self._decay_one(p, lam, b)
-                self.snap1[p] = self.v[p]
+                self.snap1[2 * p] = self.v[2 * p]
                 self._decay_one(p, lam, b)
                 self._adapt(p)
-                self.snap0[p] = self.v[p]
+                self.snap0[2 * p] = self.v[2 * p]
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
-        self.v[p] *= decay_power(self.eta[p] * lam, k)
+        self.v[2 * p] *= decay_power(self.eta[2 * p] * lam, k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T.
 
-        Parameter-major: each weight of the block runs through the events
-        with its value, step and snapshots in registers; whole untouched
-        windows go to ``_skip_windows``.
+        Event-major: each event is decided once for the block, then applied to
+        its ``n_outputs`` weights; whole untouched windows go to
+        ``_skip_param``, which shares its series coefficients across them.
         """
-        cdef long long tau0 = self.last[j], ev0 = self.next_event[j]
-        cdef long long b = self.period, two_b = 2 * self.period, tau, ev, k
+        cdef long long tau = self.last[j], ev = self.next_event[j]
+        cdef long long b = self.period, two_b = 2 * self.period, k
         cdef double lam = 0.0 if j == self.unregularized else self.lam
-        cdef int q
-        cdef Py_ssize_t p
-        cdef double val, step, s0, s1
-        cdef long long ev0_out = ev0
-        cdef bint at_window_end
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K, p
+        cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
         cdef double geo[40]
         cdef int n_geo = 0
-        cdef long long geo_k = -1
         if b == 0:
-            self._decay(j, lam, T - tau0)
+            self._decay(j, lam, T - tau)
             self.last[j] = T
             self.next_event[j] = NO_EVENT
             return
-        for q in range(self.n_outputs):
-            p = j * self.n_outputs + q
-            val, step = self.v[p], self.eta[p]
-            s0, s1 = self.snap0[p], self.snap1[p]
-            tau, ev = tau0, ev0
-            at_window_end = ev0 <= T and (ev0 // b) % 2 == 0   # events alternate
-            while ev <= T:
-                if lam != 0.0 and val != 0.0:
-                    val *= decay_power(step * lam, ev - tau)
-                tau = ev
-                if at_window_end:
+        while ev <= T:
+            self._decay(j, lam, ev - tau)
+            tau = ev
+            if at_window_end:
+                for q in range(K):
+                    p = p0 + q
                     if ev > 0:
-                        self.v[p], self.snap0[p], self.snap1[p] = val, s0, s1
                         self._adapt(p)
-                        step = self.eta[p]
-                    s0 = val
-                    if T - tau >= two_b:     # whole untouched windows
-                        k = (T - tau) // two_b
-                        self.v[p], self.eta[p] = val, step
-                        self.snap0[p], self.snap1[p] = s0, s1
-                        if k != geo_k:
-                            geo_k, n_geo = k, 0
-                        self._skip_param(p, lam, k, geo, &n_geo)
-                        val, step = self.v[p], self.eta[p]
-                        s0, s1 = self.snap0[p], self.snap1[p]
-                        tau += two_b * k
-                        ev = tau + b
-                        at_window_end = False
-                        continue
-                else:
-                    s1 = val
-                ev += b
-                at_window_end = not at_window_end
-            if lam != 0.0 and val != 0.0:
-                val *= decay_power(step * lam, T - tau)
-            self.v[p], self.eta[p], self.snap0[p], self.snap1[p] = val, step, s0, s1
-            ev0_out = ev
+                    self.snap0[2 * p] = self.v[2 * p]
+                if T - tau >= two_b:             # whole untouched windows
+                    k = (T - tau) // two_b
+                    for q in range(K):
+                        self._skip_param(p0 + q, lam, k, geo, &n_geo)
+                    tau += two_b * k
+                    ev = tau + b
+                    at_window_end = False
+                    continue
+            else:
+                for q in range(K):
+                    p = p0 + q
+                    self.snap1[2 * p] = self.v[2 * p]
+            ev += b
+            at_window_end = not at_window_end
+        self._decay(j, lam, T - tau)
         self.last[j] = T
-        self.next_event[j] = ev0_out
+        self.next_event[j] = ev
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
@@ -418,7 +406,7 @@ cdef class LazyStepWeights:
     cdef bint is_finite(self) noexcept nogil:
         cdef Py_ssize_t p
         for p in range(self.n_blocks * self.n_outputs):
-            if not isfinite(self.v[p]) or not isfinite(self.eta[p]):
+            if not isfinite(self.v[2 * p]) or not isfinite(self.eta[2 * p]):
                 return False
         return True
 
@@ -442,6 +430,6 @@ cdef class LazyStepWeights:
             lam = 0.0 if j == self.unregularized else self.lam
             for q in range(self.n_outputs):
                 p = j * self.n_outputs + q
-                c = 1.0 - self.eta[p] * lam
-                self.v[p] = (c if c > 0.0 else 0.0) * self.v[p] - self.eta[p] * g[a * self.n_outputs + q]
+                c = 1.0 - self.eta[2 * p] * lam
+                self.v[2 * p] = (c if c > 0.0 else 0.0) * self.v[2 * p] - self.eta[2 * p] * g[a * self.n_outputs + q]
             self.last[j] = T + 1
