@@ -178,8 +178,9 @@ class SGDQNLinearSVC(LinearClassifierBase):
     References
     ----------
     A. Bordes, L. Bottou and P. Gallinari. "SGD-QN: Careful Quasi-Newton
-    Stochastic Gradient Descent". JMLR 10:1737-1754, 2009; and the erratum
-    "SGDQN is less careful than expected", JMLR 11:2229-2240, 2010.
+    Stochastic Gradient Descent". JMLR 10:1737-1754, 2009; and their
+    "Erratum: SGDQN is less careful than expected", JMLR 11, 2010
+    (https://jmlr.org/papers/v11/bordes10a.html).
 
     Examples
     --------
