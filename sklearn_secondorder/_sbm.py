@@ -3,12 +3,24 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._base import LinearClassifierBase, diverged_error
 from ._compat import Interval, StrOptions
 from ._core._dataset import RowDataset
 from ._core._sbm_fast import sbm_full_epochs, sbm_lowrank_epochs
+
+_CONTROLLER = None
+
+
+def _one_blas_thread():
+    """Limit BLAS to one thread: the kernel's calls are small (P x P x K), threads
+    only contend. The controller is built once (building it scans the loaded libraries)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
 
 #: Memory budget of the full-rank ``M = Sigma^-1`` (bytes). Above it,
 #: ``rank=None`` is refused and a low rank is suggested.
@@ -240,7 +252,7 @@ class SBMLogisticRegression(LinearClassifierBase):
                 M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
                 M[:] = 0.5 * (M + M.T)
                 state["lam_total"] += delta
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _one_blas_thread():
                 one = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"],
                                       lam=state["lam_total"], **kw)
             state["rows_seen"] = seen
@@ -264,8 +276,7 @@ class SBMLogisticRegression(LinearClassifierBase):
             info = self._run_surrogate(ds, theta, state, kw, n_epochs,
                                        np.count_nonzero(sample_weight))
         elif self.rank is None:
-            # the kernel's BLAS calls are small (P x P x K): threads only contend
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _one_blas_thread():
                 info = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"], **kw)
         else:
             hc = state["head_coords"]
