@@ -164,13 +164,13 @@ def run(name, data, alpha):
                  "SGDClassifier": (passes, log(sgd_obj)),
                  "PlainSGD (eta0=auto)": (passes, log(pl_obj)),
                 },
-                "epochs", "log10 (P - P_LinearSVC) / P_LinearSVC, clipped at 1",
+                "epochs", "log10 (P - P_svc) / P_svc (max 1)",
                 f"{name}: primal suboptimality")
     save_curves(f"sgdqn_{name}_primal_seconds.png",
                 {"SGD-QN": (qn_sec, log(qn_obj)), big: (big_sec, log(big_obj)),
                  "SGDClassifier": (sgd_sec, log(sgd_obj)),
                  "PlainSGD (eta0=auto)": (pl_sec, log(pl_obj))},
-                "training time (s)", "log10 (P - P_LinearSVC) / P_LinearSVC, clipped at 1",
+                "training time (s)", "log10 (P - P_svc) / P_svc (max 1)",
                 f"{name}: primal suboptimality")
     err = lambda accs: 100 * (1 - np.asarray(accs))  # noqa: E731
     save_curves(f"sgdqn_{name}_error_epochs.png",
