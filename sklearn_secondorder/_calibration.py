@@ -45,8 +45,23 @@ def calibrate_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alp
     def objective(eta):
         return trial_pass(ds, coef, intercept, eta=eta, **kw)
 
+    return search_step(objective, eta_start=eta_start, factor=factor,
+                       max_trials=max_trials) / 2.0
+
+
+def search_step(objective, *, eta_start=0.1, factor=2.0, max_trials=20):
+    """The constant step with the lowest ``objective(eta)`` on a geometric walk.
+
+    From ``eta_start``, multiply by ``factor`` while the objective improves;
+    if the first move does not improve, divide instead (Bottou's
+    ``determineEta0``). ``objective`` returns ``inf`` for a diverged trial.
+
+    Returns
+    -------
+    eta : float
+        The best step tried (callers halve it for safety).
+    """
     best_eta, best_obj = eta_start, objective(eta_start)
-    # Search upward while the objective improves, else downward.
     for direction in (factor, 1.0 / factor):
         eta = best_eta
         for _ in range(max_trials):
@@ -60,4 +75,4 @@ def calibrate_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alp
     if not np.isfinite(best_obj):
         raise ValueError("step-size calibration diverged for every candidate; scale X "
                          "or pass eta0 explicitly")
-    return best_eta / 2.0
+    return best_eta
