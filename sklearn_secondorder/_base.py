@@ -132,7 +132,6 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             self._validate_params()
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
-            check_classification_targets(np.asarray(classes))
             self.classes_ = np.unique(classes)
             self._check_n_classes()
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):

@@ -60,12 +60,21 @@ def test_fit_equals_partial_fit_in_chunks():
     assert part.t_ == full.t_ == 200
 
 
-def test_partial_fit_twice_equals_two_epochs():
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_partial_fit_twice_equals_two_epochs(shuffle):
     X, y = _data(2)
-    two = PlainSGDClassifier(max_iter=2, shuffle=False, eta0=0.1).fit(X, y)
-    inc = PlainSGDClassifier(shuffle=False, eta0=0.1)
+    two = PlainSGDClassifier(max_iter=2, shuffle=shuffle, eta0=0.1, random_state=0).fit(X, y)
+    inc = PlainSGDClassifier(shuffle=shuffle, eta0=0.1, random_state=0)
     inc.partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
     assert_allclose(inc.coef_, two.coef_, rtol=1e-12)
+
+
+def test_partial_fit_accepts_many_classes_silently():
+    import warnings
+    X = np.random.RandomState(0).randn(100, 3)  # `classes` itself is all unique
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PlainSGDClassifier().partial_fit(X, np.arange(100) % 20, classes=np.arange(20))
 
 
 def test_zero_weight_rows_do_not_advance_the_counter():

@@ -73,8 +73,12 @@ cdef class RowDataset:
         fetch_row(self, k, x, ind, nnz, y, sw)
 
     cdef void shuffle(self, unsigned int* seed) noexcept nogil:
-        """Fisher-Yates shuffle of the visiting order."""
+        """A new visiting order: Fisher-Yates from the identity, so an epoch's
+        order depends only on the seed state (``fit(max_iter=k)`` visits the
+        rows as ``k`` calls to ``partial_fit`` do)."""
         cdef Py_ssize_t i, j, tmp
+        for i in range(self.n_samples):
+            self.order[i] = i
         for i in range(self.n_samples - 1, 0, -1):
             j = rand_below(seed, i + 1)
             tmp = self.order[i]
