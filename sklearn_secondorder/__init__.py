@@ -1,9 +1,26 @@
 """Single-pass second-order SGD estimators for scikit-learn.
 
-Estimators
-----------
+Linear classifiers (dense or CSR input)
+---------------------------------------
+PSAClassifier
+    Periodic Step-size Adaptation (Hsu et al., Algorithm 1).
+SGDQNLinearSVC
+    SGD-QN, the corrected quasi-Newton SGD for linear SVMs (Bordes et al.).
+SBMLogisticRegression
+    Stochastic bound majorization, full and low rank (Choromanska & Jebara).
 PlainSGDClassifier
-    Plain / averaged SGD on the shared core (the baseline).
+    Plain / averaged SGD on the same core (the baseline).
+
+Sequence taggers (linear-chain CRFs, sklearn-crfsuite's input)
+--------------------------------------------------------------
+ASFSequenceTagger
+    Averaged SGD with feedback (Sun et al.), optionally with latent states.
+PSASequenceTagger
+    PSA on the CRF core.
+SGDSequenceTagger
+    Plain / averaged SGD on the CRF core (the baseline).
+
+``sklearn_secondorder.metrics`` has conlleval chunk F1 and scorers.
 """
 from ._psa import PSAClassifier
 from ._sbm import SBMLogisticRegression
