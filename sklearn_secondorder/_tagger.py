@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
+from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
 from ._core._psa_crf_fast import PSAState, psa_epochs
 from ._core._crf_fast import (
@@ -79,21 +80,7 @@ def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
             w = CRFWeights(w.average(), n_attributes, n_labels, n_latent)
         return objective(ds_sample, w, alpha)
 
-    best_eta, best_obj = eta_start, trial(eta_start)
-    for direction in (factor, 1.0 / factor):
-        eta = best_eta
-        for _ in range(max_trials):
-            eta *= direction
-            obj = trial(eta)
-            if not obj < best_obj:
-                break
-            best_eta, best_obj = eta, obj
-        if best_eta != eta_start:
-            break
-    if not np.isfinite(best_obj):
-        raise ValueError("step-size calibration diverged for every candidate eta; pass "
-                         "eta0 explicitly or scale the numeric features.")
-    return best_eta / 2.0
+    return search_step(trial, eta_start=eta_start, factor=factor, max_trials=max_trials) / 2.0
 
 
 class _BaseSequenceTagger(BaseEstimator):
