@@ -36,6 +36,7 @@ from libc.stdlib cimport malloc, free, calloc
 from libc.string cimport memset, memcpy
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
+from ._numeric cimport all_finite
 from ._dataset cimport RowDataset
 
 cdef double BETA_SERIES = 1e-3   # |log(alpha/z)| below which beta uses its series
@@ -280,22 +281,6 @@ cdef void _example_free(Example* ex) noexcept nogil:
     free(ex.beta)
 
 
-cdef void _reset_order(RowDataset ds) noexcept nogil:
-    """Identity order, so that a pass's permutation depends on the seed only
-    (``partial_fit`` k times == ``fit`` with ``max_iter=k``)."""
-    cdef Py_ssize_t i
-    for i in range(ds.n_samples):
-        ds.order[i] = i
-
-
-cdef bint _all_finite(const double* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if not isfinite(a[i]):
-            return False
-    return True
-
-
 cdef int _cholesky(int n, double* A) noexcept nogil:
     """In-place lower Cholesky of the SPD ``n x n`` row-major ``A``; 0 on failure."""
     cdef int i, j, l
@@ -415,7 +400,6 @@ def sbm_full_epochs(RowDataset ds, double[::1] theta, double[:, ::1] M,
         with nogil:
             for epoch in range(n_epochs):
                 if shuffle:
-                    _reset_order(ds)
                     ds.shuffle(&rng)
                 loss_sum = 0.0
                 w_sum = 0.0
@@ -507,7 +491,7 @@ def sbm_full_epochs(RowDataset ds, double[::1] theta, double[:, ::1] M,
                     _full_step(P, Mp, mup, php, th, eta, surrogate, lam, n_reg, wrk)
                     since_step = 0
                 epochs_run += 1
-                if not _all_finite(th, P) or not _all_finite(php, P):
+                if not all_finite(th, P) or not all_finite(php, P):
                     diverged = True
                     break
     finally:
@@ -1118,7 +1102,6 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
         with nogil:
             for epoch in range(n_epochs):
                 if shuffle:
-                    _reset_order(ds)
                     ds.shuffle(&rng)
                 loss_sum = 0.0
                 w_sum = 0.0
@@ -1234,7 +1217,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                     taup[fb] = 0
                 _orthonormalize(&lr)
                 epochs_run += 1
-                if not _all_finite(th, P) or (H > 0 and not _all_finite(thh, H)):
+                if not all_finite(th, P) or (H > 0 and not all_finite(thh, H)):
                     diverged = True
                     break
     finally:

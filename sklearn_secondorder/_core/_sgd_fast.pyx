@@ -12,23 +12,12 @@ Zero-weight rows are skipped and do not advance ``t``. With ``n_outputs = K > 1`
 the loss is the multinomial log loss over K scores.
 """
 import numpy as np
-from libc.math cimport isfinite
 from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
+from ._numeric cimport all_finite, clip_dloss
 from ._weights cimport ScaledWeights
-
-cdef double DLOSS_CLIP = 1e12
-
-
-cdef inline double _clip(double g) noexcept nogil:
-    if g > DLOSS_CLIP:
-        return DLOSS_CLIP
-    if g < -DLOSS_CLIP:
-        return -DLOSS_CLIP
-    return g
-
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
@@ -41,7 +30,7 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
     for k in range(K):
         scores[k] += b[k]
     if K == 1:
-        grad[0] = _clip(loss.dloss(scores[0], y))
+        grad[0] = clip_dloss(loss.dloss(scores[0], y))
     else:
         softmax_loss(scores, <int>y, K, grad)
     for k in range(K):
@@ -133,14 +122,6 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
         free(grad)
     return {"t": t, "n_iterates": w.n_iterates, "seed": rng, "epochs": epochs_run,
             "diverged": diverged}
-
-
-cdef bint all_finite(const double* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if not isfinite(a[i]):
-            return False
-    return True
 
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss loss=None,
