@@ -11,9 +11,10 @@ from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
-from ._weights cimport LazyStepWeights, lazy_catch_up
+from ._weights cimport LazyStepWeights, lazy_catch_up, decay_power
 
 cdef double DLOSS_CLIP = 1e12
+cdef long long NO_SWEEP = 1LL << 62
 
 
 def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
@@ -62,11 +63,21 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef unsigned int rng = state["seed"] if state["seed"] != 0 else 1
     cdef double* scores = <double*>malloc(K * sizeof(double))
     cdef double* grad = <double*>malloc(K * sizeof(double))
+    # the blocks in use: swept at the next event (`due`), and those to keep
+    cdef Py_ssize_t* due = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* keep = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* swap
+    cdef Py_ssize_t n_due = 0, n_keep, n_ev, a
+    cdef long long b = period if period > 0 else 0
+    cdef long long next_sweep = (t // b + 1) * b if b > 0 else NO_SWEEP
+    cdef long long tau
+    cdef long long* last = w.last
+    cdef long long* next_event = w.next_event
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q, k, epoch, epochs_run = 0
     cdef Py_ssize_t i, j, p
-    cdef double y, sw, c, g
+    cdef double y, sw, c, g, s, vv, e, gsw
     cdef double* v = w.v
     cdef double* eta = w.eta
     cdef bint diverged = False
@@ -79,16 +90,71 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
+                    # 0. at an event time, apply the event to the blocks in use
+                    #    (those caught up since the previous event); a block
+                    #    untouched for 2b updates leaves the sweep and is caught
+                    #    up lazily at its next touch. Either way the arithmetic
+                    #    is that of catch_up.
+                    if t == next_sweep:
+                        n_ev = 0
+                        n_keep = 0
+                        for a in range(n_due):
+                            j = due[a]
+                            if next_event[j] == t:
+                                if last[j] + 2 * b > t:
+                                    keep[n_keep] = j
+                                    n_keep += 1
+                                due[n_ev] = j
+                                n_ev += 1
+                            elif next_event[j] == t + b:
+                                keep[n_keep] = j
+                                n_keep += 1
+                        w.apply_event(due, n_ev, t)
+                        swap = due
+                        due = keep
+                        keep = swap
+                        n_due = n_keep
+                        next_sweep += b
                     # 1. catch the row's coordinates (and the intercept) up to t
-                    for k in range(K):
-                        scores[k] = 0.0
-                    for q in range(nnz):
-                        j = ind[q]
-                        lazy_catch_up(w, j, t)
+                    if K == 1:
+                        s = 0.0
+                        for q in range(nnz):
+                            j = ind[q]
+                            if next_event[j] <= t:
+                                w.catch_up(j, t)
+                                if n_due <= d:
+                                    due[n_due] = j
+                                    n_due += 1
+                            else:
+                                tau = last[j]
+                                if tau != t:
+                                    last[j] = t
+                                    if alpha != 0.0:
+                                        v[2 * j] *= decay_power(eta[2 * j] * alpha, t - tau)
+                            s += v[2 * j] * x[q]
+                        scores[0] = s
+                    else:
                         for k in range(K):
-                            scores[k] += v[2 * (j * K + k)] * x[q]
+                            scores[k] = 0.0
+                        for q in range(nnz):
+                            j = ind[q]
+                            if next_event[j] <= t:
+                                w.catch_up(j, t)
+                                if n_due <= d:
+                                    due[n_due] = j
+                                    n_due += 1
+                            else:
+                                lazy_catch_up(w, j, t)
+                            for k in range(K):
+                                scores[k] += v[2 * (j * K + k)] * x[q]
                     if fit_intercept:
-                        lazy_catch_up(w, d, t)
+                        if next_event[d] <= t:
+                            w.catch_up(d, t)
+                            if n_due <= d:
+                                due[n_due] = d
+                                n_due += 1
+                        # the intercept has no L2: nothing to decay
+                        last[d] = t
                         for k in range(K):
                             scores[k] += v[2 * (d * K + k)]
                     # 2. loss derivative at theta(t)
@@ -99,20 +165,31 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     else:
                         softmax_loss(scores, <int>y, K, grad)
                     # 3. theta(t+1) = (1 - eta lam) theta(t) - eta sw grad x  (Alg. 1, line 5)
-                    for q in range(nnz):
-                        j = ind[q]
-                        for k in range(K):
-                            p = j * K + k
-                            c = 1.0 - eta[2 * p] * alpha
+                    if K == 1:
+                        gsw = sw * grad[0]
+                        for q in range(nnz):
+                            j = ind[q]
+                            e = eta[2 * j]
+                            c = 1.0 - e * alpha
                             if c < 0.0:
                                 c = 0.0
-                            v[2 * p] = c * v[2 * p] - eta[2 * p] * sw * grad[k] * x[q]
-                        w.last[j] = t + 1
+                            v[2 * j] = c * v[2 * j] - e * gsw * x[q]
+                            last[j] = t + 1
+                    else:
+                        for q in range(nnz):
+                            j = ind[q]
+                            for k in range(K):
+                                p = j * K + k
+                                c = 1.0 - eta[2 * p] * alpha
+                                if c < 0.0:
+                                    c = 0.0
+                                v[2 * p] = c * v[2 * p] - eta[2 * p] * sw * grad[k] * x[q]
+                            last[j] = t + 1
                     if fit_intercept:
                         for k in range(K):
                             p = d * K + k
                             v[2 * p] -= eta[2 * p] * sw * grad[k]
-                        w.last[d] = t + 1
+                        last[d] = t + 1
                     t += 1
                 epochs_run += 1
                 w.catch_up_all(t)
@@ -122,6 +199,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     finally:
         free(scores)
         free(grad)
+        free(due)
+        free(keep)
     return {"t": t, "seed": rng, "epochs": epochs_run, "diverged": diverged,
             "min_factor": w.min_factor, "max_factor": w.max_factor,
             "n_adaptations": w.n_adaptations}

@@ -65,6 +65,8 @@ cdef class LazyStepWeights:
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
+    cdef void apply_event(self, const Py_ssize_t* blocks, Py_ssize_t n_blocks,
+                          long long ev) noexcept nogil
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil

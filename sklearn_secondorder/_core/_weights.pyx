@@ -398,6 +398,40 @@ cdef class LazyStepWeights:
         self.last[j] = T
         self.next_event[j] = ev
 
+    cdef void apply_event(self, const Py_ssize_t* blocks, Py_ssize_t n_blocks,
+                          long long ev) noexcept nogil:
+        """``catch_up(j, ev)`` for the blocks ``j`` in ``blocks[:n_blocks]``, all
+        due exactly at ``ev`` (``next_event[j] == ev``, ``last[j] <= ev``).
+
+        The same arithmetic as ``catch_up`` (decay to ``ev``, then the mid-window
+        snapshot or the window-end adaptation), batched: the kernel sweeps the
+        blocks in use at each event instead of catching each up at its next touch.
+        """
+        cdef long long b = self.period, k
+        cdef bint window_end = (ev // b) % 2 == 0
+        cdef bint adapt = window_end and ev > 0
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t a, j, p
+        cdef double lam, vv
+        for a in range(n_blocks):
+            j = blocks[a]
+            lam = 0.0 if j == self.unregularized else self.lam
+            k = ev - self.last[j]
+            for q in range(K):
+                p = j * K + q
+                vv = self.v[2 * p]
+                if k > 0 and lam != 0.0 and vv != 0.0:
+                    vv *= decay_power(self.eta[2 * p] * lam, k)
+                    self.v[2 * p] = vv
+                if window_end:
+                    if adapt:
+                        self._adapt(p)
+                    self.snap0[2 * p] = vv
+                else:
+                    self.snap1[2 * p] = vv
+            self.last[j] = ev
+            self.next_event[j] = ev + b
+
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
         for j in range(self.n_blocks):
