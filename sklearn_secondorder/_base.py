@@ -40,11 +40,12 @@ from ._compat import (
 MAX_SEED = np.iinfo(np.int32).max
 
 
-def diverged_error(name, epoch):
-    """The error raised when the weights overflow."""
+def diverged_error(name, epoch, remedy="lower eta0"):
+    """The error raised when the weights overflow; ``remedy`` names the
+    estimator's own step-size knob."""
     return ValueError(
         f"{name}: the weights overflowed (non-finite values) during pass {epoch}; "
-        "lower eta0, increase alpha, or scale the features (e.g. StandardScaler)."
+        f"{remedy}, increase alpha, or scale the features (e.g. StandardScaler)."
     )
 
 

@@ -311,7 +311,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
             shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
             r_max=self.max_curvature)
         if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"])
+            raise diverged_error(type(self).__name__, info["epochs"], remedy="increase t0")
         state.update(t=info["t"], seed=info["seed"], count=info["count"],
                      update_b=info["update_b"])
         return info["epochs"]

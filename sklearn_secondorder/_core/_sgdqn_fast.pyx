@@ -37,9 +37,9 @@ from libc.math cimport exp, pow, isfinite
 from libc.string cimport memcpy
 
 from ._dataset cimport RowDataset
+from ._numeric cimport all_finite, clip_dloss
 from ._losses cimport Loss
 
-cdef double DLOSS_CLIP = 1e12
 # Below this value the linearized shrink 1 - skip lam B_i is replaced by the
 # product of `skip` exact shrinks (1 - lam B_i)^skip, or by exp(-skip lam B_i)
 # when even one shrink would be negative (lam B_i >= 1, i.e. t0 < 1).
@@ -47,14 +47,6 @@ cdef double SHRINK_GUARD = 0.8
 # Lower clip of the per-coordinate curvature r_i, in units of lam (the L2
 # term's own curvature); the upper clip is the argument r_max.
 cdef double R_MIN = 1.0
-
-
-cdef inline double _clip(double g) noexcept nogil:
-    if g > DLOSS_CLIP:
-        return DLOSS_CLIP
-    if g < -DLOSS_CLIP:
-        return -DLOSS_CLIP
-    return g
 
 
 cdef inline double _shrink_factor(double lam_b, double skip) noexcept nogil:
@@ -73,14 +65,6 @@ cdef inline double _clip_r(double r, double lo, double hi) noexcept nogil:
     if r > hi:
         return hi
     return r
-
-
-cdef bint _all_finite(const double* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if not isfinite(a[i]):
-            return False
-    return True
 
 
 def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
@@ -157,14 +141,14 @@ def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
                 p = b[0]
                 for k in range(nnz):
                     p += w[ind[k]] * x[k]
-                g = sw * _clip(loss.dloss(p, y))
+                g = sw * clip_dloss(loss.dloss(p, y))
                 if update_b:
                     # Secant of the full per-example gradient between v and w
                     # (erratum): only the example's non-zeros can differ from lam.
                     pv = vp[d]
                     for k in range(nnz):
                         pv += vp[ind[k]] * x[k]
-                    gv = sw * _clip(loss.dloss(pv, y))
+                    gv = sw * clip_dloss(loss.dloss(pv, y))
                     dg = g - gv
                     if dg != 0.0:
                         for k in range(nnz):
@@ -199,7 +183,7 @@ def sgdqn_epochs(RowDataset ds, double[::1] coef, double[::1] intercept,
                         b[0] -= g * Bp[d]
                 t += 1
             epochs_run += 1
-            if not _all_finite(w, d) or not isfinite(b[0]):
+            if not all_finite(w, d) or not isfinite(b[0]):
                 diverged = True
                 break
     return {"t": t, "count": count, "update_b": bool(update_b), "seed": rng,
