@@ -7,7 +7,7 @@ number of features, and the only O(n_features) work is the flush at the end
 of a call (and the per-epoch finiteness check).
 """
 import numpy as np
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
@@ -15,6 +15,9 @@ from ._weights cimport LazyStepWeights, lazy_catch_up, decay_power
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
+# a block leaves the sweep after this many sweeps without a touch (then it is
+# caught up lazily at its next touch)
+cdef int MAX_IDLE = 1
 
 
 def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
@@ -67,6 +70,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef Py_ssize_t* due = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t* keep = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t* swap
+    cdef char* idle = <char*>calloc(d + 1, sizeof(char))
     cdef Py_ssize_t n_due = 0, n_keep, n_ev, a
     cdef long long b = period if period > 0 else 0
     cdef long long next_sweep = (t // b + 1) * b if b > 0 else NO_SWEEP
@@ -101,14 +105,20 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                         for a in range(n_due):
                             j = due[a]
                             if next_event[j] == t:
-                                if last[j] + 2 * b > t:
-                                    keep[n_keep] = j
-                                    n_keep += 1
                                 due[n_ev] = j
                                 n_ev += 1
-                            elif next_event[j] == t + b:
-                                keep[n_keep] = j
-                                n_keep += 1
+                            elif next_event[j] != t + b:
+                                continue
+                            # keep it if touched since the previous sweep (which
+                            # set last to its time), or idle for <= MAX_IDLE sweeps
+                            if last[j] > t - b:
+                                idle[j] = 0
+                            elif idle[j] < MAX_IDLE:
+                                idle[j] += 1
+                            else:
+                                continue
+                            keep[n_keep] = j
+                            n_keep += 1
                         w.apply_event(due, n_ev, t)
                         swap = due
                         due = keep
@@ -125,6 +135,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                                 if n_due <= d:
                                     due[n_due] = j
                                     n_due += 1
+                                    idle[j] = 0
                             else:
                                 tau = last[j]
                                 if tau != t:
@@ -143,6 +154,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                                 if n_due <= d:
                                     due[n_due] = j
                                     n_due += 1
+                                    idle[j] = 0
                             else:
                                 lazy_catch_up(w, j, t)
                             for k in range(K):
@@ -153,6 +165,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                             if n_due <= d:
                                 due[n_due] = d
                                 n_due += 1
+                                idle[d] = 0
                         # the intercept has no L2: nothing to decay
                         last[d] = t
                         for k in range(K):
@@ -201,6 +214,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
         free(grad)
         free(due)
         free(keep)
+        free(idle)
     return {"t": t, "seed": rng, "epochs": epochs_run, "diverged": diverged,
             "min_factor": w.min_factor, "max_factor": w.max_factor,
             "n_adaptations": w.n_adaptations}

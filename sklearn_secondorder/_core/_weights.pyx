@@ -404,33 +404,70 @@ cdef class LazyStepWeights:
         due exactly at ``ev`` (``next_event[j] == ev``, ``last[j] <= ev``).
 
         The same arithmetic as ``catch_up`` (decay to ``ev``, then the mid-window
-        snapshot or the window-end adaptation), batched: the kernel sweeps the
-        blocks in use at each event instead of catching each up at its next touch.
+        snapshot or the window-end adaptation of ``_adapt``), batched: the kernel
+        sweeps the blocks in use at each event instead of catching each up at its
+        next touch. Fields are read into locals once (extensions are compiled
+        with ``-fno-strict-aliasing``, so every store would otherwise reload them).
         """
         cdef long long b = self.period, k
         cdef bint window_end = (ev // b) % 2 == 0
         cdef bint adapt = window_end and ev > 0
         cdef int q, K = self.n_outputs
-        cdef Py_ssize_t a, j, p
-        cdef double lam, vv
+        cdef Py_ssize_t a, j, p, unreg = self.unregularized
+        cdef double lam, vv, num, den, u, f
+        cdef double* v = self.v
+        cdef double* eta = self.eta
+        cdef double* snap0 = self.snap0
+        cdef double* snap1 = self.snap1
+        cdef long long* last = self.last
+        cdef long long* next_event = self.next_event
+        cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
+        cdef double denom = self.m + self.kappa + self.n
+        cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
+        cdef double f_min = self.min_factor, f_max = self.max_factor
+        cdef long long n_adapt = 0
         for a in range(n_blocks):
             j = blocks[a]
-            lam = 0.0 if j == self.unregularized else self.lam
-            k = ev - self.last[j]
+            lam = 0.0 if j == unreg else lam0
+            k = ev - last[j]
+            last[j] = ev
+            next_event[j] = ev + b
             for q in range(K):
-                p = j * K + q
-                vv = self.v[2 * p]
+                p = 2 * (j * K + q)
+                vv = v[p]
                 if k > 0 and lam != 0.0 and vv != 0.0:
-                    vv *= decay_power(self.eta[2 * p] * lam, k)
-                    self.v[2 * p] = vv
-                if window_end:
-                    if adapt:
-                        self._adapt(p)
-                    self.snap0[2 * p] = vv
-                else:
-                    self.snap1[2 * p] = vv
-            self.last[j] = ev
-            self.next_event[j] = ev + b
+                    vv *= decay_power(eta[p] * lam, k)
+                    v[p] = vv
+                if not window_end:
+                    snap1[p] = vv
+                    continue
+                if adapt:                       # _adapt, inlined
+                    num = vv - snap1[p]
+                    den = snap1[p] - snap0[p]
+                    if den != 0.0 or num != 0.0:
+                        if den == 0.0:
+                            u = copysign(kappa, num)
+                        else:
+                            u = num / den
+                            if u > kappa:
+                                u = kappa
+                            elif u < -kappa:
+                                u = -kappa
+                        f = (m + u) / denom
+                        if f > f_hi:
+                            f = f_hi
+                        elif f < f_lo:
+                            f = f_lo
+                        eta[p] *= f
+                        n_adapt += 1
+                        if f < f_min:
+                            f_min = f
+                        if f > f_max:
+                            f_max = f
+                snap0[p] = vv
+        self.n_adaptations += n_adapt
+        self.min_factor = f_min
+        self.max_factor = f_max
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
