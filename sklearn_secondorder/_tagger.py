@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
+from ._base import diverged_error
 from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
 from ._core._psa_crf_fast import PSAState, psa_epochs
@@ -38,14 +39,6 @@ from ._sequence import (
 )
 
 MAX_SEED = np.iinfo(np.int32).max
-
-
-def diverged_error(name, epoch):
-    """The error raised when training produces non-finite weights."""
-    return ValueError(
-        f"{name}: the weights overflowed (non-finite log-likelihood or weights) during "
-        f"pass {epoch}; lower eta0, increase alpha, or scale the numeric features."
-    )
 
 
 def calibrate_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
