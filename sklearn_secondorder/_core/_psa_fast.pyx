@@ -11,7 +11,7 @@ from libc.stdlib cimport malloc, calloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
-from ._weights cimport LazyStepWeights, lazy_catch_up, decay_power
+from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
@@ -84,6 +84,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef double y, sw, c, g, s, vv, e, gsw
     cdef double* v = w.v
     cdef double* eta = w.eta
+    cdef double* rate = w.rate
     cdef bint diverged = False
     try:
         with nogil:
@@ -141,7 +142,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                                 if tau != t:
                                     last[j] = t
                                     if alpha != 0.0:
-                                        v[2 * j] *= decay_power(eta[2 * j] * alpha, t - tau)
+                                        v[2 * j] *= decay_factor(rate[j], t - tau)
                             s += v[2 * j] * x[q]
                         scores[0] = s
                     else:

@@ -25,7 +25,7 @@ cdef class ScaledWeights:
     cdef bint is_finite(self) noexcept nogil
 
 
-from libc.math cimport exp, pow
+from libc.math cimport exp, log1p, INFINITY
 
 cdef extern from *:
     """
@@ -52,6 +52,8 @@ cdef class LazyStepWeights:
     cdef double* snap1
     cdef long long* last
     cdef long long* next_event
+    cdef double* rate                # log(1 - eta_p lam_p), cached (log_decay)
+    cdef double[::1] _rate_arr
     cdef object _arrays
     cdef readonly Py_ssize_t n_blocks
     cdef readonly int n_outputs
@@ -83,22 +85,38 @@ cdef inline double small_exp(double z) noexcept nogil:
     return exp(z)
 
 
-cdef inline double decay_power(double x, long long k) noexcept nogil:
-    """``(1 - x)^k`` for ``0 <= x``, ``k >= 0`` (0 when ``x >= 1``).
+cdef inline double log_decay(double x) noexcept nogil:
+    """``log(1 - x)`` for ``0 <= x`` (``-inf`` when ``x >= 1``): the log-rate of the
+    decay ``(1 - x)^k``, ``x = eta lam``.
 
-    The common case (``x = eta lam`` tiny, ``k x`` small) avoids ``pow``:
-    ``log1p(-x)`` by its series to ``x^4`` (relative error < ``x^4 / 5``) and
-    ``exp`` by Taylor to ``z^6`` (error < ``|z|^7 / 5040``), both below the
-    rounding of the eager product ``c * c * ... * c`` they stand for.
+    For ``x < 1e-4``, the series ``-(x + x^2/2 + x^3/3 + x^4/4)`` (relative error
+    < ``x^4 / 5``, below rounding); ``log1p`` otherwise.
     """
-    cdef double z
-    if x >= 1.0:
-        return 0.0
-    if k == 1:
-        return 1.0 - x
     if x < 1e-4:
-        return small_exp(-<double>k * x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25))))
-    return pow(1.0 - x, <double>k)
+        return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)))
+    if x >= 1.0:
+        return -INFINITY
+    return log1p(-x)
+
+
+cdef inline double decay_factor(double r, long long k) noexcept nogil:
+    """``(1 - x)^k = exp(k r)`` from ``r = log_decay(x)``, for ``k >= 1``.
+
+    ``z = k r <= 0``: Taylor to ``z^3`` when ``|z| < 1e-4`` (error <
+    ``z^4 / 24 < 5e-18``, below the rounding of the eager product
+    ``c * c * ... * c`` it stands for), ``small_exp`` otherwise (0 when
+    ``x >= 1``: the step's factor ``max(0, 1 - eta lam)``).
+    """
+    cdef double z = <double>k * r
+    if z > -1e-4:
+        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0)))
+    return small_exp(z)
+
+
+cdef inline double decay_power(double x, long long k) noexcept nogil:
+    """``(1 - x)^k`` for ``0 <= x``, ``k >= 1`` (0 when ``x >= 1``):
+    ``decay_factor(log_decay(x), k)``."""
+    return decay_factor(log_decay(x), k)
 
 
 cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
@@ -107,15 +125,13 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
     cdef long long tau = w.last[j]
     cdef int q
     cdef Py_ssize_t p
-    cdef double lam
     if w.next_event[j] <= T:
         w.catch_up(j, T)
         return
     if tau == T:
         return
-    lam = 0.0 if j == w.unregularized else w.lam
-    if lam != 0.0:
+    if j != w.unregularized and w.lam != 0.0:
         for q in range(w.n_outputs):
             p = j * w.n_outputs + q
-            w.v[2 * p] *= decay_power(w.eta[2 * p] * lam, T - tau)
+            w.v[2 * p] *= decay_factor(w.rate[p], T - tau)
     w.last[j] = T

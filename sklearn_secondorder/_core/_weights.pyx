@@ -248,6 +248,13 @@ cdef class LazyStepWeights:
             # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip: the clipped regime
             self.eta_clip = -expm1(log(kappa) / period) / lam if lam > 0 else 0.0
         self.unregularized = unregularized
+        # the decay log-rates, derived from eta (kept in step with it)
+        self._rate_arr = np.zeros(max(size, 1))
+        self.rate = &self._rate_arr[0]
+        cdef Py_ssize_t p
+        for p in range(size):
+            if lam != 0.0 and p // n_outputs != unregularized:
+                self.rate[p] = log_decay(self.eta[2 * p] * lam)
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
@@ -261,7 +268,7 @@ cdef class LazyStepWeights:
         for q in range(self.n_outputs):
             p = j * self.n_outputs + q
             if self.v[2 * p] != 0.0:
-                self.v[2 * p] *= decay_power(self.eta[2 * p] * lam, k)
+                self.v[2 * p] *= decay_factor(self.rate[p], k)
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
@@ -286,6 +293,8 @@ cdef class LazyStepWeights:
         elif f < self.psa_beta:
             f = self.psa_beta
         self.eta[2 * p] *= f                     # Eq. (8)
+        if self.rate[p] != 0.0:                  # (0: no L2 on this block)
+            self.rate[p] = log_decay(self.eta[2 * p] * self.lam)
         self.n_adaptations += 1
         if f < self.min_factor:
             self.min_factor = f
@@ -333,6 +342,7 @@ cdef class LazyStepWeights:
                     break
             self.v[2 * p] *= small_exp(-2.0 * <double>b * total)
             self.eta[2 * p] *= fk
+            self.rate[p] = log_decay(self.eta[2 * p] * lam)
             self.n_adaptations += k
             if self.factor_hi < self.min_factor:
                 self.min_factor = self.factor_hi
@@ -349,7 +359,8 @@ cdef class LazyStepWeights:
                 self.snap0[2 * p] = self.v[2 * p]
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
-        self.v[2 * p] *= decay_power(self.eta[2 * p] * lam, k)
+        if lam != 0.0:
+            self.v[2 * p] *= decay_factor(self.rate[p], k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T.
@@ -417,6 +428,7 @@ cdef class LazyStepWeights:
         cdef double lam, vv, num, den, u, f
         cdef double* v = self.v
         cdef double* eta = self.eta
+        cdef double* rate = self.rate
         cdef double* snap0 = self.snap0
         cdef double* snap1 = self.snap1
         cdef long long* last = self.last
@@ -436,7 +448,7 @@ cdef class LazyStepWeights:
                 p = 2 * (j * K + q)
                 vv = v[p]
                 if k > 0 and lam != 0.0 and vv != 0.0:
-                    vv *= decay_power(eta[p] * lam, k)
+                    vv *= decay_factor(rate[p // 2], k)
                     v[p] = vv
                 if not window_end:
                     snap1[p] = vv
@@ -459,6 +471,8 @@ cdef class LazyStepWeights:
                         elif f < f_lo:
                             f = f_lo
                         eta[p] *= f
+                        if lam != 0.0:
+                            rate[p // 2] = log_decay(eta[p] * lam)
                         n_adapt += 1
                         if f < f_min:
                             f_min = f
