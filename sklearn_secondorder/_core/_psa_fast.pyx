@@ -70,8 +70,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef Py_ssize_t* due = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t* keep = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t* swap
-    cdef char* idle = <char*>calloc(d + 1, sizeof(char))
-    cdef Py_ssize_t n_due = 0, n_keep, n_ev, a
+    cdef unsigned char* idle = <unsigned char*>calloc(d + 1, sizeof(unsigned char))
+    cdef Py_ssize_t n_due = 0
     cdef long long b = period if period > 0 else 0
     cdef long long next_sweep = (t // b + 1) * b if b > 0 else NO_SWEEP
     cdef long long tau
@@ -101,30 +101,10 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     #    up lazily at its next touch. Either way the arithmetic
                     #    is that of catch_up.
                     if t == next_sweep:
-                        n_ev = 0
-                        n_keep = 0
-                        for a in range(n_due):
-                            j = due[a]
-                            if next_event[j] == t:
-                                due[n_ev] = j
-                                n_ev += 1
-                            elif next_event[j] != t + b:
-                                continue
-                            # keep it if touched since the previous sweep (which
-                            # set last to its time), or idle for <= MAX_IDLE sweeps
-                            if last[j] > t - b:
-                                idle[j] = 0
-                            elif idle[j] < MAX_IDLE:
-                                idle[j] += 1
-                            else:
-                                continue
-                            keep[n_keep] = j
-                            n_keep += 1
-                        w.apply_event(due, n_ev, t)
+                        n_due = w.sweep(due, n_due, keep, idle, MAX_IDLE, t)
                         swap = due
                         due = keep
                         keep = swap
-                        n_due = n_keep
                         next_sweep += b
                     # 1. catch the row's coordinates (and the intercept) up to t
                     if K == 1:
@@ -207,6 +187,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     t += 1
                 epochs_run += 1
                 w.catch_up_all(t)
+                if b > 0:   # every block's next event is now the first multiple of b > t
+                    next_sweep = (t // b + 1) * b
                 if not w.is_finite():
                     diverged = True
                     break

@@ -25,7 +25,7 @@ cdef class ScaledWeights:
     cdef bint is_finite(self) noexcept nogil
 
 
-from libc.math cimport exp, log1p, INFINITY
+from libc.math cimport exp, log1p
 
 cdef extern from *:
     """
@@ -67,8 +67,8 @@ cdef class LazyStepWeights:
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
-    cdef void apply_event(self, const Py_ssize_t* blocks, Py_ssize_t n_blocks,
-                          long long ev) noexcept nogil
+    cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
+                          unsigned char* idle, int max_idle, long long ev) noexcept nogil
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil
@@ -86,7 +86,7 @@ cdef inline double small_exp(double z) noexcept nogil:
 
 
 cdef inline double log_decay(double x) noexcept nogil:
-    """``log(1 - x)`` for ``0 <= x`` (``-inf`` when ``x >= 1``): the log-rate of the
+    """``log(1 - x)`` for ``0 <= x`` (``-1e300`` when ``x >= 1``): the log-rate of the
     decay ``(1 - x)^k``, ``x = eta lam``.
 
     For ``x < 1e-4``, the series ``-(x + x^2/2 + x^3/3 + x^4/4)`` (relative error
@@ -95,12 +95,13 @@ cdef inline double log_decay(double x) noexcept nogil:
     if x < 1e-4:
         return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)))
     if x >= 1.0:
-        return -INFINITY
+        return -1e300    # finite: k r = 0 at k = 0, exp(k r) = 0 for k >= 1
     return log1p(-x)
 
 
 cdef inline double decay_factor(double r, long long k) noexcept nogil:
-    """``(1 - x)^k = exp(k r)`` from ``r = log_decay(x)``, for ``k >= 1``.
+    """``(1 - x)^k = exp(k r)`` from ``r = log_decay(x)``, for ``k >= 0``
+    (exactly 1 at ``k = 0`` or ``r = 0``).
 
     ``z = k r <= 0``: Taylor to ``z^3`` when ``|z| < 1e-4`` (error <
     ``z^4 / 24 < 5e-18``, below the rounding of the eager product

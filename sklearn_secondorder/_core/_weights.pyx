@@ -409,22 +409,25 @@ cdef class LazyStepWeights:
         self.last[j] = T
         self.next_event[j] = ev
 
-    cdef void apply_event(self, const Py_ssize_t* blocks, Py_ssize_t n_blocks,
-                          long long ev) noexcept nogil:
-        """``catch_up(j, ev)`` for the blocks ``j`` in ``blocks[:n_blocks]``, all
-        due exactly at ``ev`` (``next_event[j] == ev``, ``last[j] <= ev``).
+    cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
+                          unsigned char* idle, int max_idle, long long ev) noexcept nogil:
+        """``catch_up(j, ev)`` for the blocks ``j`` in ``due[:n_due]``, all due
+        exactly at the event ``ev`` (``next_event[j] == ev``, ``last[j] <= ev``).
 
         The same arithmetic as ``catch_up`` (decay to ``ev``, then the mid-window
-        snapshot or the window-end adaptation of ``_adapt``), batched: the kernel
-        sweeps the blocks in use at each event instead of catching each up at its
-        next touch. Fields are read into locals once (extensions are compiled
-        with ``-fno-strict-aliasing``, so every store would otherwise reload them).
+        snapshot or the window-end adaptation of ``_adapt``), batched: a kernel
+        sweeps the blocks in use at each event instead of catching each one up
+        at its next touch. ``idle[j]`` counts the sweeps since block ``j`` was
+        last touched (``last[j] > ev - b``); the blocks idle for at most
+        ``max_idle`` sweeps are written to ``keep``, whose length is returned.
+        Fields are read into locals once (extensions are compiled with
+        ``-fno-strict-aliasing``, so every store would otherwise reload them).
         """
         cdef long long b = self.period, k
         cdef bint window_end = (ev // b) % 2 == 0
         cdef bint adapt = window_end and ev > 0
         cdef int q, K = self.n_outputs
-        cdef Py_ssize_t a, j, p, unreg = self.unregularized
+        cdef Py_ssize_t a, j, p, n_keep = 0, unreg = self.unregularized
         cdef double lam, vv, num, den, u, f
         cdef double* v = self.v
         cdef double* eta = self.eta
@@ -438,50 +441,47 @@ cdef class LazyStepWeights:
         cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
-        for a in range(n_blocks):
-            j = blocks[a]
-            lam = 0.0 if j == unreg else lam0
+        cdef unsigned char idl
+        for a in range(n_due):
+            j = due[a]
             k = ev - last[j]
+            idl = 0 if k < b else idle[j] + 1
+            idle[j] = idl
+            keep[n_keep] = j
+            n_keep += idl <= max_idle
             last[j] = ev
             next_event[j] = ev + b
+            lam = 0.0 if j == unreg else lam0
             for q in range(K):
-                p = 2 * (j * K + q)
-                vv = v[p]
-                if k > 0 and lam != 0.0 and vv != 0.0:
-                    vv *= decay_factor(rate[p // 2], k)
-                    v[p] = vv
+                p = j * K + q
+                # rate = 0 (no L2) or k = 0 give a factor of exactly 1
+                vv = v[2 * p] * decay_factor(rate[p], k)
+                v[2 * p] = vv
                 if not window_end:
-                    snap1[p] = vv
+                    snap1[2 * p] = vv
                     continue
                 if adapt:                       # _adapt, inlined
-                    num = vv - snap1[p]
-                    den = snap1[p] - snap0[p]
+                    num = vv - snap1[2 * p]
+                    den = snap1[2 * p] - snap0[2 * p]
                     if den != 0.0 or num != 0.0:
-                        if den == 0.0:
-                            u = copysign(kappa, num)
-                        else:
-                            u = num / den
-                            if u > kappa:
-                                u = kappa
-                            elif u < -kappa:
-                                u = -kappa
-                        f = (m + u) / denom
-                        if f > f_hi:
-                            f = f_hi
-                        elif f < f_lo:
-                            f = f_lo
-                        eta[p] *= f
+                        # den = 0: num / den = +-inf, clipped to sign(num) kappa
+                        u = num / den                       # Eq. (6)
+                        u = kappa if u > kappa else u       # Eq. (7)
+                        u = -kappa if u < -kappa else u
+                        f = (m + u) / denom                 # Eq. (9)
+                        f = f_hi if f > f_hi else f
+                        f = f_lo if f < f_lo else f
+                        eta[2 * p] *= f                     # Eq. (8)
                         if lam != 0.0:
-                            rate[p // 2] = log_decay(eta[p] * lam)
+                            rate[p] = log_decay(eta[2 * p] * lam)
                         n_adapt += 1
-                        if f < f_min:
-                            f_min = f
-                        if f > f_max:
-                            f_max = f
-                snap0[p] = vv
+                        f_min = f if f < f_min else f_min
+                        f_max = f if f > f_max else f_max
+                snap0[2 * p] = vv
         self.n_adaptations += n_adapt
         self.min_factor = f_min
         self.max_factor = f_max
+        return n_keep
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
