@@ -17,7 +17,7 @@ cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
 # a block leaves the sweep after this many sweeps without a touch (then it is
 # caught up lazily at its next touch)
-cdef int MAX_IDLE = 1
+cdef int MAX_IDLE = 3
 
 
 def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,

@@ -103,14 +103,14 @@ cdef inline double decay_factor(double r, long long k) noexcept nogil:
     """``(1 - x)^k = exp(k r)`` from ``r = log_decay(x)``, for ``k >= 0``
     (exactly 1 at ``k = 0`` or ``r = 0``).
 
-    ``z = k r <= 0``: Taylor to ``z^3`` when ``|z| < 1e-4`` (error <
-    ``z^4 / 24 < 5e-18``, below the rounding of the eager product
+    ``z = k r <= 0``: Taylor to ``z^4`` when ``|z| < 5e-4`` (error <
+    ``|z|^5 / 120 < 3e-19``, below the rounding of the eager product
     ``c * c * ... * c`` it stands for), ``small_exp`` otherwise (0 when
     ``x >= 1``: the step's factor ``max(0, 1 - eta lam)``).
     """
     cdef double z = <double>k * r
-    if z > -1e-4:
-        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0)))
+    if z > -5e-4:
+        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))))
     return small_exp(z)
 
 
