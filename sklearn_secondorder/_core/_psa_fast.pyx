@@ -118,12 +118,14 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                                     n_due += 1
                                     idle[j] = 0
                             else:
+                                # no event to cross: one decay (a factor of
+                                # exactly 1 when tau == t or without L2)
                                 tau = last[j]
-                                if tau != t:
-                                    last[j] = t
-                                    if alpha != 0.0:
-                                        v[2 * j] *= decay_factor(rate[j], t - tau)
-                            s += v[2 * j] * x[q]
+                                last[j] = t
+                                v[2 * j] *= decay_factor(rate[j], t - tau)
+                        # (a separate loop: the decays above are independent)
+                        for q in range(nnz):
+                            s += v[2 * ind[q]] * x[q]
                         scores[0] = s
                     else:
                         for k in range(K):
