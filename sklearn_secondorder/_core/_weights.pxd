@@ -61,6 +61,7 @@ cdef class LazyStepWeights:
     cdef readonly long long period
     cdef readonly double psa_alpha, psa_beta, kappa, m, n
     cdef double factor_hi, log_alpha, eta_clip
+    cdef double geo_den[37]          # alpha^m - 1, m < 37 (closed-form skip)
     cdef readonly Py_ssize_t unregularized
     cdef readonly double min_factor, max_factor
     cdef readonly long long n_adaptations

@@ -221,6 +221,7 @@ cdef class LazyStepWeights:
                  double lam=0.0, long long period=0, double psa_alpha=0.9999,
                  double psa_beta=0.99, double kappa=0.9, Py_ssize_t unregularized=-1):
         cdef Py_ssize_t size = ve.shape[0]
+        cdef int mm
         if (ve.shape[1] != 2 or snaps.shape[0] != size or snaps.shape[1] != 2
                 or size != last.shape[0] * n_outputs or next_event.shape[0] != last.shape[0]):
             raise ValueError("inconsistent LazyStepWeights array sizes")
@@ -247,6 +248,8 @@ cdef class LazyStepWeights:
             self.log_alpha = log(psa_alpha)
             # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip: the clipped regime
             self.eta_clip = -expm1(log(kappa) / period) / lam if lam > 0 else 0.0
+            for mm in range(1, 37):
+                self.geo_den[mm] = expm1(mm * self.log_alpha)   # alpha^m - 1
         self.unregularized = unregularized
         # the decay log-rates, derived from eta (kept in step with it)
         self._rate_arr = np.zeros(max(size, 1))
@@ -324,17 +327,20 @@ cdef class LazyStepWeights:
         x = self.eta[2 * p] * lam
         if self.eta[2 * p] <= self.eta_clip and x < 0.05 and k > 2:
             if n_geo[0] == 0:
-                geo[39] = exp(<double>k * self.log_alpha)       # alpha^k
+                geo[37] = expm1(<double>k * self.log_alpha)   # alpha^k - 1
+                geo[38] = geo[37]                             # P_1
+                geo[39] = 1.0 + geo[37]                       # alpha^k
             fk = geo[39]
             total = 0.0
             xm = 1.0
-            for mm in range(1, 39):
+            for mm in range(1, 37):
                 xm *= x
                 if mm > n_geo[0]:
-                    if mm == 1:
-                        geo[0] = expm1(k * self.log_alpha) / expm1(self.log_alpha)
-                    else:
-                        geo[mm - 1] = (1.0 - pow(fk, mm)) / -expm1(mm * self.log_alpha)
+                    # G_m = P_m / (alpha^m - 1), P_m = alpha^(mk) - 1 by the
+                    # recurrence P_m = P_(m-1) alpha^k + P_1 (no cancellation)
+                    if mm > 1:
+                        geo[38] = geo[38] * fk + geo[37]
+                    geo[mm - 1] = geo[38] / self.geo_den[mm]
                     n_geo[0] = mm
                 term = xm / mm * geo[mm - 1]
                 total += term
