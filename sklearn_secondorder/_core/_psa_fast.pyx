@@ -4,7 +4,11 @@ Mini-batch 1: each row with non-zero weight is one update ``t``. The weights
 live in a ``LazyStepWeights`` (per-coordinate steps, lazy L2 decay and lazy
 window-end adaptation), so a step costs O(nnz(x) n_outputs) whatever the
 number of features, and the only O(n_features) work is the flush at the end
-of a call (and the per-epoch finiteness check).
+of a call (and the per-epoch finiteness check). At each event (every ``b``
+updates) the blocks in use -- caught up across an event by a touch, and not
+``MAX_IDLE + 1`` sweeps in a row without a touch since -- are swept
+(``LazyStepWeights.sweep``): the same arithmetic as catching them up at their
+next touch, without the data-dependent branch in the row loop.
 """
 import numpy as np
 from libc.stdlib cimport malloc, calloc, free
@@ -15,8 +19,8 @@ from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
-# a block leaves the sweep after this many sweeps without a touch (then it is
-# caught up lazily at its next touch)
+# a block leaves the sweep after MAX_IDLE + 1 sweeps in a row without a touch
+# (then it is caught up lazily at its next touch)
 cdef int MAX_IDLE = 3
 
 
@@ -95,11 +99,11 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
-                    # 0. at an event time, apply the event to the blocks in use
-                    #    (those caught up since the previous event); a block
-                    #    untouched for 2b updates leaves the sweep and is caught
-                    #    up lazily at its next touch. Either way the arithmetic
-                    #    is that of catch_up.
+                    # 0. at an event time, apply the event to the blocks in use;
+                    #    a block untouched for MAX_IDLE + 1 sweeps in a row leaves
+                    #    the list and is caught up lazily at its next touch.
+                    #    Either way the arithmetic is that of catch_up. Every
+                    #    listed block has next_event == next_sweep.
                     if t == next_sweep:
                         n_due = w.sweep(due, n_due, keep, idle, MAX_IDLE, t)
                         swap = due

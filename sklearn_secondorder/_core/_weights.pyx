@@ -194,6 +194,11 @@ cdef class LazyStepWeights:
       in ``eta_p lam`` (O(1) per coordinate); otherwise the windows are
       replayed one by one (the same arithmetic as the dense path).
 
+    Each weight caches its decay log-rate ``log(1 - eta_p lam)`` (``log_decay``),
+    updated with ``eta_p``, so a decay is one ``decay_factor``. ``sweep`` applies
+    one event to a list of blocks at once (the kernel's eager path for the
+    blocks in use; the same arithmetic as ``catch_up``).
+
     ``period = 0`` turns adaptation off (fixed per-coordinate steps, lazy decay).
 
     Parameters
