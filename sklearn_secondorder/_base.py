@@ -103,8 +103,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         classes = np.unique(y)
         keep = (self.warm_start and hasattr(self, "_states")
                 and np.array_equal(classes, self.classes_)
-                and self._states[0]["coef"].size
-                == X.shape[1] * self._states[0]["intercept"].size)
+                and self.coef_.shape[1] == X.shape[1])
         self.classes_ = classes
         self._check_n_classes()
         if not keep:

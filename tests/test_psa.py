@@ -174,6 +174,20 @@ def test_fit_equals_partial_fit_in_chunks():
     assert part.t_ == full.t_ == 300
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_warm_start_continues_the_state(n_classes):
+    X, y = _data(n_classes)
+    kw = dict(period=5, eta0=0.2, shuffle=False)
+    est = PSAClassifier(warm_start=True, **kw).fit(X, y)
+    est.fit(X, y)
+    ref = PSAClassifier(max_iter=2, **kw).fit(X, y)
+    assert_allclose(est.coef_, ref.coef_, rtol=1e-12)
+    assert_allclose(est.eta_, ref.eta_, rtol=1e-12)
+    assert est.t_ == 600
+    cold = PSAClassifier(**kw).fit(X, y).fit(X, y)  # no warm start: starts over
+    assert cold.t_ == 300
+
+
 def test_step_sizes_adapt_within_bounds():
     X, y = _data(2, n=2000)
     est = PSAClassifier(period=10, eta0=0.5, random_state=0).fit(X, y)
