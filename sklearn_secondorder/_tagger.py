@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._base import diverged_error
 from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
-from ._core._psa_crf_fast import PSAState, psa_epochs
+from ._core._psa_crf_fast import new_psa_state, psa_epochs
 from ._core._crf_fast import (
     CRFWeights,
     SequenceData,
@@ -674,13 +674,14 @@ class PSASequenceTagger(_BaseSequenceTagger):
     ``[psa_beta, psa_alpha]``. A weight that did not move (``0/0``) keeps its
     step size; ``x/0`` counts as ``g_i = sign(x) inf``.
 
-    Weights not in the current sequence catch up lazily: within a window
-    they only shrink, ``(1 - eta_i alpha)^k`` in closed form, and a whole
-    idle window has the shrink's ratio ``(1 - eta_i alpha)^b`` (clipped to
-    kappa, after which ``K`` idle windows are one closed-form step). A pass
-    therefore costs O(nnz) like plain SGD, not the paper implementation's
-    O(n_weights) every ``2b`` updates, and gives the dense algorithm's
-    result to rounding. The paper's defaults for CRFs are the defaults here;
+    Weights not in the current sequence catch up lazily (the shared
+    ``LazyStepWeights`` core of ``PSAClassifier``): within a window they only
+    shrink, ``(1 - eta_i alpha)^k`` in closed form, and a whole idle window
+    has the shrink's ratio ``(1 - eta_i alpha)^b`` (clipped to kappa, after
+    which ``K`` idle windows are one closed-form step). A pass therefore
+    costs O(nnz) like plain SGD, not the paper implementation's O(n_weights)
+    every ``2b`` updates, and gives the dense algorithm's result to
+    rounding. The paper's defaults for CRFs are the defaults here;
     the method aims at a good model in a single pass (``max_iter=1``).
 
     Parameters
@@ -697,7 +698,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
         ``'auto'`` calibrates it as the other taggers do.
     psa_alpha, psa_beta : float, default=0.9999, 0.99
         Largest and smallest discount ``v_i`` (Eq. 10), ``0 < psa_beta <
-        psa_alpha <= 1``.
+        psa_alpha < 1``.
     psa_kappa : float, default=0.9
         Bound on ``|g_i|`` (Eq. 7), ``0 < psa_kappa < 1``.
     max_iter : int, default=1
@@ -721,7 +722,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,
         "period": [Interval(Integral, 1, None, closed="left")],
-        "psa_alpha": [Interval(Real, 0, 1, closed="right")],
+        "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
         "psa_beta": [Interval(Real, 0, 1, closed="neither")],
         "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
     }
@@ -746,42 +747,49 @@ class PSASequenceTagger(_BaseSequenceTagger):
             raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
                              f"psa_alpha={self.psa_alpha}.")
         super()._new_state(n_attributes, rng)
-        H = self.classes_.size
-        st = self._state
-        st["aux"] = None  # (step size, window-start, mid-window snapshot) per weight
-        st["last"] = np.zeros(n_attributes + H + 1, dtype=np.int64)
+        # LazyStepWeights state, created at the first pass (eta0_ is known then):
+        # ve (weights, step sizes), snaps, last, next_event; the weights are
+        # copied to coef after each call
+        self._state["psa"] = None
 
     def _grow(self, n_attributes):
         st = self._state
         old = st["n_attributes"]
         super()._grow(n_attributes)
-        if n_attributes <= old:
+        psa = st["psa"]
+        if n_attributes <= old or psa is None:
             return
         H = self.classes_.size
         cut, n_new = old * H, (n_attributes - old) * H
-        # weights that did not exist were 0 all along: step size unchanged (0/0)
-        new_aux = np.zeros(3 * n_new)
-        new_aux[0::3] = self.eta0_
-        st["aux"] = np.concatenate([st["aux"][:3 * cut], new_aux, st["aux"][3 * cut:]])
-        st["last"] = np.concatenate([st["last"][:old],
-                                     np.full(n_attributes - old, st["t"], dtype=np.int64),
-                                     st["last"][old:]])
+        # weights that did not exist were 0 all along: step size unchanged (0/0),
+        # current at t, next event the first multiple of b after t (as every block)
+        new_ve = np.zeros((n_new, 2))
+        new_ve[:, 1] = self.eta0_
+        psa["ve"] = np.concatenate([psa["ve"][:cut], new_ve, psa["ve"][cut:]])
+        psa["snaps"] = np.concatenate([psa["snaps"][:cut], np.zeros((n_new, 2)),
+                                       psa["snaps"][cut:]])
+        t, b = st["t"], self.period
+        for key, value in (("last", t), ("next_event", (t // b + 1) * b)):
+            psa[key] = np.concatenate([psa[key][:old],
+                                       np.full(n_attributes - old, value, dtype=np.int64),
+                                       psa[key][old:]])
 
     def _run_passes(self, ds, n_epochs):
         st = self._state
-        if st["aux"] is None:
-            st["aux"] = np.zeros(3 * st["coef"].size)
-            st["aux"][0::3] = self.eta0_
         if not self.eta0_ * self.alpha < 1.0:
             raise ValueError(f"eta0 * alpha must be < 1 (got {self.eta0_ * self.alpha}).")
-        for key in ("aux", "last"):
-            st[key] = np.require(st[key], requirements=["C", "W"])
-        w = self._weights(st["coef"])
-        state = PSAState(st["coef"], st["aux"], st["last"],
-                         self.classes_.size, self.period, self.alpha, self.psa_alpha,
-                         self.psa_beta, self.psa_kappa)
-        info = psa_epochs(ds, w, state, t=st["t"], n_epochs=n_epochs, shuffle=self.shuffle,
-                          seed=st["seed"], fit_intercept=self.fit_intercept)
+        if st["psa"] is None:
+            st["psa"] = new_psa_state(st["n_attributes"], self.classes_.size, self.eta0_)
+        psa = st["psa"]
+        for key in ("ve", "snaps", "last", "next_event"):
+            psa[key] = np.require(psa[key], requirements=["C", "W"])
+        psa["ve"][:, 0] = st["coef"]
+        psa["t"], psa["seed"] = st["t"], st["seed"]
+        info = psa_epochs(ds, psa, n_states=self.classes_.size, lam=self.alpha,
+                          period=self.period, psa_alpha=self.psa_alpha,
+                          psa_beta=self.psa_beta, kappa=self.psa_kappa, n_epochs=n_epochs,
+                          shuffle=self.shuffle, fit_intercept=self.fit_intercept)
+        st["coef"] = np.ascontiguousarray(psa["ve"][:, 0])
         info["passes_done"] = st["passes"] + info["epochs"]
         self._check_info(info)
         return info["epochs"]
@@ -793,4 +801,4 @@ class PSASequenceTagger(_BaseSequenceTagger):
     def step_sizes_(self):
         """Per-weight step sizes (flat layout)."""
         check_is_fitted(self)
-        return self._state["aux"][0::3].copy()
+        return self._state["psa"]["ve"][:, 1].copy()

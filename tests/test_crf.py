@@ -334,7 +334,7 @@ def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
 ])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
-    from sklearn_secondorder._core._psa_crf_fast import PSAState, psa_epochs
+    from sklearn_secondorder._core._psa_crf_fast import new_psa_state, psa_epochs
     rng = np.random.default_rng(8)
     A, L = 12, 3
     # sparse rows: most attributes sit idle for several windows
@@ -342,18 +342,15 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     kw = dict(a=0.9999, be=0.99, kappa=0.9)
     ref_w, ref_eta, t = numpy_psa(X, offsets, labels, A, L, eta0=eta0, lam=lam, b=b,
                                   n_epochs=4, fit_intercept=fit_intercept, **kw)
-    size = (A + L + 1) * L
-    v, aux = np.zeros(size), np.zeros(3 * size)
-    aux[0::3] = eta0
-    last = np.zeros(A + L + 1, dtype=np.int64)
-    st = PSAState(v, aux, last, L, b, lam, kw["a"], kw["be"], kw["kappa"])
-    eta = aux[0::3]
+    st = new_psa_state(A, L, eta0)
+    v, eta, last = st["ve"][:, 0], st["ve"][:, 1], st["last"]
     ds = to_data(X, offsets, labels)
+    psa_kw = dict(n_states=L, lam=lam, period=b, psa_alpha=kw["a"], psa_beta=kw["be"],
+                  kappa=kw["kappa"], n_epochs=2, shuffle=False, fit_intercept=fit_intercept)
     # two calls (2 + 2 passes) as partial_fit would make them
-    info = psa_epochs(ds, CRFWeights(v, A, L), st, t=0, n_epochs=2, shuffle=False,
-                      fit_intercept=fit_intercept)
-    info = psa_epochs(ds, CRFWeights(v, A, L), st, t=info["t"], n_epochs=2, shuffle=False,
-                      fit_intercept=fit_intercept)
+    info = psa_epochs(ds, st, **psa_kw)
+    st["t"], st["seed"] = info["t"], info["seed"]
+    info = psa_epochs(ds, st, **psa_kw)
     assert info["t"] == t and not info["diverged"]
     assert np.all(last == t)
     assert_allclose(v, ref_w, rtol=1e-9, atol=1e-12)
@@ -367,17 +364,20 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
 
 def test_psa_idle_closed_form_many_windows():
     """A weight idle for hundreds of windows: the closed form equals stepping."""
-    from sklearn_secondorder._core._psa_crf_fast import PSAState
+    # the CRF PSA's state (_psa_crf_fast.new_psa_state) on the shared lazy core
+    from sklearn_secondorder._core._psa_crf_fast import new_psa_state
+    from sklearn_secondorder._core._weights import LazyStepWeights
     L, b, lam, eta0 = 2, 3, 0.02, 0.4
     a, be, kappa = 0.9999, 0.99, 0.9
     size = (1 + L + 1) * L
-    v = np.linspace(-1, 1, size)
-    aux = np.zeros(3 * size)
-    aux[0::3], aux[1::3], aux[2::3] = eta0, v, v
-    st = PSAState(v, aux, np.zeros(L + 2, dtype=np.int64), L, b, lam, a, be, kappa)
-    eta = aux[0::3]
+    state = new_psa_state(1, L, eta0)
+    state["ve"][:, 0] = np.linspace(-1, 1, size)
+    state["snaps"][:, 0] = state["snaps"][:, 1] = state["ve"][:, 0]
+    st = LazyStepWeights(state["ve"], state["snaps"], state["last"], state["next_event"],
+                         L, lam, b, a, be, kappa, -1)
+    v, eta = state["ve"][:, 0], state["ve"][:, 1]
     T = 2 * b * 700 + 4
-    st.flush(T)
+    st.py_catch_up_all(T)
     # dense: shrink every update, adapt every 2b from the ratio of snapshots
     m = kappa * (a + be) / (a - be)
     n = 2 * kappa * (1 - a) / (a - be)
