@@ -1059,7 +1059,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
     cdef int n1 = k + 1
     lr.k = k
     lr.H = H
-    lr.V = &V[0, 0]
+    lr.V = &V[0, 0] if H > 0 else NULL
     lr.S = &S[0, 0] if k > 0 else NULL
     lr.Dh = &D_h[0] if H > 0 else NULL
     lr.T = <double*>malloc(n1 * n1 * sizeof(double))
