@@ -160,7 +160,28 @@ cdef class ScaledWeights:
         return (s / self.n_iterates).reshape(self.n_features, self.n_outputs)
 
 
-from libc.math cimport pow, exp, log, log1p, expm1, fabs, copysign
+from libc.math cimport pow, exp, log, log1p, expm1, fabs
+
+
+cdef inline double psa_factor(double num, double den, double m, double kappa,
+                              double denom, double f_lo, double f_hi) noexcept nogil:
+    """PSA's step-size factor from the snapshot differences (Eqs. 6-9), or 0
+    for ``0/0`` (no curvature information: keep eta).
+
+    ``num = w(t+2b) - w(t+b)``, ``den = w(t+b) - w(t)``; ``den = 0`` gives
+    ``+-inf``, clipped to ``sign(num) kappa`` (moved only in the second half).
+    The result is clamped to ``[beta, alpha]``, its exact range (reached at
+    ``u = -+kappa``), so the last-ulp rounding cannot leave it.
+    """
+    cdef double u, f
+    if den == 0.0 and num == 0.0:
+        return 0.0
+    u = num / den                           # Eq. (6)
+    u = kappa if u > kappa else u           # Eq. (7)
+    u = -kappa if u < -kappa else u
+    f = (m + u) / denom                     # Eq. (9)
+    f = f_hi if f > f_hi else f
+    return f_lo if f < f_lo else f
 
 
 @cython.final
@@ -280,26 +301,11 @@ cdef class LazyStepWeights:
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
-        cdef double num = self.v[2 * p] - self.snap1[2 * p]
-        cdef double den = self.snap1[2 * p] - self.snap0[2 * p]
-        cdef double u, f
-        if den == 0.0:
-            if num == 0.0:
-                return                       # 0/0: no curvature information, keep eta
-            u = copysign(self.kappa, num)    # moved only in the second half
-        else:
-            u = num / den                    # Eq. (6)
-            if u > self.kappa:               # Eq. (7)
-                u = self.kappa
-            elif u < -self.kappa:
-                u = -self.kappa
-        f = (self.m + u) / (self.m + self.kappa + self.n)                      # Eq. (9)
-        # in [beta, alpha] exactly (the bounds are reached at u = -+kappa; clamp
-        # the last-ulp rounding so the invariant holds in floating point too)
-        if f > self.psa_alpha:
-            f = self.psa_alpha
-        elif f < self.psa_beta:
-            f = self.psa_beta
+        cdef double f = psa_factor(self.v[2 * p] - self.snap1[2 * p],
+                                   self.snap1[2 * p] - self.snap0[2 * p], self.m, self.kappa,
+                                   self.m + self.kappa + self.n, self.psa_beta, self.psa_alpha)
+        if f == 0.0:
+            return
         self.eta[2 * p] *= f                     # Eq. (8)
         if self.rate[p] != 0.0:                  # (0: no L2 on this block)
             self.rate[p] = log_decay(self.eta[2 * p] * self.lam)
@@ -439,7 +445,7 @@ cdef class LazyStepWeights:
         cdef bint adapt = window_end and ev > 0
         cdef int q, K = self.n_outputs
         cdef Py_ssize_t a, j, p, n_keep = 0, unreg = self.unregularized
-        cdef double lam, vv, num, den, u, f
+        cdef double lam, vv, f
         cdef double* v = self.v
         cdef double* eta = self.eta
         cdef double* rate = self.rate
@@ -482,17 +488,11 @@ cdef class LazyStepWeights:
                 next_event[j] = ev + b
                 vv = v[2 * j] * decay_factor(rate[j], k)
                 v[2 * j] = vv
-                num = vv - snap1[2 * j]
-                den = snap1[2 * j] - snap0[2 * j]
+                f = psa_factor(vv - snap1[2 * j], snap1[2 * j] - snap0[2 * j],
+                               m, kappa, denom, f_lo, f_hi)
                 snap0[2 * j] = vv
-                if den != 0.0 or num != 0.0:
-                    u = num / den
-                    u = kappa if u > kappa else u
-                    u = -kappa if u < -kappa else u
-                    f = (m + u) / denom
-                    f = f_hi if f > f_hi else f
-                    f = f_lo if f < f_lo else f
-                    eta[2 * j] *= f
+                if f != 0.0:
+                    eta[2 * j] *= f                         # Eq. (8)
                     if rate[j] != 0.0:       # 0: no L2 (the intercept), or eta lam = 0
                         rate[j] = log_decay(eta[2 * j] * lam0)
                     n_adapt += 1
@@ -521,16 +521,9 @@ cdef class LazyStepWeights:
                     snap1[2 * p] = vv
                     continue
                 if adapt:                       # _adapt, inlined
-                    num = vv - snap1[2 * p]
-                    den = snap1[2 * p] - snap0[2 * p]
-                    if den != 0.0 or num != 0.0:
-                        # den = 0: num / den = +-inf, clipped to sign(num) kappa
-                        u = num / den                       # Eq. (6)
-                        u = kappa if u > kappa else u       # Eq. (7)
-                        u = -kappa if u < -kappa else u
-                        f = (m + u) / denom                 # Eq. (9)
-                        f = f_hi if f > f_hi else f
-                        f = f_lo if f < f_lo else f
+                    f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
+                                   m, kappa, denom, f_lo, f_hi)
+                    if f != 0.0:
                         eta[2 * p] *= f                     # Eq. (8)
                         if lam != 0.0:
                             rate[p] = log_decay(eta[2 * p] * lam)
