@@ -37,7 +37,7 @@ from libc.string cimport memset, memcpy
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._numeric cimport all_finite
-from ._dataset cimport RowDataset
+from ._dataset cimport RowDataset, fetch_row
 
 cdef double BETA_SERIES = 1e-3   # |log(alpha/z)| below which beta uses its series
 
@@ -55,11 +55,18 @@ cdef inline void _scal(int n, double a, double* x) noexcept nogil:
 
 
 cdef inline double _dot(int n, const double* x, const double* y) noexcept nogil:
-    cdef int k
-    cdef double s = 0.0
-    for k in range(n):
-        s += x[k] * y[k]
-    return s
+    """Four interleaved partial sums (the rows here are short: a single chain of
+    dependent additions would cost its latency per element)."""
+    cdef int k, m = n & ~3
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    for k in range(0, m, 4):
+        s0 += x[k] * y[k]
+        s1 += x[k + 1] * y[k + 1]
+        s2 += x[k + 2] * y[k + 2]
+        s3 += x[k + 3] * y[k + 3]
+    for k in range(m, n):
+        s0 += x[k] * y[k]
+    return (s0 + s1) + (s2 + s3)
 
 
 # ----------------------------------------------------------------------------
@@ -198,7 +205,7 @@ cdef int _read_row(RowDataset ds, Py_ssize_t i, Example* ex, Py_ssize_t n_featur
     cdef const int* ind
     cdef int nnz, j
     cdef double yv, sw
-    ds.row(i, &x, &ind, &nnz, &yv, &sw)
+    fetch_row(ds, i, &x, &ind, &nnz, &yv, &sw)
     if sw == 0.0:
         return 0
     ex.nz = 0
@@ -284,7 +291,7 @@ cdef void _example_free(Example* ex) noexcept nogil:
 cdef int _cholesky(int n, double* A) noexcept nogil:
     """In-place lower Cholesky of the SPD ``n x n`` row-major ``A``; 0 on failure."""
     cdef int i, j, l
-    cdef double s
+    cdef double s, inv
     for j in range(n):
         s = A[j * n + j]
         for l in range(j):
@@ -292,11 +299,12 @@ cdef int _cholesky(int n, double* A) noexcept nogil:
         if not (s > 0.0):
             return 0
         A[j * n + j] = sqrt(s)
+        inv = 1.0 / A[j * n + j]
         for i in range(j + 1, n):
             s = A[i * n + j]
             for l in range(j):
                 s -= A[i * n + l] * A[j * n + l]
-            A[i * n + j] = s / A[j * n + j]
+            A[i * n + j] = s * inv
     return 1
 
 
@@ -511,34 +519,45 @@ def sbm_full_epochs(RowDataset ds, double[::1] theta, double[:, ::1] M,
 # ----------------------------------------------------------------------------
 # Section 3.2, low rank: Sigma <= V^T S V + D
 # ----------------------------------------------------------------------------
+cdef enum:
+    N_RECIP = 64
+cdef double _RECIP[N_RECIP]       # 1 / ((2j + 2)(2j + 3)), the series' denominators
+cdef int _jr
+for _jr in range(N_RECIP):
+    _RECIP[_jr] = 1.0 / ((2.0 * _jr + 2.0) * (2.0 * _jr + 3.0))
+
+
 cdef void _chebyshev_u(double eps, long long m, double* u1, double* u0) noexcept nogil:
     """``U_{m-1}(x)`` and ``U_{m-2}(x)`` at ``x = 1 - eps/2`` for ``eps m^2 <= 1`` (m >= 1).
 
     Series ``U_{n-1}(1 - eps/2) = sum_j (-eps)^j C(n+j, 2j+1)``, summed to
     machine precision (terms fall at least factorially when ``eps n^2 <= 1``).
+    Both series run in one loop (two independent chains).
     """
-    cdef long long n, j
-    cdef double term, s
-    cdef int which
-    for which in range(2):
-        n = m - which
-        if n <= 0:
-            s = 0.0
-        else:
-            term = <double>n
-            s = term
-            j = 0
-            while j + 1 < n:
-                term *= -eps * (<double>(n + j + 1)) * (<double>(n - j - 1)) / (
-                    (2.0 * j + 2.0) * (2.0 * j + 3.0))
-                s += term
-                if fabs(term) <= 1e-17 * fabs(s):
-                    break
-                j += 1
-        if which == 0:
-            u1[0] = s
-        else:
-            u0[0] = s
+    cdef long long n1 = m, n0 = m - 1, j = 0
+    cdef double t1 = <double>n1, s1 = <double>n1, t0, s0, q
+    cdef bint go1 = n1 > 1, go0
+    if n0 <= 0:
+        t0 = 0.0
+        s0 = 0.0
+        go0 = False
+    else:
+        t0 = <double>n0
+        s0 = t0
+        go0 = n0 > 1
+    while go1 or go0:
+        q = -eps * (_RECIP[j] if j < N_RECIP else 1.0 / ((2.0 * j + 2.0) * (2.0 * j + 3.0)))
+        if go1:
+            t1 *= q * (<double>(n1 + j + 1)) * (<double>(n1 - j - 1))
+            s1 += t1
+            go1 = not (fabs(t1) <= 1e-17 * fabs(s1)) and j + 2 < n1
+        if go0:
+            t0 *= q * (<double>(n0 + j + 1)) * (<double>(n0 - j - 1))
+            s0 += t0
+            go0 = not (fabs(t0) <= 1e-17 * fabs(s0)) and j + 2 < n0
+        j += 1
+    u1[0] = s1
+    u0[0] = s0
 
 
 cdef void _batch_power(double c, double balpha, long long m, double* th, double* mu) noexcept nogil:
@@ -608,6 +627,12 @@ cdef void _advance(double* th, double* mu, double c, double alpha, long long tau
     cdef long long e1, s, m, rem
     if t <= tau:
         return
+    if b == 1:
+        # every step ends a batch (the general path below, without its divisions)
+        mu[0] += alpha * th[0]
+        th[0] -= c * mu[0]
+        _batch_power(c, alpha, t - tau - 1, th, mu)
+        return
     e1 = (tau // b + 1) * b
     if e1 > n:
         e1 = n
@@ -644,7 +669,7 @@ cdef int _smallest_eigvec(int n, const double* T, double* A, double* e, double* 
     tightness of the merge (the residual is added back), never its validity.
     """
     cdef int i, j, it
-    cdef double tr = 0.0, shift, nrm, lam, res, v
+    cdef double tr = 0.0, shift, nrm, lam, res, v, tol2
     for i in range(n):
         tr += T[i * n + i]
     shift = 1e-13 * tr + 1e-300
@@ -661,28 +686,31 @@ cdef int _smallest_eigvec(int n, const double* T, double* A, double* e, double* 
     if not factored:
         return 0
     for i in range(n):
+        A[i * n + i] = 1.0 / A[i * n + i]     # the solves multiply by the reciprocals
         e[i] = 0.0
     e[n - 1] = 1.0
+    tol2 = (1e-12 * tr) * (1e-12 * tr)
     for it in range(30):
         # solve A y = e: L z = e, L^T y = z
         for i in range(n):
             v = e[i]
             for j in range(i):
                 v -= A[i * n + j] * y[j]
-            y[i] = v / A[i * n + i]
+            y[i] = v * A[i * n + i]
         for i in range(n - 1, -1, -1):
             v = y[i]
             for j in range(i + 1, n):
                 v -= A[j * n + i] * y[j]
-            y[i] = v / A[i * n + i]
+            y[i] = v * A[i * n + i]
         nrm = 0.0
         for i in range(n):
             nrm += y[i] * y[i]
         nrm = sqrt(nrm)
         if not (nrm > 0.0) or not isfinite(nrm):
             return 1
+        nrm = 1.0 / nrm
         for i in range(n):
-            e[i] = y[i] / nrm
+            e[i] = y[i] * nrm
         # residual of T e - (e.T e) e
         lam = 0.0
         for i in range(n):
@@ -694,7 +722,7 @@ cdef int _smallest_eigvec(int n, const double* T, double* A, double* e, double* 
         res = 0.0
         for i in range(n):
             res += (y[i] - lam * e[i]) * (y[i] - lam * e[i])
-        if sqrt(res) <= 1e-12 * tr:
+        if res <= tol2:
             break
     return 1
 
@@ -711,6 +739,8 @@ cdef struct LowRank:
     double* ywork      # k+1 (and more)
     double* p          # k+1
     double* hv         # H work
+    const int* zi      # _merge: the non-zero entries of z (nzi of them), or nzi < 0: dense
+    int nzi
 
 
 cdef void _merge(LowRank* lr, double* z) noexcept nogil:
@@ -741,8 +771,17 @@ cdef void _merge(LowRank* lr, double* z) noexcept nogil:
         for h in range(H):
             lr.Dh[h] += nb1 * fabs(z[h])
         return
-    for i in range(k):
-        p[i] = _dot(H, V + <size_t>i * H, z)
+    if lr.nzi >= 0:
+        # p = V z over the non-zeros of z (a row's head features)
+        for i in range(k):
+            v = 0.0
+            for j in range(lr.nzi):
+                h = lr.zi[j]
+                v += V[<size_t>i * H + h] * z[h]
+            p[i] = v
+    else:
+        for i in range(k):
+            p[i] = _dot(H, V + <size_t>i * H, z)
     for h in range(H):
         w[h] = z[h]
     for i in range(k):
@@ -883,7 +922,7 @@ cdef int _woodbury(LowRank* lr, const double* mu, double* phi, double* G, double
     for i in range(k):
         _axpy(H, -a[i], V + <size_t>i * H, phi)
     for h in range(H):
-        phi[h] /= lr.Dh[h]
+        phi[h] *= dinv[h]
     return 1
 
 
@@ -947,6 +986,8 @@ def merge_py(V, S, D, z):
     lr.ywork = &yw[0]
     lr.p = &p[0]
     lr.hv = &hv[0]
+    lr.nzi = -1
+    lr.zi = NULL
     _merge(&lr, &zv[0])
     return Vw[:k].copy(), np.asarray(Sv).reshape(k, k).copy() if k > 0 else Sc, Dc
 
@@ -1042,6 +1083,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
     cdef int H = <int>th_h.shape[0]
     cdef int k = <int>S.shape[0]
     cdef int int_slot = head_slot[d] if fit_intercept else -1
+    cdef int icpt_lo = int_slot * K if fit_intercept else -2 * K - 1   # head block of the intercept
     if theta.shape[0] != P or mu.shape[0] != P or D.shape[0] != P:
         raise ValueError("theta / mu / D do not match the data shape")
     if mu_h.shape[0] != H or D_h.shape[0] != H or V.shape[0] != k + 1 or V.shape[1] != H:
@@ -1069,6 +1111,9 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
     lr.p = <double*>malloc(n1 * sizeof(double))
     lr.hv = <double*>malloc((H + 1) * sizeof(double))
     cdef double* z = <double*>malloc((H + 1) * sizeof(double))
+    cdef int* zidx = <int*>malloc((H + 1) * sizeof(int))
+    lr.zi = zidx
+    lr.nzi = 0
     cdef double* phih = <double*>malloc((H + 1) * sizeof(double))
     cdef double* dm = <double*>malloc((H + 1) * sizeof(double))
     cdef double* G = <double*>malloc((k * k + 1) * sizeof(double))
@@ -1095,7 +1140,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
     cdef long long bsz = batch_size
     try:
         if (not ok or lr.T == NULL or lr.T2 == NULL or lr.e == NULL or lr.ywork == NULL
-                or lr.p == NULL or lr.hv == NULL or z == NULL or phih == NULL
+                or lr.p == NULL or lr.hv == NULL or z == NULL or zidx == NULL or phih == NULL
                 or dm == NULL or G == NULL or av == NULL or Sj == NULL or rowabs == NULL
                 or hslot == NULL or hval == NULL or tfeat == NULL or tval == NULL):
             raise MemoryError()
@@ -1166,6 +1211,8 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                             for j in range(nh):
                                 for a in range(K):
                                     z[hslot[j] * K + a] = sc * ex.Lt[l * K + a] * hval[j]
+                                    zidx[j * K + a] = hslot[j] * K + a
+                            lr.nzi = nh * K
                             _merge(&lr, z)
                     # tail: D_i += ft (|S_j| 1)_a ||xtl||_1 |x_i|
                     if nt > 0 and r > 0:
@@ -1190,7 +1237,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                         for a in range(K):
                             mup[q + a] += ex.gcoef[a] * tval[j]
                     for hidx in range(H):
-                        if hidx // K != int_slot:
+                        if hidx < icpt_lo or hidx >= icpt_lo + K:
                             muh[hidx] += alpha * thh[hidx]
                     step += 1
                     t += 1
@@ -1229,6 +1276,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
         free(lr.p)
         free(lr.hv)
         free(z)
+        free(zidx)
         free(phih)
         free(dm)
         free(G)
