@@ -21,26 +21,7 @@ Besides SGDClassifier (whose 'optimal' schedule overflows with the squared
 hinge at alpha = 1/n), the package's PlainSGDClassifier with Bottou's
 calibrated eta0 is shown as the informative first-order reference, and
 SGD-QN with max_curvature=1e4 as a variant.
-Epoch times are ratios to SGDClassifier measured in the same run; the
-``t0 selection s`` column is the extra time of ``t0='auto'`` (screen on a 10%
-sample plus the race over the first full pass, see ``SGDQNLinearSVC``), which
-the SGD-QN curves include in their first pass.
-
-What limits SGD-QN here (issue 4 investigation): with ``alpha = 1/n`` and
-unscaled binary features the per-example loss curvature (``2 x_i^2``) is
-thousands of times ``alpha``, so nearly every informative secant is clipped at
-``100 alpha`` and ``1/B_i`` grows by at most 100 per pass against a start
-``alpha t0`` of about 80 (w8a, ``t0 = 3.2e6``) to 1000 (a9a, ``t0 = 3.2e7``):
-after 5 passes the median ``B_i`` is still 94% (w8a) and 99% (a9a) of
-``1/(alpha t0)`` (the lowest 71% and 80%), so SGD-QN behaves as constant-gain
-SGD and its useful setting is ``t0``, i.e. that gain. Its objective is the same
-as LinearSVC's (the intercept is unpenalised in both: ``intercept_scaling=100``
-here; on a9a ``intercept_scaling=1`` gives the same test accuracy and a primal
-higher by 2e-6), and runs of 40 passes stall at the noise level of that gain
-(a9a: primal 0.429 and 84.7% with the old ``t0 = 1e7``, against 0.4220 and
-84.94%), so the gap is the gain's noise, not a different optimum. The accuracy
-then moves by 0.2-0.3 points from pass to pass; the 2-pass figures depend on
-the seed.
+Epoch times are ratios to SGDClassifier measured in the same run.
 """
 import time
 import warnings

@@ -11,12 +11,8 @@ from ._core._dataset import RowDataset
 from ._core._losses import LOSSES
 from ._core._sgdqn_fast import primal_objective, sgdqn_epochs
 
-#: Candidate values of t0 of the sample screen of ``t0='auto'`` (libsgdqn's
-#: grid, 1 .. 1e10).
+#: Candidate values of t0 tried by ``t0='auto'`` (libsgdqn's grid, 1 .. 1e10).
 T0_GRID = tuple(10.0 ** k for k in range(11))
-#: Ratio between neighbouring candidates of the full-pass race of ``t0='auto'``
-#: (half a decade); the final refinement halves it on the log scale.
-RACE_STEP = math.sqrt(10.0)
 #: ``skip='auto'`` is ``SKIP_FACTOR * n_features / mean non-zeros per row``.
 SKIP_FACTOR = 16
 #: Upper bounds of d^2 loss / dp^2 (0 for the hinge: its gradient is bounded).
@@ -114,45 +110,17 @@ class SGDQNLinearSVC(LinearClassifierBase):
         first data seen (16 on dense data, as in the paper's Table 4; zeros
         of a dense array count as in CSR, so both formats get the same skip).
     t0 : 'auto' or float, default='auto'
-        ``B`` starts at ``1 / (alpha t0)``. ``'auto'`` works in two stages
-        on the first data seen:
-
-        1. *Screen* (the paper's procedure, Section 6, and libsgdqn's): one
-           SGD-QN pass over a 10% sample (at least 1000 rows when available)
-           for each ``t0`` in ``1, 10, ..., 1e10``, keeping the one with the
-           lowest primal cost on that sample. Grid values below
-           :func:`t0_lower_bound` (starting gains for which one step on the
-           heaviest row would amplify its margin error,
-           ``alpha t0 < c max_i s_i (||x_i||^2 + 1) / 2`` with ``c`` the loss
-           curvature bound: 2 for the squared hinge, 1/4 for the log loss, 0
-           for the hinge) are not tried: on a 10% sample they can look best
-           and then blow up on the full data (seen on w8a).
-        2. *Race* over the first full pass: starting from the screened
-           value, candidates spaced by ``sqrt(10)`` each run the first pass
-           over all the data from zero weights (same row order), walking
-           in the direction in which the primal cost on the data decreases
-           until it rises, then one candidate halfway (on the log scale)
-           between the best and its better neighbour. The best candidate's
-           state after that pass *is* the first pass of the fit, so a race
-           of ``k`` candidates costs ``k - 1`` extra passes (typically 3 or
-           4; libsgdqn's own selection runs 11 candidates for ``epochs``
-           passes over its 10% sample, about 5.5 passes of updates).
-
-        Why the race: the paper argues the sample size does not matter
-        because ``B`` decays like ``1/t`` (Theorem 1). With the default
-        curvature clip ``1 / B_i`` grows by at most ``max_curvature alpha``
-        per example, so for small ``alpha`` (e.g. ``1/n_samples``) on
-        unscaled data ``B`` stays close to its start ``1 / (alpha t0)`` for
-        many passes and SGD-QN behaves as a constant-gain SGD. The best
-        constant gain then depends on the number of updates it has to
-        serve: a pass over a 10% sample (10 times fewer updates) favours
-        too large gains (a9a with ``alpha = 1/n``: the screen gives
-        ``t0 = 1e7``, the first full pass is best between ``3e7`` and
-        ``1e8``); and the row-norm bound may be
-        conservative when a few rows are much heavier than the rest (w8a:
-        bound ``4.5e6``, best first pass near ``3e6``). Candidates of the
-        race may go below the bound: they are judged on the full data, so a
-        candidate that blows up is seen to do so.
+        ``B`` starts at ``1 / (alpha t0)``. ``'auto'`` follows the paper
+        (Section 6) and libsgdqn: one SGD-QN pass over a 10% sample of the
+        first data seen (at least 1000 rows when available) for each ``t0``
+        in ``1, 10, ..., 1e10``, keeping the one with the lowest primal cost
+        on that sample. Grid values below :func:`t0_lower_bound` (starting
+        gains for which one step on the heaviest row would amplify its margin
+        error, ``alpha t0 < c max_i s_i (||x_i||^2 + 1) / 2`` with ``c`` the
+        loss curvature bound: 2 for the squared hinge, 1/4 for the log loss,
+        0 for the hinge) are not tried: on a 10% sample they can look best
+        and then blow up on the full data (seen on w8a, whose rows have 9 to
+        113 non-zeros).
     max_curvature : float, default=100.0
         Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
         (libsgdqn's ``cmax``; the lower clip is ``alpha``, the curvature of
@@ -282,8 +250,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         return max(1, int(round(SKIP_FACTOR * d / mean_nnz)))
 
     def _select_t0(self, X, y, sample_weight, skip, seed):
-        """Screen of ``t0='auto'``: one pass per candidate on a 10% sample
-        (paper, Section 6).
+        """``t0='auto'``: one pass per candidate on a 10% sample (paper, Sec. 6).
 
         Returns the candidate of :data:`T0_GRID` at or above
         :func:`t0_lower_bound` with the lowest primal cost (Eq. 1) on the
@@ -328,105 +295,26 @@ class SGDQNLinearSVC(LinearClassifierBase):
                 "(e.g. StandardScaler) or increase alpha.")
         return best_t0
 
-    def _race_t0(self, X, y, sample_weight, state, skip, t0_start):
-        """Race of ``t0='auto'``: the first full pass for candidates around ``t0_start``.
-
-        Each candidate runs one SGD-QN pass over all of ``X`` from the fresh
-        state (same shuffling seed and counters) and is judged by the primal
-        cost (Eq. 1) on ``X``. The walk goes from ``t0_start`` by factors of
-        :data:`RACE_STEP` in the direction in which the cost decreases until
-        it rises (or leaves ``[T0_GRID[0], T0_GRID[-1]]``), then tries the
-        geometric midpoint between the best candidate and its better
-        neighbour. ``state`` is left as the best candidate's state after its
-        pass.
-
-        Returns
-        -------
-        info : dict
-            The kernel's answer for the winning pass (``t``, ``seed``, ...).
-        """
-        ds = RowDataset(X, y, sample_weight)
-        loss = LOSSES[self.loss]()
-        seed, t = state["seed"], state["t"]
-        # candidate t0_start * RACE_STEP**k, keyed by k (half-integers in the
-        # refinement), so that revisited candidates are recognised exactly
-        k_lo = math.log(T0_GRID[0] / t0_start, RACE_STEP) - 1e-9
-        k_hi = math.log(T0_GRID[-1] / t0_start, RACE_STEP) + 1e-9
-        costs, best = {}, {}
-
-        def run(k):
-            if k in costs:
-                return costs[k]
-            t0 = t0_start * RACE_STEP ** k
-            trial = self._init_problem(X.shape[1], 1)
-            self._start(trial, t0, self.alpha, skip)
-            info = sgdqn_epochs(ds, trial["coef"], trial["intercept"], trial["B"],
-                                trial["invB"], trial["v"], loss=loss, alpha=self.alpha,
-                                skip=skip, count=skip, update_b=False, t=t, n_epochs=1,
-                                shuffle=self.shuffle, seed=seed,
-                                fit_intercept=self.fit_intercept,
-                                r_max=self.max_curvature)
-            cost = np.inf if info["diverged"] else primal_objective(
-                ds, trial["coef"], float(trial["intercept"][0]), loss=loss,
-                alpha=self.alpha)
-            if self.verbose > 1:
-                print(f"[SGDQNLinearSVC] race t0={t0:g}: primal cost {cost:.6g}")
-            costs[k] = cost
-            if not best or cost < best["cost"]:
-                best.update(cost=cost, t0=t0, k=k, trial=trial, info=info)
-            return cost
-
-        run(0)
-        for step in (1, -1):
-            k = 0
-            while k_lo <= k + step <= k_hi and run(k + step) < run(k):
-                k += step
-            if k != 0:
-                break
-        k = best["k"]
-        neighbours = [j for j in (k - 1, k + 1) if j in costs]
-        if neighbours and np.isfinite(best["cost"]):
-            run(k + 0.5 * (min(neighbours, key=costs.get) - k))
-        if not np.isfinite(best["cost"]):
-            raise ValueError(
-                "SGDQNLinearSVC: t0='auto' diverged on the first pass for every "
-                f"candidate t0 around {t0_start:g}; scale the features "
-                "(e.g. StandardScaler) or increase alpha.")
-        trial = best["trial"]
-        for key in ("coef", "intercept", "B", "invB", "v"):
-            state[key][:] = trial[key]
-        state.update(t0=best["t0"], skip=skip)
-        return best["info"]
-
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        raced = 0
         if state["t0"] is None:
             skip = self._auto_skip(X) if self.skip == "auto" else int(self.skip)
-            if self.t0 == "auto":
-                t0 = self._select_t0(X, y, sample_weight, skip, state["seed"])
-                info = self._race_t0(X, y, sample_weight, state, skip, t0)
-                state.update(t=info["t"], seed=info["seed"], count=info["count"],
-                             update_b=info["update_b"])
-                raced = 1
-            else:
-                self._start(state, float(self.t0), self.alpha, skip)
+            t0 = (self._select_t0(X, y, sample_weight, skip, state["seed"])
+                  if self.t0 == "auto" else float(self.t0))
+            self._start(state, t0, self.alpha, skip)
             if self.verbose:
-                print(f"[SGDQNLinearSVC] skip={skip}, t0={state['t0']:g}")
-            if n_epochs == raced:
-                return raced
+                print(f"[SGDQNLinearSVC] skip={skip}, t0={t0:g}")
         info = sgdqn_epochs(
             RowDataset(X, y, sample_weight), state["coef"], state["intercept"],
             state["B"], state["invB"], state["v"], loss=LOSSES[self.loss](),
             alpha=self.alpha, skip=state["skip"], count=state["count"],
-            update_b=state["update_b"], t=state["t"], n_epochs=n_epochs - raced,
+            update_b=state["update_b"], t=state["t"], n_epochs=n_epochs,
             shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
             r_max=self.max_curvature)
         if info["diverged"]:
-            raise diverged_error(type(self).__name__, raced + info["epochs"],
-                                 remedy="increase t0")
+            raise diverged_error(type(self).__name__, info["epochs"], remedy="increase t0")
         state.update(t=info["t"], seed=info["seed"], count=info["count"],
                      update_b=info["update_b"])
-        return raced + info["epochs"]
+        return info["epochs"]
 
     def _export(self):
         super()._export()
