@@ -71,14 +71,17 @@ def _problem(K, seed=0, n=90, d=14, density=0.12):
 # stable steps (eta * curvature * |x|^2 < 2); eta * alpha spans the closed-form
 # skip of untouched windows (< 0.05) and the window-by-window replay (0.1)
 @pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4)])
-def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b):
-    """Lazy sparse catch-up (incl. closed-form skipped windows) == dense Algorithm 1."""
+@pytest.mark.parametrize("sweep_all", [0, 1])
+def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, sweep_all):
+    """Both event schedules -- lazy catch-up at the next touch (incl. closed-form
+    skipped windows) and the sweep of every block -- == dense Algorithm 1."""
     X, y, sw = _problem(K)
     loss = LOSSES[loss_name]() if loss_name else None
     state = new_psa_state(X.shape[1], K, eta0)
     state.update(t=0, seed=1)
     info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state, loss=loss,
-                      n_outputs=K, alpha=alpha, period=b, n_epochs=3, shuffle=False)
+                      n_outputs=K, alpha=alpha, period=b, n_epochs=3, shuffle=False,
+                      sweep_all=sweep_all)
     th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                                     n_epochs=3)
     assert info["t"] == t

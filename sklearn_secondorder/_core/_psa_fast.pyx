@@ -4,14 +4,21 @@ Mini-batch 1: each row with non-zero weight is one update ``t``. The weights
 live in a ``LazyStepWeights`` (per-coordinate steps, lazy L2 decay and lazy
 window-end adaptation), so a step costs O(nnz(x) n_outputs) whatever the
 number of features, and the only O(n_features) work is the flush at the end
-of a call (and the per-epoch finiteness check). At each event (every ``b``
-updates) the blocks in use -- caught up across an event by a touch, and not
-``MAX_IDLE + 1`` sweeps in a row without a touch since -- are swept
-(``LazyStepWeights.sweep``): the same arithmetic as catching them up at their
-next touch, without the data-dependent branch in the row loop.
+of a call (and the per-epoch finiteness check).
+
+Two schedules for the events (every ``b`` updates), both with the arithmetic
+of ``LazyStepWeights.catch_up``:
+
+- lazy (high-dimensional models): a block is caught up across the events it
+  missed when it is next touched, whole idle windows in closed form, so an
+  event costs nothing and a touch loads the block's state once;
+- sweep every block (small models: at most ``2 b`` times the mean non-zeros
+  per row of blocks): ``LazyStepWeights.sweep_all`` applies each event to all
+  blocks in storage order, a streaming loop that is cheaper than the
+  data-dependent catch-up in the row loop when the whole model is in cache.
 """
 import numpy as np
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
@@ -19,15 +26,12 @@ from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
-# a block leaves the sweep after MAX_IDLE + 1 sweeps in a row without a touch
-# (then it is caught up lazily at its next touch)
-cdef int MAX_IDLE = 3
 
 
 def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                double alpha=1e-4, long long period=10, double psa_alpha=0.9999,
                double psa_beta=0.99, double kappa=0.9, int n_epochs=1,
-               bint shuffle=True, bint fit_intercept=True):
+               bint shuffle=True, bint fit_intercept=True, int sweep_all=-1):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
 
     Parameters
@@ -50,6 +54,10 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
         The paper's ``b``: step sizes adapt every ``2b`` updates.
     psa_alpha, psa_beta, kappa : float
         The paper's ``(alpha, beta, kappa)``.
+    sweep_all : {-1, 0, 1}
+        The event schedule: 1 sweeps every block at every event, 0 catches
+        blocks up lazily at their next touch, -1 (default) sweeps when the
+        number of blocks is at most ``2 b`` times the mean non-zeros per row.
 
     Returns
     -------
@@ -70,14 +78,13 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef unsigned int rng = state["seed"] if state["seed"] != 0 else 1
     cdef double* scores = <double*>malloc(K * sizeof(double))
     cdef double* grad = <double*>malloc(K * sizeof(double))
-    # the blocks in use: swept at the next event (`due`), and those to keep
-    cdef Py_ssize_t* due = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* keep = <Py_ssize_t*>malloc((d + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* swap
-    cdef unsigned char* idle = <unsigned char*>calloc(d + 1, sizeof(unsigned char))
-    cdef Py_ssize_t n_due = 0
     cdef long long b = period if period > 0 else 0
-    cdef long long next_sweep = (t // b + 1) * b if b > 0 else NO_SWEEP
+    cdef double mean_nnz = (<double>ds.indptr[ds.n_samples] / max(ds.n_samples, 1)
+                            if ds.is_sparse else <double>d)
+    if sweep_all == -1:
+        sweep_all = d + 1 <= 2.0 * b * mean_nnz
+    # sweeping: every block is current at each event (next_event == next_sweep)
+    cdef long long next_sweep = (t // b + 1) * b if b > 0 and sweep_all else NO_SWEEP
     cdef long long tau
     cdef long long* last = w.last
     cdef long long* next_event = w.next_event
@@ -92,6 +99,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef bint diverged = False
     try:
         with nogil:
+            if next_sweep != NO_SWEEP:
+                w.catch_up_all(t)
             for epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
@@ -99,28 +108,17 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
-                    # 0. at an event time, apply the event to the blocks in use;
-                    #    a block untouched for MAX_IDLE + 1 sweeps in a row leaves
-                    #    the list and is caught up lazily at its next touch.
-                    #    Either way the arithmetic is that of catch_up. Every
-                    #    listed block has next_event == next_sweep.
+                    # 0. at an event time (sweeping), apply it to every block
                     if t == next_sweep:
-                        n_due = w.sweep(due, n_due, keep, idle, MAX_IDLE, t)
-                        swap = due
-                        due = keep
-                        keep = swap
+                        w.sweep_all(t)
                         next_sweep += b
                     # 1. catch the row's coordinates (and the intercept) up to t
                     if K == 1:
                         s = 0.0
                         for q in range(nnz):
                             j = ind[q]
-                            if next_event[j] <= t:
+                            if next_event[j] <= t:       # (never when sweeping)
                                 w.catch_up(j, t)
-                                if n_due <= d:
-                                    due[n_due] = j
-                                    n_due += 1
-                                    idle[j] = 0
                             else:
                                 # no event to cross: one decay (a factor of
                                 # exactly 1 when tau == t or without L2)
@@ -136,12 +134,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                             scores[k] = 0.0
                         for q in range(nnz):
                             j = ind[q]
-                            if next_event[j] <= t:
+                            if next_event[j] <= t:       # (never when sweeping)
                                 w.catch_up(j, t)
-                                if n_due <= d:
-                                    due[n_due] = j
-                                    n_due += 1
-                                    idle[j] = 0
                             else:
                                 lazy_catch_up(w, j, t)
                             for k in range(K):
@@ -149,10 +143,6 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     if fit_intercept:
                         if next_event[d] <= t:
                             w.catch_up(d, t)
-                            if n_due <= d:
-                                due[n_due] = d
-                                n_due += 1
-                                idle[d] = 0
                         # the intercept has no L2: nothing to decay
                         last[d] = t
                         for k in range(K):
@@ -193,7 +183,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     t += 1
                 epochs_run += 1
                 w.catch_up_all(t)
-                if b > 0:   # every block's next event is now the first multiple of b > t
+                if next_sweep != NO_SWEEP:   # every block's next event is the first multiple of b > t
                     next_sweep = (t // b + 1) * b
                 if not w.is_finite():
                     diverged = True
@@ -201,9 +191,6 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     finally:
         free(scores)
         free(grad)
-        free(due)
-        free(keep)
-        free(idle)
     return {"t": t, "seed": rng, "epochs": epochs_run, "diverged": diverged,
             "min_factor": w.min_factor, "max_factor": w.max_factor,
             "n_adaptations": w.n_adaptations}

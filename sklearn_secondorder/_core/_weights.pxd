@@ -70,6 +70,7 @@ cdef class LazyStepWeights:
     cdef void catch_up_all(self, long long T) noexcept nogil
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil
+    cdef void sweep_all(self, long long ev) noexcept nogil
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil

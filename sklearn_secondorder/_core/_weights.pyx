@@ -536,6 +536,62 @@ cdef class LazyStepWeights:
         self.max_factor = f_max
         return n_keep
 
+    cdef void sweep_all(self, long long ev) noexcept nogil:
+        """``catch_up(j, ev)`` for every block, all due exactly at the event
+        ``ev`` (``next_event[j] == ev``): the dense schedule for small models.
+
+        The same arithmetic as ``sweep``, in storage order and without the
+        idle bookkeeping, so the loops stream through memory. A kernel that
+        sweeps every block at every event never catches a block up across an
+        event at a touch.
+        """
+        cdef long long b = self.period
+        cdef bint window_end = (ev // b) % 2 == 0
+        cdef bint adapt = window_end and ev > 0
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t j, p, nb = self.n_blocks
+        cdef double vv, f
+        cdef double* v = self.v
+        cdef double* eta = self.eta
+        cdef double* rate = self.rate
+        cdef double* snap0 = self.snap0
+        cdef double* snap1 = self.snap1
+        cdef long long* last = self.last
+        cdef long long* next_event = self.next_event
+        cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
+        cdef double denom = self.m + self.kappa + self.n
+        cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
+        cdef double f_min = self.min_factor, f_max = self.max_factor
+        cdef long long n_adapt = 0
+        # decay to ev (rate = 0 -- no L2 -- or k = 0 give a factor of exactly 1)
+        for j in range(nb):
+            for q in range(K):
+                p = j * K + q
+                v[2 * p] *= decay_factor(rate[p], ev - last[j])
+            last[j] = ev
+            next_event[j] = ev + b
+        if not window_end:
+            for p in range(nb * K):
+                snap1[2 * p] = v[2 * p]
+            return
+        if adapt:                                 # _adapt, batched
+            for p in range(nb * K):
+                vv = v[2 * p]
+                f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
+                               m, kappa, denom, f_lo, f_hi)
+                if f != 0.0:
+                    eta[2 * p] *= f                         # Eq. (8)
+                    if rate[p] != 0.0:       # 0: no L2 (the intercept), or eta lam = 0
+                        rate[p] = log_decay(eta[2 * p] * lam0)
+                    n_adapt += 1
+                    f_min = f if f < f_min else f_min
+                    f_max = f if f > f_max else f_max
+            self.n_adaptations += n_adapt
+            self.min_factor = f_min
+            self.max_factor = f_max
+        for p in range(nb * K):
+            snap0[2 * p] = v[2 * p]
+
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
         for j in range(self.n_blocks):
@@ -554,6 +610,13 @@ cdef class LazyStepWeights:
 
     def py_catch_up_all(self, long long T):
         self.catch_up_all(T)
+
+    def py_sweep_all(self, long long ev, long long repeat=1):
+        """``sweep_all(ev)`` (every block must be due at ``ev``); ``repeat``
+        sweeps the events ``ev, ev + b, ...``."""
+        cdef long long r
+        for r in range(repeat):
+            self.sweep_all(ev + r * self.period)
 
     def py_step(self, long long T, int[::1] ind, double[::1] g):
         """Eager step at time T on blocks ``ind`` (after catching them up):
