@@ -163,25 +163,33 @@ cdef class ScaledWeights:
 from libc.math cimport pow, exp, log, log1p, expm1, fabs
 
 
-cdef inline double psa_factor(double num, double den, double m, double kappa,
-                              double denom, double f_lo, double f_hi) noexcept nogil:
-    """PSA's step-size factor from the snapshot differences (Eqs. 6-9), or 0
-    for ``0/0`` (no curvature information: keep eta).
+cdef inline double factor_of_ratio(double u, double m, double kappa, double inv_denom,
+                                   double f_lo, double f_hi) noexcept nogil:
+    """PSA's step-size factor from the ratio ``u`` of the snapshot differences
+    (Eqs. 7-9), or 0 when ``u`` is NaN (``0/0``: no curvature information,
+    keep eta).
 
-    ``num = w(t+2b) - w(t+b)``, ``den = w(t+b) - w(t)``; ``den = 0`` gives
-    ``+-inf``, clipped to ``sign(num) kappa`` (moved only in the second half).
-    The result is clamped to ``[beta, alpha]``, its exact range (reached at
-    ``u = -+kappa``), so the last-ulp rounding cannot leave it.
+    ``u = +-inf`` (moved only in the second half) is clipped to
+    ``sign(u) kappa``. The result is clamped to ``[beta, alpha]``, its exact
+    range (reached at ``u = -+kappa``), so the last-ulp rounding cannot leave it.
     """
-    cdef double u, f
-    if den == 0.0 and num == 0.0:
-        return 0.0
-    u = num / den                           # Eq. (6)
+    cdef double f
+    cdef bint no_info = u != u
     u = kappa if u > kappa else u           # Eq. (7)
     u = -kappa if u < -kappa else u
-    f = (m + u) / denom                     # Eq. (9)
+    f = (m + u) * inv_denom                 # Eq. (9), inv_denom = 1 / (m + kappa + n)
     f = f_hi if f > f_hi else f
-    return f_lo if f < f_lo else f
+    f = f_lo if f < f_lo else f
+    return 0.0 if no_info else f
+
+
+cdef inline double psa_factor(double num, double den, double m, double kappa,
+                              double inv_denom, double f_lo, double f_hi) noexcept nogil:
+    """``factor_of_ratio(num / den)`` (Eq. 6), with ``num = w(t+2b) - w(t+b)``
+    and ``den = w(t+b) - w(t)``; 0 for ``0/0``."""
+    if den == 0.0 and num == 0.0:
+        return 0.0
+    return factor_of_ratio(num / den, m, kappa, inv_denom, f_lo, f_hi)
 
 
 @cython.final
@@ -280,6 +288,8 @@ cdef class LazyStepWeights:
         # the decay log-rates, derived from eta (kept in step with it)
         self._rate_arr = np.zeros(max(size, 1))
         self.rate = &self._rate_arr[0]
+        self._scratch_arr = np.zeros(max(size, 1))
+        self.scratch = &self._scratch_arr[0]
         cdef Py_ssize_t p
         for p in range(size):
             if lam != 0.0 and p // n_outputs != unregularized:
@@ -303,7 +313,8 @@ cdef class LazyStepWeights:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
         cdef double f = psa_factor(self.v[2 * p] - self.snap1[2 * p],
                                    self.snap1[2 * p] - self.snap0[2 * p], self.m, self.kappa,
-                                   self.m + self.kappa + self.n, self.psa_beta, self.psa_alpha)
+                                   1.0 / (self.m + self.kappa + self.n), self.psa_beta,
+                                   self.psa_alpha)
         if f == 0.0:
             return
         self.eta[2 * p] *= f                     # Eq. (8)
@@ -454,7 +465,7 @@ cdef class LazyStepWeights:
         cdef long long* last = self.last
         cdef long long* next_event = self.next_event
         cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
-        cdef double denom = self.m + self.kappa + self.n
+        cdef double inv_denom = 1.0 / (self.m + self.kappa + self.n)
         cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
@@ -489,7 +500,7 @@ cdef class LazyStepWeights:
                 vv = v[2 * j] * decay_factor(rate[j], k)
                 v[2 * j] = vv
                 f = psa_factor(vv - snap1[2 * j], snap1[2 * j] - snap0[2 * j],
-                               m, kappa, denom, f_lo, f_hi)
+                               m, kappa, inv_denom, f_lo, f_hi)
                 snap0[2 * j] = vv
                 if f != 0.0:
                     eta[2 * j] *= f                         # Eq. (8)
@@ -522,7 +533,7 @@ cdef class LazyStepWeights:
                     continue
                 if adapt:                       # _adapt, inlined
                     f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
-                                   m, kappa, denom, f_lo, f_hi)
+                                   m, kappa, inv_denom, f_lo, f_hi)
                     if f != 0.0:
                         eta[2 * p] *= f                     # Eq. (8)
                         if lam != 0.0:
@@ -550,7 +561,8 @@ cdef class LazyStepWeights:
         cdef bint adapt = window_end and ev > 0
         cdef int q, K = self.n_outputs
         cdef Py_ssize_t j, p, nb = self.n_blocks
-        cdef double vv, f
+        cdef double vv, f, g, e, r
+        cdef double* ratio = self.scratch
         cdef double* v = self.v
         cdef double* eta = self.eta
         cdef double* rate = self.rate
@@ -559,10 +571,44 @@ cdef class LazyStepWeights:
         cdef long long* last = self.last
         cdef long long* next_event = self.next_event
         cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
-        cdef double denom = self.m + self.kappa + self.n
+        cdef double inv_denom = 1.0 / (self.m + self.kappa + self.n)
         cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
+        if K == 1 and not window_end:         # the common cases, specialised
+            for j in range(nb):
+                vv = v[2 * j] * decay_factor(rate[j], ev - last[j])
+                v[2 * j] = vv
+                snap1[2 * j] = vv
+                last[j] = ev
+                next_event[j] = ev + b
+            return
+        if K == 1:
+            # two loops: the divisions of Eq. (6) in a short loop of their own
+            # overlap (one loop with everything waits on each in turn)
+            for j in range(nb):
+                vv = v[2 * j] * decay_factor(rate[j], ev - last[j])
+                v[2 * j] = vv
+                last[j] = ev
+                next_event[j] = ev + b
+                ratio[j] = (vv - snap1[2 * j]) / (snap1[2 * j] - snap0[2 * j])  # NaN: 0/0
+                snap0[2 * j] = vv
+            if not adapt:
+                return
+            for j in range(nb):
+                f = factor_of_ratio(ratio[j], m, kappa, inv_denom, f_lo, f_hi)
+                g = 1.0 if f == 0.0 else f             # 0/0 keeps eta
+                e = eta[2 * j] * g                     # Eq. (8)
+                eta[2 * j] = e
+                r = log_decay(e * lam0)
+                rate[j] = 0.0 if rate[j] == 0.0 else r  # 0: no L2 on this block
+                n_adapt += f != 0.0
+                f_min = g if g < f_min else f_min
+                f_max = f if f > f_max else f_max
+            self.n_adaptations += n_adapt
+            self.min_factor = f_min
+            self.max_factor = f_max
+            return
         # decay to ev (rate = 0 -- no L2 -- or k = 0 give a factor of exactly 1)
         for j in range(nb):
             for q in range(K):
@@ -578,7 +624,7 @@ cdef class LazyStepWeights:
             for p in range(nb * K):
                 vv = v[2 * p]
                 f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
-                               m, kappa, denom, f_lo, f_hi)
+                               m, kappa, inv_denom, f_lo, f_hi)
                 if f != 0.0:
                     eta[2 * p] *= f                         # Eq. (8)
                     if rate[p] != 0.0:       # 0: no L2 (the intercept), or eta lam = 0
