@@ -85,6 +85,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
         sweep_all = d + 1 <= 2.0 * b * mean_nnz
     # sweeping: every block is current at each event (next_event == next_sweep)
     cdef long long next_sweep = (t // b + 1) * b if b > 0 and sweep_all else NO_SWEEP
+    cdef bint sweeping = next_sweep != NO_SWEEP
     cdef long long tau
     cdef long long* last = w.last
     cdef long long* next_event = w.next_event
@@ -99,7 +100,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef bint diverged = False
     try:
         with nogil:
-            if next_sweep != NO_SWEEP:
+            if sweeping:
                 w.catch_up_all(t)
             for epoch in range(n_epochs):
                 if shuffle:
@@ -113,11 +114,23 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                         w.sweep_all(t)
                         next_sweep += b
                     # 1. catch the row's coordinates (and the intercept) up to t
-                    if K == 1:
+                    if K == 1 and sweeping:
+                        # every block is current at the last event: one decay
+                        # (a factor of exactly 1 when tau == t or without L2)
+                        for q in range(nnz):
+                            j = ind[q]
+                            tau = last[j]
+                            last[j] = t
+                            v[2 * j] *= decay_factor(rate[j], t - tau)
+                        s = 0.0
+                        for q in range(nnz):
+                            s += v[2 * ind[q]] * x[q]
+                        scores[0] = s
+                    elif K == 1:
                         s = 0.0
                         for q in range(nnz):
                             j = ind[q]
-                            if next_event[j] <= t:       # (never when sweeping)
+                            if next_event[j] <= t:
                                 w.catch_up(j, t)
                             else:
                                 # no event to cross: one decay (a factor of
@@ -183,7 +196,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     t += 1
                 epochs_run += 1
                 w.catch_up_all(t)
-                if next_sweep != NO_SWEEP:   # every block's next event is the first multiple of b > t
+                if sweeping:   # every block's next event is the first multiple of b > t
                     next_sweep = (t // b + 1) * b
                 if not w.is_finite():
                     diverged = True
