@@ -35,7 +35,7 @@ for path in sorted(glob.glob(os.path.join("sklearn_secondorder", "_core", "*.pyx
             [path],
             include_dirs=[np.get_include()],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-            extra_compile_args=["-O3"],
+            extra_compile_args=["-O3", "-ffp-contract=off"],
         )
     )
 

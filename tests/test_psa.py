@@ -69,8 +69,10 @@ def _problem(K, seed=0, n=90, d=14, density=0.12):
 @pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "squared_hinge"),
                                           (1, "modified_huber"), (3, None)])
 # stable steps (eta * curvature * |x|^2 < 2); eta * alpha spans the closed-form
-# skip of untouched windows (< 0.05) and the window-by-window replay (0.1)
-@pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4)])
+# skip of untouched windows (< 0.05) and the window-by-window replay (0.1); with
+# b eta alpha < 5e-4 the sweep runs the vectorised loops of _sweep_k1.h
+@pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4),
+                                            (1e-4, 0.2, 4)])
 @pytest.mark.parametrize("sweep_all", [0, 1])
 def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, sweep_all):
     """Both event schedules -- lazy catch-up at the next touch (incl. closed-form
@@ -119,6 +121,17 @@ def test_lazy_catch_up_matches_eager_updates():
     we.py_catch_up_all(T)
     assert_allclose(lazy["ve"], eager["ve"], rtol=1e-12, atol=1e-300)
     assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
+
+
+@pytest.mark.parametrize("alpha, b, expected", [(1e-4, 4, True), (1e-3, 4, False),
+                                                 (1e-4, 40, False), (1e-4, 0, False)])
+def test_vectorised_sweep_only_where_its_series_are_exact(alpha, b, expected):
+    """taylor_ok: every decay over <= b steps is decay_factor's Taylor branch
+    (b eta alpha < 5e-4) and log_decay its series (eta alpha < 1e-4)."""
+    st = new_psa_state(5, 1, 0.2)
+    w = LazyStepWeights(st["ve"], st["snaps"], st["last"], st["next_event"], 1, alpha, b,
+                        unregularized=5)
+    assert w.taylor_ok is expected
 
 
 def test_untouched_zero_coordinates_keep_their_step():

@@ -67,6 +67,7 @@ cdef class LazyStepWeights:
     cdef readonly Py_ssize_t unregularized
     cdef readonly double min_factor, max_factor
     cdef readonly long long n_adaptations
+    cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil

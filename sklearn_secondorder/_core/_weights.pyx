@@ -163,6 +163,17 @@ cdef class ScaledWeights:
 from libc.math cimport pow, exp, log, log1p, expm1, fabs
 
 
+cdef extern from "_sweep_k1.h":
+    void sweep_mid_k1 "skso_sweep_mid_k1"(
+        double* ve, double* snaps, long long* last, long long* next_event,
+        const double* rate, Py_ssize_t n, long long ev, long long b) noexcept nogil
+    long long sweep_end_k1 "skso_sweep_end_k1"(
+        double* ve, double* snaps, long long* last, long long* next_event, double* rate,
+        Py_ssize_t n, long long ev, long long b, double lam, double m, double kappa,
+        double inv_denom, double f_lo, double f_hi, double* f_min,
+        double* f_max) noexcept nogil
+
+
 cdef inline double factor_of_ratio(double u, double m, double kappa, double inv_denom,
                                    double f_lo, double f_hi) noexcept nogil:
     """PSA's step-size factor from the ratio ``u`` of the snapshot differences
@@ -291,9 +302,15 @@ cdef class LazyStepWeights:
         self._scratch_arr = np.zeros(max(size, 1))
         self.scratch = &self._scratch_arr[0]
         cdef Py_ssize_t p
+        cdef double max_rate = 0.0, max_x = 0.0
         for p in range(size):
             if lam != 0.0 and p // n_outputs != unregularized:
                 self.rate[p] = log_decay(self.eta[2 * p] * lam)
+                max_rate = max(max_rate, -self.rate[p])
+            max_x = max(max_x, self.eta[2 * p] * lam)
+        # eta only decreases, so these hold for the object's lifetime: a decay
+        # over <= b steps is decay_factor's Taylor branch, log_decay its series
+        self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
@@ -575,6 +592,15 @@ cdef class LazyStepWeights:
         cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
+        if K == 1 and self.taylor_ok and (adapt or not window_end):
+            # the vectorised loops of _sweep_k1.h (the same arithmetic)
+            if not window_end:
+                sweep_mid_k1(self.v, self.snap0, last, next_event, rate, nb, ev, b)
+                return
+            self.n_adaptations += sweep_end_k1(
+                self.v, self.snap0, last, next_event, rate, nb, ev, b, lam0, m, kappa,
+                inv_denom, f_lo, f_hi, &self.min_factor, &self.max_factor)
+            return
         if K == 1 and not window_end:         # the common cases, specialised
             for j in range(nb):
                 vv = v[2 * j] * decay_factor(rate[j], ev - last[j])
