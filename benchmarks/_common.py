@@ -72,11 +72,14 @@ def save_curves(filename, curves, xlabel, ylabel, title):
 def epoch_time(make, n_extra=5, repeats=3):
     """Seconds per pass of ``make(max_iter).fit`` without the fixed costs:
     ``(t(1 + n_extra passes) - t(1 pass)) / n_extra``, each the best of
-    ``repeats``; also returns ``t(1 pass)``. ``make(k)`` returns a callable
-    that fits with ``k`` passes."""
+    ``repeats`` (more for fits under 0.1 s, up to 15, so that millisecond
+    fits are not decided by one noisy run); also returns ``t(1 pass)``.
+    ``make(k)`` returns a callable that fits with ``k`` passes."""
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        t1, _ = best_time(make(1), repeats)
+        repeats = max(repeats, min(15, int(0.3 / max(t1, 1e-9))))
         t1, _ = best_time(make(1), repeats)
         tn, _ = best_time(make(1 + n_extra), repeats)
     return max(tn - t1, 0.0) / n_extra, t1
