@@ -41,15 +41,8 @@ from libc.math cimport exp, isfinite, INFINITY
 from libc.stdlib cimport malloc, calloc, free
 
 from ._crf_fast cimport SequenceData, CRFContext
-from ._weights cimport LazyStepWeights, lazy_catch_up
+from ._weights cimport LazyStepWeights, lazy_catch_up, prefetch_block
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-
-
-cdef extern from *:
-    """
-    #define SKSO_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 1)
-    """
-    void SKSO_PREFETCH(const void* p) noexcept nogil
 
 
 cdef long long NO_SWEEP = 1LL << 62
@@ -59,23 +52,13 @@ cdef int MAX_IDLE = 3
 
 
 cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, LazyStepWeights w,
-                                    int H, Py_ssize_t A) noexcept nogil:
-    """Prefetch the weight rows (value and step interleaved) and decay rates a
-    sequence will touch (mostly cold: rare attributes), a cache line at a time."""
+                                    Py_ssize_t A) noexcept nogil:
+    """Prefetch the state of the attribute rows a sequence will touch (mostly
+    cold: rare attributes)."""
     cdef long long kk
-    cdef Py_ssize_t j, q
     for kk in range(ds.indptr[ds.offsets[s]], ds.indptr[ds.offsets[s + 1]]):
-        j = ds.indices[kk]
-        if j >= A:
-            continue
-        SKSO_PREFETCH(w.next_event + j)
-        SKSO_PREFETCH(w.last + j)
-        for q in range(0, 2 * H, 8):
-            SKSO_PREFETCH(w.v + 2 * j * H + q)
-        for q in range(0, H, 8):
-            SKSO_PREFETCH(w.rate + j * H + q)
-        for q in range(0, 2 * H, 8):
-            SKSO_PREFETCH(w.snap0 + 2 * j * H + q)
+        if ds.indices[kk] < A:
+            prefetch_block(w, ds.indices[kk])
 
 
 cdef inline double _now() noexcept nogil:
@@ -190,14 +173,14 @@ def psa_epochs(SequenceData ds, dict state, *, int n_states, double lam=0.0,
                     ds.shuffle(&rng)
                 loss_sum = 0.0
                 if ds.n_sequences > 0:
-                    _prefetch_sequence(ds, ds.order[0], w, H, A)
+                    _prefetch_sequence(ds, ds.order[0], w, A)
                 for k in range(ds.n_sequences):
                     s = ds.order[k]
                     y = lab + ds.offsets[s]
                     first = ds.offsets[s]
                     T = <int>(ds.offsets[s + 1] - first)
                     if k + 1 < ds.n_sequences:
-                        _prefetch_sequence(ds, ds.order[k + 1], w, H, A)
+                        _prefetch_sequence(ds, ds.order[k + 1], w, A)
                     # 0. at an event time, apply the event to the swept blocks
                     #    (every listed block has next_event == next_sweep)
                     if t == next_sweep:

@@ -22,7 +22,7 @@ from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row
 from ._losses cimport Loss, softmax_loss
-from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor
+from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor, prefetch_block
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
@@ -92,7 +92,8 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q, k, epoch, epochs_run = 0
-    cdef Py_ssize_t i, j, p
+    cdef Py_ssize_t i, j, p, nxt
+    cdef long long kk
     cdef double y, sw, c, g, s, vv, e, gsw
     cdef double* v = w.v
     cdef double* eta = w.eta
@@ -109,6 +110,11 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
                     if sw == 0.0:
                         continue
+                    if not sweeping and ds.is_sparse and i + 1 < ds.n_samples:
+                        # the next row's blocks: cold in a large model
+                        nxt = ds.order_ptr[i + 1]
+                        for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
+                            prefetch_block(w, ds.indices_ptr[kk])
                     # 0. at an event time (sweeping), apply it to every block
                     if t == next_sweep:
                         w.sweep_all(t)

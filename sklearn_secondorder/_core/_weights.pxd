@@ -141,3 +141,31 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
             p = j * w.n_outputs + q
             w.v[2 * p] *= decay_factor(w.rate[p], T - tau)
     w.last[j] = T
+
+
+cdef extern from *:
+    """
+    #ifndef SKSO_PREFETCH
+    #define SKSO_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 1)
+    #endif
+    """
+    void SKSO_PREFETCH(const void* p) noexcept nogil
+
+
+cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
+    """Prefetch block ``j``'s state (value and step, snapshots, decay rates,
+    times), a cache line at a time: a kernel calls it for the blocks of the
+    next row or sequence, so that their (mostly cold) state is on its way
+    while the current one is processed."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p0 = j * K
+    SKSO_PREFETCH(w.next_event + j)
+    SKSO_PREFETCH(w.last + j)
+    for q in range(0, 2 * K, 8):
+        SKSO_PREFETCH(w.v + 2 * p0 + q)
+        SKSO_PREFETCH(w.snap0 + 2 * p0 + q)
+    SKSO_PREFETCH(w.v + 2 * p0 + 2 * K - 1)
+    SKSO_PREFETCH(w.snap0 + 2 * p0 + 2 * K - 1)
+    for q in range(0, K, 8):
+        SKSO_PREFETCH(w.rate + p0 + q)
+    SKSO_PREFETCH(w.rate + p0 + K - 1)
