@@ -20,7 +20,7 @@ of ``LazyStepWeights.catch_up``:
 import numpy as np
 from libc.stdlib cimport malloc, free
 
-from ._dataset cimport RowDataset, fetch_row
+from ._dataset cimport RowDataset, fetch_row, prefetch_row
 from ._losses cimport Loss, softmax_loss
 from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor, prefetch_block
 
@@ -111,7 +111,9 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     if sw == 0.0:
                         continue
                     if not sweeping and ds.is_sparse and i + 1 < ds.n_samples:
-                        # the next row's blocks: cold in a large model
+                        # the next row's blocks: cold in a large model (and the
+                        # row after's indices, to read them here next time)
+                        prefetch_row(ds, i + 2)
                         nxt = ds.order_ptr[i + 1]
                         for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
                             prefetch_block(w, ds.indices_ptr[kk])

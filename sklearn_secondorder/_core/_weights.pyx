@@ -352,7 +352,7 @@ cdef class LazyStepWeights:
         in every window and the decay is ``exp(2b sum_{i<k} log1p(-x alpha^i))``
         with ``x = eta_p lam``, i.e. ``-2b sum_m x^m / m G_m`` with the
         geometric sums ``G_m = sum_{i<k} alpha^(m i)`` (a few terms: x is
-        small). ``geo[:n_geo]`` caches the ``G_m`` for this ``k`` across the
+        small). ``geo[:n_geo]`` caches the ``G_m / m`` for this ``k`` across the
         weights of a block. Otherwise the windows are replayed one by one.
         """
         cdef int mm
@@ -379,9 +379,9 @@ cdef class LazyStepWeights:
                     # recurrence P_m = P_(m-1) alpha^k + P_1 (no cancellation)
                     if mm > 1:
                         geo[38] = geo[38] * fk + geo[37]
-                    geo[mm - 1] = geo[38] / self.geo_den[mm]
+                    geo[mm - 1] = geo[38] / self.geo_den[mm] / mm     # G_m / m
                     n_geo[0] = mm
-                term = xm / mm * geo[mm - 1]
+                term = xm * geo[mm - 1]
                 total += term
                 if term < 1e-18 * total:
                     break
