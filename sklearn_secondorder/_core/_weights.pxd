@@ -54,8 +54,10 @@ cdef class LazyStepWeights:
     cdef long long* next_event
     cdef double* rate                # log(1 - eta_p lam_p), cached (log_decay)
     cdef double[::1] _rate_arr
-    cdef double* scratch             # per-weight scratch (sweep_all's ratios)
-    cdef double[::1] _scratch_arr
+    # sweep_all's fallback: every block listed, sweep's buffers (malloc'd on first use)
+    cdef Py_ssize_t* _every_block
+    cdef Py_ssize_t* _kept
+    cdef unsigned char* _idle
     cdef object _arrays
     cdef readonly Py_ssize_t n_blocks
     cdef readonly int n_outputs

@@ -161,6 +161,7 @@ cdef class ScaledWeights:
 
 
 from libc.math cimport pow, exp, log, log1p, expm1, fabs
+from libc.stdlib cimport malloc, calloc, free
 
 
 cdef extern from "_sweep_k1.h":
@@ -299,8 +300,6 @@ cdef class LazyStepWeights:
         # the decay log-rates, derived from eta (kept in step with it)
         self._rate_arr = np.zeros(max(size, 1))
         self.rate = &self._rate_arr[0]
-        self._scratch_arr = np.zeros(max(size, 1))
-        self.scratch = &self._scratch_arr[0]
         cdef Py_ssize_t p
         cdef double max_rate = 0.0, max_x = 0.0
         for p in range(size):
@@ -568,101 +567,36 @@ cdef class LazyStepWeights:
         """``catch_up(j, ev)`` for every block, all due exactly at the event
         ``ev`` (``next_event[j] == ev``): the dense schedule for small models.
 
-        The same arithmetic as ``sweep``, in storage order and without the
-        idle bookkeeping, so the loops stream through memory. A kernel that
-        sweeps every block at every event never catches a block up across an
-        event at a touch.
+        Binary models (``n_outputs == 1``) with ``taylor_ok`` run the
+        vectorised loops of ``_sweep_k1.h``, in storage order; the others go
+        through ``sweep`` with every block listed. Either way the arithmetic
+        is ``catch_up``'s.
         """
         cdef long long b = self.period
         cdef bint window_end = (ev // b) % 2 == 0
-        cdef bint adapt = window_end and ev > 0
-        cdef int q, K = self.n_outputs
-        cdef Py_ssize_t j, p, nb = self.n_blocks
-        cdef double vv, f, g, e, r
-        cdef double* ratio = self.scratch
-        cdef double* v = self.v
-        cdef double* eta = self.eta
-        cdef double* rate = self.rate
-        cdef double* snap0 = self.snap0
-        cdef double* snap1 = self.snap1
-        cdef long long* last = self.last
-        cdef long long* next_event = self.next_event
-        cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
-        cdef double inv_denom = 1.0 / (self.m + self.kappa + self.n)
-        cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
-        cdef double f_min = self.min_factor, f_max = self.max_factor
-        cdef long long n_adapt = 0
-        if K == 1 and self.taylor_ok and (adapt or not window_end):
-            # the vectorised loops of _sweep_k1.h (the same arithmetic)
+        cdef Py_ssize_t j, nb = self.n_blocks
+        if self.n_outputs == 1 and self.taylor_ok and (ev > 0 or not window_end):
             if not window_end:
-                sweep_mid_k1(self.v, self.snap0, last, next_event, rate, nb, ev, b)
+                sweep_mid_k1(self.v, self.snap0, self.last, self.next_event, self.rate, nb,
+                             ev, b)
                 return
             self.n_adaptations += sweep_end_k1(
-                self.v, self.snap0, last, next_event, rate, nb, ev, b, lam0, m, kappa,
-                inv_denom, f_lo, f_hi, &self.min_factor, &self.max_factor)
+                self.v, self.snap0, self.last, self.next_event, self.rate, nb, ev, b,
+                self.lam, self.m, self.kappa, 1.0 / (self.m + self.kappa + self.n),
+                self.psa_beta, self.psa_alpha, &self.min_factor, &self.max_factor)
             return
-        if K == 1 and not window_end:         # the common cases, specialised
+        if self._every_block == NULL:          # first use: the list of all blocks
+            self._every_block = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
+            self._kept = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
+            self._idle = <unsigned char*>calloc(nb, sizeof(unsigned char))
             for j in range(nb):
-                vv = v[2 * j] * decay_factor(rate[j], ev - last[j])
-                v[2 * j] = vv
-                snap1[2 * j] = vv
-                last[j] = ev
-                next_event[j] = ev + b
-            return
-        if K == 1:
-            # two loops: the divisions of Eq. (6) in a short loop of their own
-            # overlap (one loop with everything waits on each in turn)
-            for j in range(nb):
-                vv = v[2 * j] * decay_factor(rate[j], ev - last[j])
-                v[2 * j] = vv
-                last[j] = ev
-                next_event[j] = ev + b
-                ratio[j] = (vv - snap1[2 * j]) / (snap1[2 * j] - snap0[2 * j])  # NaN: 0/0
-                snap0[2 * j] = vv
-            if not adapt:
-                return
-            for j in range(nb):
-                f = factor_of_ratio(ratio[j], m, kappa, inv_denom, f_lo, f_hi)
-                g = 1.0 if f == 0.0 else f             # 0/0 keeps eta
-                e = eta[2 * j] * g                     # Eq. (8)
-                eta[2 * j] = e
-                r = log_decay(e * lam0)
-                rate[j] = 0.0 if rate[j] == 0.0 else r  # 0: no L2 on this block
-                n_adapt += f != 0.0
-                f_min = g if g < f_min else f_min
-                f_max = f if f > f_max else f_max
-            self.n_adaptations += n_adapt
-            self.min_factor = f_min
-            self.max_factor = f_max
-            return
-        # decay to ev (rate = 0 -- no L2 -- or k = 0 give a factor of exactly 1)
-        for j in range(nb):
-            for q in range(K):
-                p = j * K + q
-                v[2 * p] *= decay_factor(rate[p], ev - last[j])
-            last[j] = ev
-            next_event[j] = ev + b
-        if not window_end:
-            for p in range(nb * K):
-                snap1[2 * p] = v[2 * p]
-            return
-        if adapt:                                 # _adapt, batched
-            for p in range(nb * K):
-                vv = v[2 * p]
-                f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
-                               m, kappa, inv_denom, f_lo, f_hi)
-                if f != 0.0:
-                    eta[2 * p] *= f                         # Eq. (8)
-                    if rate[p] != 0.0:       # 0: no L2 (the intercept), or eta lam = 0
-                        rate[p] = log_decay(eta[2 * p] * lam0)
-                    n_adapt += 1
-                    f_min = f if f < f_min else f_min
-                    f_max = f if f > f_max else f_max
-            self.n_adaptations += n_adapt
-            self.min_factor = f_min
-            self.max_factor = f_max
-        for p in range(nb * K):
-            snap0[2 * p] = v[2 * p]
+                self._every_block[j] = j
+        self.sweep(self._every_block, nb, self._kept, self._idle, 255, ev)
+
+    def __dealloc__(self):
+        free(self._every_block)
+        free(self._kept)
+        free(self._idle)
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
