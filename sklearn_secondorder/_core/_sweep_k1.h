@@ -1,8 +1,8 @@
 /* PSA events on blocks of one weight (n_outputs = 1), for
- * LazyStepWeights.sweep_all (_weights.pyx): the same arithmetic as its scalar
- * loops, written without data-dependent branches or calls so that the
- * compiler vectorises it. With GCC on x86-64 Linux each function is compiled
- * for AVX-512, AVX2 and baseline x86-64 (target_clones; the loader picks the
+ * LazyStepWeights.sweep_all (_weights.pyx): the same arithmetic as
+ * LazyStepWeights.sweep and catch_up, written without data-dependent branches
+ * or calls so that the compiler vectorises it. With GCC on x86-64 Linux each function is compiled
+ * for AVX-512, AVX2 and baseline x86-64 (target_clones, GCC >= 11; the loader picks the
  * best the CPU has). The extensions are built with -ffp-contract=off, so no
  * clone fuses a multiply-add and all of them round alike.
  *
@@ -20,7 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
+    && defined(__linux__)
 #define SKSO_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SKSO_CLONES
