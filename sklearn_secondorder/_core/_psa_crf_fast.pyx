@@ -22,13 +22,14 @@ the dense algorithm's to rounding (tests compare with a NumPy
 re-implementation).
 
 The sweep. The transition and bias blocks, read by every sequence, are swept
-at each event (``LazyStepWeights.sweep``, as ``_psa_fast.pyx`` does for the
-blocks in use). The attribute rows are not: a sequence touches hundreds of
-them (``b`` sequences, thousands), most of them rare, so keeping them in the
-sweep for a few idle sweeps (``_psa_fast.pyx``'s policy) costs more than it
+at each event (``LazyStepWeights.sweep``). The attribute rows are not: a
+sequence touches hundreds of them (``b`` sequences, thousands), most of them
+rare, so keeping them in a sweep list for a few idle sweeps costs more than it
 saves (measured on CoNLL-2000: about 2.3 s per pass instead of 1.5 s); they
-are caught up at their next touch, whole idle windows in closed form. Both
-paths are ``catch_up``'s arithmetic, so the results do not depend on it.
+are caught up at their next touch, whole idle windows in closed form (the
+linear kernel's lazy schedule), and their state is prefetched a sequence
+ahead (``prefetch_block``). Both paths are ``catch_up``'s arithmetic, so the
+results do not depend on it.
 
 ``LazyStepWeights`` stores each weight next to its step size (a strided
 buffer), so the emissions and transition scores are written into the
