@@ -134,6 +134,42 @@ def test_vectorised_sweep_only_where_its_series_are_exact(alpha, b, expected):
     assert w.taylor_ok is expected
 
 
+def test_vectorised_sweep_equals_the_scalar_sweep_bitwise():
+    """sweep_all's C loops (_sweep_k1.h, whichever CPU version runs) and the
+    scalar sweep give identical bits: same formulas, no fused multiply-add."""
+    rng = np.random.RandomState(3)
+    d, b, lam = 40, 5, 1e-4
+    states = [new_psa_state(d, 1, 0.0) for _ in range(2)]
+    ve = np.column_stack([rng.randn(d + 1), rng.uniform(0.05, 0.5, d + 1)])
+    snaps = rng.randn(d + 1, 2)
+    ve[:3, 0] = snaps[:3] = 0.0              # never moved: 0/0 keeps eta
+    for st in states:
+        st["ve"][:] = ve
+        st["snaps"][:] = snaps
+    ws = [LazyStepWeights(st["ve"], st["snaps"], st["last"], st["next_event"], 1, lam, b,
+                          unregularized=d) for st in states]
+    assert ws[0].taylor_ok
+    every = np.arange(d + 1, dtype=np.intp)
+    ev0 = 2 * b
+    last0 = ev0 - rng.randint(0, b + 1, d + 1)
+    for st in states:
+        st["last"][:] = last0
+        st["next_event"][:] = ev0
+    for ev in range(ev0, 12 * b, b):                 # window ends and mid-windows
+        ws[0].py_sweep_all(ev)
+        ws[1].py_sweep(ev, every)
+        for key in ("ve", "snaps", "last", "next_event"):
+            assert_array_equal(states[0][key], states[1][key])
+        # touches before the next event: some weights move and are current later
+        touched = rng.rand(d + 1) < 0.3
+        step, when = 0.1 * rng.randn(d + 1), ev + rng.randint(1, b + 1, d + 1)
+        for st in states:
+            st["ve"][touched, 0] += step[touched]
+            st["last"][touched] = when[touched]
+    assert ws[0].n_adaptations == ws[1].n_adaptations > 0
+    assert (ws[0].min_factor, ws[0].max_factor) == (ws[1].min_factor, ws[1].max_factor)
+
+
 def test_untouched_zero_coordinates_keep_their_step():
     """0/0: a coordinate that never moves keeps eta0 exactly."""
     X, y, sw = _problem(1)

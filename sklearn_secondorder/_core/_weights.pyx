@@ -624,6 +624,15 @@ cdef class LazyStepWeights:
         for r in range(repeat):
             self.sweep_all(ev + r * self.period)
 
+    def py_sweep(self, long long ev, Py_ssize_t[::1] blocks):
+        """``sweep`` (the scalar loops) over ``blocks``, all due at ``ev``."""
+        cdef Py_ssize_t n = blocks.shape[0]
+        kept = np.empty(max(n, 1), dtype=np.intp)
+        idle = np.zeros(max(self.n_blocks, 1), dtype=np.uint8)
+        cdef Py_ssize_t[::1] kv = kept
+        cdef unsigned char[::1] iv = idle
+        self.sweep(&blocks[0] if n else NULL, n, &kv[0], &iv[0], 255, ev)
+
     def py_step(self, long long T, int[::1] ind, double[::1] g):
         """Eager step at time T on blocks ``ind`` (after catching them up):
         ``v_p = (1 - eta_p lam) v_p - eta_p g_p``, with ``g`` of shape
