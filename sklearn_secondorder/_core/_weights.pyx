@@ -486,49 +486,6 @@ cdef class LazyStepWeights:
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
         cdef unsigned char idl
-        if K == 1 and not adapt:              # the common cases, specialised
-            for a in range(n_due):
-                j = due[a]
-                k = ev - last[j]
-                idl = 0 if k < b else idle[j] + 1
-                idle[j] = idl
-                keep[n_keep] = j
-                n_keep += idl <= max_idle
-                last[j] = ev
-                next_event[j] = ev + b
-                vv = v[2 * j] * decay_factor(rate[j], k)
-                v[2 * j] = vv
-                if window_end:
-                    snap0[2 * j] = vv
-                else:
-                    snap1[2 * j] = vv
-            return n_keep
-        if K == 1:
-            for a in range(n_due):
-                j = due[a]
-                k = ev - last[j]
-                idl = 0 if k < b else idle[j] + 1
-                idle[j] = idl
-                keep[n_keep] = j
-                n_keep += idl <= max_idle
-                last[j] = ev
-                next_event[j] = ev + b
-                vv = v[2 * j] * decay_factor(rate[j], k)
-                v[2 * j] = vv
-                f = psa_factor(vv - snap1[2 * j], snap1[2 * j] - snap0[2 * j],
-                               m, kappa, inv_denom, f_lo, f_hi)
-                snap0[2 * j] = vv
-                if f != 0.0:
-                    eta[2 * j] *= f                         # Eq. (8)
-                    if rate[j] != 0.0:       # 0: no L2 (the intercept), or eta lam = 0
-                        rate[j] = log_decay(eta[2 * j] * lam0)
-                    n_adapt += 1
-                    f_min = f if f < f_min else f_min
-                    f_max = f if f > f_max else f_max
-            self.n_adaptations += n_adapt
-            self.min_factor = f_min
-            self.max_factor = f_max
-            return n_keep
         for a in range(n_due):
             j = due[a]
             k = ev - last[j]
