@@ -96,30 +96,40 @@ def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, 
     assert info["n_adaptations"] > 0
 
 
-def test_lazy_catch_up_matches_eager_updates():
+@pytest.mark.parametrize("K", [1, 5])
+def test_lazy_catch_up_matches_eager_updates(K):
     """LazyStepWeights: sparse steps with lazy catch-up vs the same steps applied to
-    every coordinate eagerly, over many skipped windows (closed form and replay)."""
+    every coordinate eagerly, over many skipped windows (closed form and replay).
+    With K > 1 the weights of one block mix both regimes and zero weights."""
     rng = np.random.RandomState(5)
     d, b, T = 12, 3, 400
-    lazy = new_psa_state(d, 1, 0.0)
-    eager = new_psa_state(d, 1, 0.0)
-    eta0 = rng.uniform(0.01, 3.0, d + 1)  # mixes clipped (closed form) and replayed regimes
+    lazy = new_psa_state(d, K, 0.0)
+    eager = new_psa_state(d, K, 0.0)
+    size = (d + 1) * K
+    eta0 = rng.uniform(0.01, 3.0, size)  # mixes clipped (closed form) and replayed regimes
+    v0 = rng.randn(size) * (rng.rand(size) > 0.3)       # and zero weights
+    v0[(d - 1) * K] = 0.0
     for st in (lazy, eager):
         st["ve"][:, 1] = eta0
-        st["ve"][:, 0] = rng.randn(d + 1) if st is lazy else lazy["ve"][:, 0]
-    wl, we = (LazyStepWeights(s["ve"], s["snaps"], s["last"], s["next_event"], 1, 0.02, b,
+        st["ve"][:, 0] = v0
+    wl, we = (LazyStepWeights(s["ve"], s["snaps"], s["last"], s["next_event"], K, 0.02, b,
                               unregularized=d)
               for s in (lazy, eager))
     for t in range(T):
-        touched = np.flatnonzero(rng.rand(d) < 0.03).astype(np.int32)
-        g = rng.randn(touched.size)
-        wl.py_step(t, touched, g)
-        g_all = np.zeros(d)
+        # (block d - 1 is never touched: idle throughout)
+        touched = np.flatnonzero(rng.rand(d - 1) < 0.03).astype(np.int32)
+        g = rng.randn(touched.size, K) * (rng.rand(touched.size, K) > 0.3)
+        wl.py_step(t, touched, g.ravel())
+        g_all = np.zeros((d, K))
         g_all[touched] = g
-        we.py_step(t, np.arange(d, dtype=np.int32), g_all)
+        we.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
     wl.py_catch_up_all(T)
     we.py_catch_up_all(T)
     assert_allclose(lazy["ve"], eager["ve"], rtol=1e-12, atol=1e-300)
+    idle = lazy["ve"][(d - 1) * K:d * K]
+    assert idle[0, 0] == 0.0 and idle[0, 1] == eta0[(d - 1) * K]    # 0/0 keeps eta
+    assert K == 1 or np.any(idle[1:, 0] != 0.0)
+    assert wl.n_adaptations == we.n_adaptations
     assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
 
 
