@@ -37,7 +37,7 @@ from libc.string cimport memset, memcpy
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._numeric cimport all_finite
-from ._dataset cimport RowDataset, fetch_row
+from ._dataset cimport RowDataset, fetch_row, prefetch_row, SKSO_PREFETCH_READ
 
 cdef double BETA_SERIES = 1e-3   # |log(alpha/z)| below which beta uses its series
 
@@ -1031,6 +1031,27 @@ cdef void _orthonormalize(LowRank* lr) noexcept nogil:
             lr.S[j * k + i] = v
 
 
+cdef inline void _prefetch_tail(RowDataset ds, Py_ssize_t k, const int[::1] head_slot,
+                                const double* th, const double* mup, const double* Dp,
+                                const long long* taup, int K) noexcept nogil:
+    """Prefetch the tail state (``theta``, ``mu``, ``D``, ``tau``) of the
+    features of the k-th sparse row in the current order."""
+    cdef Py_ssize_t i, q
+    cdef long long kk
+    cdef int f
+    if not ds.is_sparse or k >= ds.n_samples:
+        return
+    i = ds.order_ptr[k]
+    for kk in range(ds.indptr_ptr[i], ds.indptr_ptr[i + 1]):
+        f = ds.indices_ptr[kk]
+        if head_slot[f] < 0:
+            q = <Py_ssize_t>f * K
+            SKSO_PREFETCH_READ(th + q)
+            SKSO_PREFETCH_READ(mup + q)
+            SKSO_PREFETCH_READ(Dp + q)
+            SKSO_PREFETCH_READ(taup + f)
+
+
 def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[::1] D,
                        double[::1] th_h, double[::1] mu_h, double[::1] D_h,
                        double[:, ::1] V, double[:, ::1] S, const int[::1] head_slot,
@@ -1153,6 +1174,11 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                 since = 0
                 step = 0
                 for i in range(ds.n_samples):
+                    # the rows come in shuffled order: fetch row i + 2's entries,
+                    # and the tail state row i + 1 will touch (its entries are in
+                    # cache by now), while this row is processed
+                    prefetch_row(ds, i + 2)
+                    _prefetch_tail(ds, i + 1, head_slot, th, mup, Dp, taup, K)
                     if not _read_row(ds, i, &ex, d, fit_intercept):
                         continue
                     # split the row into head and tail entries; catch the tail up
