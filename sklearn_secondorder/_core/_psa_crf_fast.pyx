@@ -42,7 +42,8 @@ from libc.math cimport exp, isfinite, INFINITY
 from libc.stdlib cimport malloc, calloc, free
 
 from ._crf_fast cimport SequenceData, CRFContext
-from ._weights cimport LazyStepWeights, lazy_catch_up, prefetch_block
+from ._weights cimport (LazyStepWeights, lazy_catch_up, prefetch_block, row_emit,
+                       row_shrink, row_step)
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 
@@ -225,10 +226,7 @@ def psa_epochs(SequenceData ds, dict state, *, int n_states, double lam=0.0,
                             if j >= A:               # attribute unknown to the model
                                 continue
                             lazy_catch_up(w, j, t)
-                            x = ds.data[kk]
-                            p0 = j * H
-                            for h in range(H):
-                                em[h] += x * v[2 * (p0 + h)]
+                            row_emit(em, v + 2 * j * H, ds.data[kk], H)
                     ctx.finish_emissions()
                     ll = ctx.loglik(y)
                     if not isfinite(ll):
@@ -248,24 +246,16 @@ def psa_epochs(SequenceData ds, dict state, *, int n_states, double lam=0.0,
                             j = ds.indices[kk]
                             if j >= A:
                                 continue
-                            p0 = j * H
                             if last[j] == t:
                                 last[j] = t + 1
-                                for p in range(p0, p0 + H):
-                                    c = 1.0 - eta[2 * p] * lam
-                                    v[2 * p] *= c if c > 0.0 else 0.0
-                            x = ds.data[kk]
-                            for h in range(H):
-                                v[2 * (p0 + h)] += eta[2 * (p0 + h)] * x * d[h]
+                                row_shrink(v + 2 * j * H, lam, H)
+                            row_step(v + 2 * j * H, ds.data[kk], d, H)
                         if fit_intercept:
-                            p0 = bias_row * H
                             if last[bias_row] == t:
                                 last[bias_row] = t + 1
-                                for p in range(p0, p0 + H):
-                                    c = 1.0 - eta[2 * p] * lam
-                                    v[2 * p] *= c if c > 0.0 else 0.0
-                            for h in range(H):
-                                v[2 * (p0 + h)] += eta[2 * (p0 + h)] * d[h]
+                                row_shrink(v + 2 * bias_row * H, lam, H)
+                            # (eta x d with x = 1: the same product as eta d)
+                            row_step(v + 2 * bias_row * H, 1.0, d, H)
                     p0 = trans_row * H
                     for i in range(H * H):
                         p = p0 + i

@@ -22,7 +22,8 @@ from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row, prefetch_row
 from ._losses cimport Loss, softmax_loss
-from ._weights cimport LazyStepWeights, lazy_catch_up, decay_factor, prefetch_block
+from ._weights cimport (LazyStepWeights, lazy_catch_up, decay_factor, prefetch_block,
+                       row_emit, row_shrink_step)
 
 cdef double DLOSS_CLIP = 1e12
 cdef long long NO_SWEEP = 1LL << 62
@@ -159,8 +160,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                                 w.catch_up(j, t)
                             else:
                                 lazy_catch_up(w, j, t)
-                            for k in range(K):
-                                scores[k] += v[2 * (j * K + k)] * x[q]
+                            row_emit(scores, v + 2 * j * K, x[q], K)
                     if fit_intercept:
                         if next_event[d] <= t:
                             w.catch_up(d, t)
@@ -189,12 +189,7 @@ def psa_epochs(RowDataset ds, dict state, *, Loss loss=None, int n_outputs=1,
                     else:
                         for q in range(nnz):
                             j = ind[q]
-                            for k in range(K):
-                                p = j * K + k
-                                c = 1.0 - eta[2 * p] * alpha
-                                if c < 0.0:
-                                    c = 0.0
-                                v[2 * p] = c * v[2 * p] - eta[2 * p] * sw * grad[k] * x[q]
+                            row_shrink_step(v + 2 * j * K, alpha, sw, grad, x[q], K)
                             last[j] = t + 1
                     if fit_intercept:
                         for k in range(K):

@@ -70,6 +70,7 @@ cdef class LazyStepWeights:
     cdef readonly double min_factor, max_factor
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
+    cdef readonly double max_rate    # max |rate| at init (eta only decreases)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
@@ -127,21 +128,47 @@ cdef inline double decay_power(double x, long long k) noexcept nogil:
     return decay_factor(log_decay(x), k)
 
 
+cdef extern from "_block_ops.h":
+    void row_decay_taylor "skso_row_decay_taylor"(double* ve, const double* rate,
+                                                  Py_ssize_t K, double k) noexcept nogil
+    void row_emit "skso_row_emit"(double* em, const double* ve, double x,
+                                  Py_ssize_t K) noexcept nogil
+    void row_shrink "skso_row_shrink"(double* ve, double lam, Py_ssize_t K) noexcept nogil
+    void row_step "skso_row_step"(double* ve, double x, const double* d,
+                                  Py_ssize_t K) noexcept nogil
+    void row_shrink_step "skso_row_shrink_step"(double* ve, double lam, double sw,
+                                                const double* grad, double x,
+                                                Py_ssize_t K) noexcept nogil
+
+
+cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
+    """``k >= 1`` untouched steps of (regularized) block ``j``: ``v *= (1 - eta
+    lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
+    ``k max_rate``), ``decay_factor`` takes its Taylor branch for each, and a
+    multi-output block runs it as one vectorised loop (``_block_ops.h``, the
+    same bits)."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p, p0 = j * K
+    if K > 1 and <double>k * w.max_rate < 5e-4:
+        row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
+        return
+    for q in range(K):
+        p = p0 + q
+        if w.v[2 * p] != 0.0:
+            w.v[2 * p] *= decay_factor(w.rate[p], k)
+
+
 cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
     """Bring block ``j`` to time ``T`` (``LazyStepWeights.catch_up``), with the
     common case -- no event to cross, one decay -- inlined into the kernels."""
     cdef long long tau = w.last[j]
-    cdef int q
-    cdef Py_ssize_t p
     if w.next_event[j] <= T:
         w.catch_up(j, T)
         return
     if tau == T:
         return
     if j != w.unregularized and w.lam != 0.0:
-        for q in range(w.n_outputs):
-            p = j * w.n_outputs + q
-            w.v[2 * p] *= decay_factor(w.rate[p], T - tau)
+        decay_block(w, j, T - tau)
     w.last[j] = T
 
 

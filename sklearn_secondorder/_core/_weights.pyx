@@ -310,20 +310,16 @@ cdef class LazyStepWeights:
         # eta only decreases, so these hold for the object's lifetime: a decay
         # over <= b steps is decay_factor's Taylor branch, log_decay its series
         self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
+        self.max_rate = max_rate
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
 
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil:
         """``k`` untouched steps of block ``j``: ``v *= (1 - eta lam)^k``."""
-        cdef int q
-        cdef Py_ssize_t p
         if k <= 0 or lam == 0.0:
             return
-        for q in range(self.n_outputs):
-            p = j * self.n_outputs + q
-            if self.v[2 * p] != 0.0:
-                self.v[2 * p] *= decay_factor(self.rate[p], k)
+        decay_block(self, j, k)
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""

@@ -1,0 +1,85 @@
+/* Loops over the n_outputs weights of one LazyStepWeights block (a CRF
+ * attribute row: n_states weights), on the interleaved (v, eta) pairs. They
+ * are the scalar code's arithmetic, operation for operation, written with
+ * one restrict pointer per array and ptrdiff_t counters (Python builds with
+ * -fwrapv, under which an int counter in 2 * q stops GCC's vectoriser; and
+ * v, eta as two pointers into one buffer would fail its overlap check), so
+ * that GCC vectorises them. With GCC >= 11 on x86-64 Linux each is compiled
+ * for AVX-512, AVX2 and baseline x86-64 (target_clones, as _sweep_k1.h); the
+ * extensions are built with -ffp-contract=off, so every version gives the
+ * scalar loops' bits.
+ */
+#ifndef SKSO_BLOCK_OPS_H
+#define SKSO_BLOCK_OPS_H
+
+#include <stddef.h>
+
+#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
+    && defined(__linux__)
+#define SKSO_ROW_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SKSO_ROW_CLONES
+/* Line 5 of Algorithm 1 for one row of a multi-output linear model:
+ * v[k] = max(0, 1 - eta[k] lam) v[k] - eta[k] sw grad[k] x. */
+SKSO_ROW_CLONES
+static void skso_row_shrink_step(double *restrict ve, double lam, double sw,
+                                 const double *restrict grad, double x, ptrdiff_t K) {
+    for (ptrdiff_t k = 0; k < K; k++) {
+        double c = 1.0 - ve[2 * k + 1] * lam;
+        c = c < 0.0 ? 0.0 : c;
+        ve[2 * k] = c * ve[2 * k] - ve[2 * k + 1] * sw * grad[k] * x;
+    }
+}
+
+#endif
+
+/* k untouched steps, v *= (1 - eta lam)^k = exp(k rate), when every
+ * |k rate| < 5e-4: decay_factor's Taylor branch for each weight. */
+SKSO_ROW_CLONES
+static void skso_row_decay_taylor(double *restrict ve, const double *restrict rate,
+                                  ptrdiff_t K, double k) {
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double z = k * rate[q];
+        ve[2 * q] *= 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+    }
+}
+
+/* Emission scores of one attribute: em[h] += x v[h]. */
+SKSO_ROW_CLONES
+static void skso_row_emit(double *restrict em, const double *restrict ve, double x,
+                          ptrdiff_t K) {
+    for (ptrdiff_t h = 0; h < K; h++)
+        em[h] += x * ve[2 * h];
+}
+
+/* The shrink of one update: v *= max(0, 1 - eta lam). */
+SKSO_ROW_CLONES
+static void skso_row_shrink(double *restrict ve, double lam, ptrdiff_t K) {
+    for (ptrdiff_t h = 0; h < K; h++) {
+        double c = 1.0 - ve[2 * h + 1] * lam;
+        ve[2 * h] *= c > 0.0 ? c : 0.0;
+    }
+}
+
+/* The gradient term of one token's attribute: v[h] += eta[h] x d[h]. */
+SKSO_ROW_CLONES
+static void skso_row_step(double *restrict ve, double x, const double *restrict d,
+                          ptrdiff_t K) {
+    for (ptrdiff_t h = 0; h < K; h++)
+        ve[2 * h] += ve[2 * h + 1] * x * d[h];
+}
+
+/* Line 5 of Algorithm 1 for one row of a multi-output linear model:
+ * v[k] = max(0, 1 - eta[k] lam) v[k] - eta[k] sw grad[k] x. */
+SKSO_ROW_CLONES
+static void skso_row_shrink_step(double *restrict ve, double lam, double sw,
+                                 const double *restrict grad, double x, ptrdiff_t K) {
+    for (ptrdiff_t k = 0; k < K; k++) {
+        double c = 1.0 - ve[2 * k + 1] * lam;
+        c = c < 0.0 ? 0.0 : c;
+        ve[2 * k] = c * ve[2 * k] - ve[2 * k + 1] * sw * grad[k] * x;
+    }
+}
+
+#endif
