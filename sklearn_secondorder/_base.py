@@ -18,6 +18,7 @@ with a loss the estimator fits jointly), otherwise one-vs-rest with one
 binary problem per class, run in parallel threads (``n_jobs``) because the
 kernels release the GIL.
 """
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -28,6 +29,7 @@ from scipy.special import expit
 from sklearn.utils.extmath import safe_sparse_dot, softmax
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from ._compat import (
     Interval,
@@ -40,6 +42,14 @@ from ._compat import (
 MAX_SEED = np.iinfo(np.int32).max
 
 
+def _mixed(values):
+    """Whether a label list mixes strings with other types (numpy would turn
+    them all into strings silently)."""
+    values = list(np.ravel(np.asarray(values, dtype=object)))
+    kinds = {isinstance(v, str) for v in values}
+    return len(kinds) > 1
+
+
 def diverged_error(name, epoch, remedy="lower eta0"):
     """The error raised when the weights overflow; ``remedy`` names the
     estimator's own step-size knob."""
@@ -47,6 +57,15 @@ def diverged_error(name, epoch, remedy="lower eta0"):
         f"{name}: the weights overflowed (non-finite values) during pass {epoch}; "
         f"{remedy}, increase alpha, or scale the features (e.g. StandardScaler)."
     )
+
+
+def check_eta0(est):
+    """An explicit ``eta0`` must keep the L2 shrink ``1 - eta0 alpha`` positive
+    (at or below 0 every step would wipe the weights)."""
+    if est.eta0 != "auto" and not est.eta0 * est.alpha < 1.0:
+        raise ValueError(
+            f"eta0={est.eta0!r} must satisfy eta0 * alpha < 1 (alpha={est.alpha!r}): the "
+            "shrink 1 - eta0 * alpha of every step would wipe the weights.")
 
 
 class LinearClassifierBase(ClassifierMixin, BaseEstimator):
@@ -64,7 +83,8 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "warm_start": ["boolean"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
     }
     _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
@@ -88,6 +108,9 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit the model with ``max_iter`` passes over the data.
 
+        A call that raises (invalid input, or weights that overflow) leaves
+        the estimator unfitted.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
@@ -99,20 +122,29 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self : object
         """
         self._validate_params()
-        X, y = self._validate_xy(X, y, reset=True)
-        classes = np.unique(y)
-        keep = (self.warm_start and hasattr(self, "_states")
-                and np.array_equal(classes, self.classes_)
-                and self.coef_.shape[1] == X.shape[1])
-        self.classes_ = classes
-        self._check_n_classes()
-        if not keep:
-            self._reset_state(X.shape[1])
-        sample_weight = self._weights_for(X, y, sample_weight, allow_balanced=True)
-        return self._fit_epochs(X, y, sample_weight, self.max_iter)
+        keep_state = self.warm_start and hasattr(self, "_states")
+        old = (self.classes_, self.coef_.shape[1]) if keep_state else None
+        try:
+            X, y = self._validate_xy(X, y, reset=True)
+            classes = np.unique(y)
+            self._check_n_classes(classes)
+            sample_weight = self._weights_for(X, y, sample_weight, classes,
+                                              allow_balanced=True)
+            self.classes_ = classes
+            if not (old is not None and np.array_equal(classes, old[0])
+                    and old[1] == X.shape[1]):
+                self._reset_state(X.shape[1])
+            return self._fit_epochs(X, y, sample_weight, self.max_iter)
+        except BaseException:
+            self._unfit()
+            raise
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass over the given rows, continuing the current state.
+
+        Invalid input is refused before anything changes. If the weights
+        overflow during the pass, the state cannot be continued: the
+        estimator is left unfitted (the error says so).
 
         Parameters
         ----------
@@ -127,33 +159,65 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         -------
         self : object
         """
+        self._validate_params()
         first = not hasattr(self, "classes_")
         if first:
-            self._validate_params()
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
-            self.classes_ = np.unique(classes)
-            self._check_n_classes()
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-            raise ValueError(
-                f"`classes={np.unique(classes)!r}` is not the same as on the first call "
-                f"to partial_fit ({self.classes_!r})."
-            )
+            all_classes = self._check_classes(classes)
+        else:
+            all_classes = self.classes_
+            if classes is not None and not np.array_equal(self._check_classes(classes),
+                                                          self.classes_):
+                raise ValueError(
+                    f"`classes={np.unique(classes)!r}` is not the same as on the first "
+                    f"call to partial_fit ({self.classes_!r})."
+                )
         if self.class_weight == "balanced":
             raise ValueError(
                 "class_weight='balanced' is not supported by partial_fit: compute the "
                 "weights on the full data with sklearn.utils.compute_class_weight and pass "
                 "them as a dict."
             )
-        X, y = self._validate_xy(X, y, reset=first)
-        unseen = np.setdiff1d(np.unique(y), self.classes_)
-        if unseen.size:
-            raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
-                             f"{unseen[:5]!r}")
-        if first:
-            self._reset_state(X.shape[1])
-        sample_weight = self._weights_for(X, y, sample_weight, allow_balanced=False)
-        return self._fit_epochs(X, y, sample_weight, 1)
+        try:
+            X, y = self._validate_xy(X, y, reset=first)
+            unseen = np.setdiff1d(np.unique(y), all_classes)
+            if unseen.size:
+                raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
+                                 f"{unseen[:5]!r}")
+            sample_weight = self._weights_for(X, y, sample_weight, all_classes,
+                                              allow_balanced=False)
+        except BaseException:
+            if first:                     # nothing to keep: no half-set attributes
+                self._unfit()
+            raise
+        try:
+            if first:
+                self.classes_ = all_classes
+                self._reset_state(X.shape[1])
+            return self._fit_epochs(X, y, sample_weight, 1)
+        except BaseException as exc:
+            self._unfit()
+            if isinstance(exc, ValueError) and not first:
+                raise ValueError(f"{exc} The estimator is now unfitted: the state "
+                                 "could not be continued.") from exc
+            raise
+
+    def _unfit(self):
+        """Remove every fitted attribute (a failed call leaves no partial model)."""
+        for name in list(vars(self)):
+            if (name.endswith("_") and not name.startswith("__")) or name == "_states":
+                delattr(self, name)
+
+    def _check_classes(self, classes):
+        """The ``classes`` argument of ``partial_fit``: 1-D class labels, at
+        least two, sorted and unique."""
+        check_classification_targets(column_or_1d(np.asarray(classes, dtype=object)
+                                                  if _mixed(classes) else classes,
+                                                  warn=False))
+        classes = np.unique(classes)
+        self._check_n_classes(classes)
+        return classes
 
     def _validate_xy(self, X, y, reset):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
@@ -161,22 +225,27 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         return X, y
 
-    def _check_n_classes(self):
-        if self.classes_.size < 2:
+    @staticmethod
+    def _check_n_classes(classes):
+        if classes.size < 2:
             raise ValueError(
                 "The classifier needs samples of at least 2 classes in the data, but the "
-                f"data contain only one class: {self.classes_[0]!r}"
+                f"data contain only one class: {classes[0].item()!r}"
             )
 
-    def _weights_for(self, X, y, sample_weight, allow_balanced):
+    def _weights_for(self, X, y, sample_weight, classes, allow_balanced):
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
             raise ValueError("sample_weight must be finite and non-negative.")
         if self.class_weight is not None:
             if self.class_weight == "balanced" and not allow_balanced:
                 raise ValueError("class_weight='balanced' needs the full data")
-            cw = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
-            sample_weight = sample_weight * cw[np.searchsorted(self.classes_, y)]
+            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=y),
+                            dtype=np.float64)
+            if not np.all(np.isfinite(cw)) or np.any(cw < 0):
+                raise ValueError("class_weight must give every class a finite, non-negative "
+                                 f"weight; got {dict(zip(classes.tolist(), cw.tolist()))}.")
+            sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
         return sample_weight
 
     def _problem_count(self):
@@ -225,7 +294,28 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self.n_iter_ = int(max(passes))
         self.t_ = int(max(s["t"] for s in self._states))
         self._export()
+        self._check_weight_scale()
         return self
+
+    def _check_weight_scale(self):
+        """Warn when the weights are implausibly large without overflowing.
+
+        At the optimum ``alpha/2 ||w||^2 <= P(w*) <= P(0)``, the mean loss at
+        zero weights: 1 for the margin losses, ``log K`` for the multinomial
+        log loss. A model whose penalty alone is ten times that is worse than
+        ``w = 0`` by far: its steps were too large for the features' scale.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            penalty = 0.5 * self.alpha * float(np.sum(np.square(self.coef_)))
+        n_problems, n_outputs = self._problem_count()
+        limit = 10.0 * n_problems * max(1.0, np.log(n_outputs))
+        if not penalty <= limit:
+            warnings.warn(
+                f"{type(self).__name__}: the weights are implausibly large (alpha/2 ||w||^2 "
+                f"= {penalty:.3g}, while the cost of w = 0 is at most "
+                f"{limit / 10:.3g}): the steps were too large for the scale of the "
+                "features. Scale the features (e.g. StandardScaler) consistently across "
+                "calls, or use smaller steps.", UserWarning, stacklevel=4)
 
     def _export(self):
         """Set ``coef_`` (n_problems or n_classes, n_features) and ``intercept_``."""

@@ -7,6 +7,8 @@ and halving from a start value, keep the one with the lowest regularized
 objective, and return half of it for safety (the full data are noisier than
 the sample).
 """
+import warnings
+
 import numpy as np
 
 from ._core._dataset import RowDataset
@@ -62,6 +64,7 @@ def search_step(objective, *, eta_start=0.1, factor=2.0, max_trials=20):
         The best step tried (callers halve it for safety).
     """
     best_eta, best_obj = eta_start, objective(eta_start)
+    at_limit = False
     for direction in (factor, 1.0 / factor):
         eta = best_eta
         for _ in range(max_trials):
@@ -70,9 +73,17 @@ def search_step(objective, *, eta_start=0.1, factor=2.0, max_trials=20):
             if not obj < best_obj:
                 break
             best_eta, best_obj = eta, obj
+        else:
+            at_limit = True
         if best_eta != eta_start:
             break
     if not np.isfinite(best_obj):
         raise ValueError("step-size calibration diverged for every candidate; scale X "
                          "or pass eta0 explicitly")
+    if at_limit:
+        warnings.warn(
+            f"step-size calibration stopped at its limit of {max_trials} trials (eta="
+            f"{best_eta:.3g}, still improving): the features are probably badly scaled "
+            "(e.g. use StandardScaler), or pass eta0 explicitly.", UserWarning,
+            stacklevel=3)
     return best_eta

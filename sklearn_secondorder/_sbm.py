@@ -221,9 +221,11 @@ class SBMLogisticRegression(LinearClassifierBase):
             state.update(M=np.eye(P), mu=np.zeros(P), phi=np.zeros(P))
         return state
 
-    def _start(self, X, state):
-        """Fix ``n`` (hence ``lam = n alpha`` and the default ``eta = 1/n``) on the first pass."""
-        n = X.shape[0]
+    def _start(self, X, sample_weight, state):
+        """Fix ``n`` (hence ``lam = n alpha`` and the default ``eta = 1/n``) on the
+        first pass: the rows with non-zero weight (rows of weight 0 take no part,
+        as if they were left out)."""
+        n = max(int(np.count_nonzero(sample_weight)), 1)
         state["n_ref"] = n
         state["lam"] = n * self.alpha
         default = 1.0 / n if self.update == "paper" else 1.0
@@ -285,7 +287,7 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         if state["n_ref"] is None:
-            self._start(X, state)
+            self._start(X, sample_weight, state)
         K = state["intercept"].size
         theta = np.concatenate([state["coef"], state["intercept"] if self.fit_intercept
                                 else np.zeros(0)])
@@ -307,7 +309,7 @@ class SBMLogisticRegression(LinearClassifierBase):
                 state["V"], state["S"], state["head_slot"], state["tau"], **kw)
             theta[hc] = th_h
         if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"])
+            raise diverged_error(type(self).__name__, info["epochs"], remedy="lower eta")
         n_coef = state["coef"].size
         state["coef"][:] = theta[:n_coef]
         if self.fit_intercept:

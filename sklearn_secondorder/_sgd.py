@@ -3,7 +3,7 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import LinearClassifierBase, diverged_error
+from ._base import LinearClassifierBase, check_eta0, diverged_error
 from ._calibration import calibrate_eta0
 from ._compat import Interval, StrOptions
 from ._core._dataset import RowDataset
@@ -106,6 +106,10 @@ class PlainSGDClassifier(LinearClassifierBase):
 
     def _is_multinomial(self):
         return self.loss == "log_loss"
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_eta0(self)
 
     def _loss_object(self, n_outputs):
         return LOSSES[self.loss]() if n_outputs == 1 else None

@@ -198,3 +198,132 @@ def test_a9a_baseline_matches_sgdclassifier():
         peer = SGDClassifier(loss="log_loss", alpha=alpha, max_iter=epochs, tol=None,
                              random_state=0).fit(Xtr, ytr)
         assert ours.score(Xte, yte) >= peer.score(Xte, yte) - 0.005
+
+
+# ---- failed calls leave no half-updated model; inputs checked up front -----------
+from sklearn.exceptions import NotFittedError  # noqa: E402
+
+from sklearn_secondorder import (  # noqa: E402
+    PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC)
+
+ALL_LINEAR = [PSAClassifier, PlainSGDClassifier, SGDQNLinearSVC, SBMLogisticRegression]
+
+
+@pytest.mark.parametrize("Est", ALL_LINEAR)
+def test_a_failed_refit_leaves_the_estimator_unfitted(Est):
+    X, y = _data()
+    est = Est(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="only one class: 7"):
+        est.fit(X, np.full(len(y), 7))
+    with pytest.raises(NotFittedError):
+        est.predict(X)            # not the old model under the new classes_
+    assert not hasattr(est, "classes_") and not hasattr(est, "n_features_in_")
+    est.fit(X, y)                 # and it can be fitted again
+    y3 = np.arange(len(y)) % 3
+    with pytest.raises(ValueError, match="overflow|diverged"):
+        est.fit(X * 1e200, y3)    # diverges (in the step-size choice or in training)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+
+
+@pytest.mark.parametrize("Est", ALL_LINEAR)
+def test_a_refused_first_partial_fit_changes_nothing(Est):
+    X, y = _data()
+    est = Est(random_state=0)
+    with pytest.raises(ValueError, match="labels not in classes_"):
+        est.partial_fit(X, y, classes=[0, 2])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        est.partial_fit(X, y, classes=[0])
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    assert est.partial_fit(X, y, classes=[0, 1]).classes_.tolist() == [0, 1]
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match="features"):
+        est.partial_fit(X[:, :5], y)          # a bad later batch: model kept
+    assert_array_equal(est.coef_, coef)
+    est.predict(X)
+
+
+@pytest.mark.parametrize("Est", [PSAClassifier, PlainSGDClassifier, SBMLogisticRegression])
+def test_a_diverged_partial_fit_says_the_estimator_is_unfitted(Est):
+    X, y = _data()
+    est = Est(random_state=0).partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match="overflowed.*now unfitted"):
+        est.partial_fit(X * 1e200, y)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    est.partial_fit(X, y, classes=[0, 1]).predict(X)   # a fresh start works
+
+
+@pytest.mark.parametrize("Est", ALL_LINEAR)
+@pytest.mark.parametrize("classes, message", [
+    ([0, 1, np.nan], "NaN"), ([0, 0.5, 1], "continuous"), ([0, "a"], "Unknown label type"),
+    ([[0, 1], [1, 0]], "1d array")])
+def test_partial_fit_checks_classes(Est, classes, message):
+    X, y = _data()
+    with pytest.raises(ValueError, match=message):
+        Est(random_state=0).partial_fit(X, y, classes=classes)
+
+
+@pytest.mark.parametrize("Est", ALL_LINEAR)
+def test_parameters_checked_on_every_partial_fit_and_class_weight(Est):
+    X, y = _data()
+    est = Est(random_state=0).partial_fit(X, y, classes=[0, 1])
+    est.set_params(alpha=-1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        est.partial_fit(X, y)
+    for cw in ({0: -1.0, 1: 1.0}, {0: np.nan, 1: 1.0}):
+        with pytest.raises(ValueError, match="class_weight must give every class"):
+            Est(class_weight=cw, random_state=0).fit(X, y)
+
+
+def test_n_jobs_zero_is_refused():
+    X, y = _data(n_classes=3)
+    with pytest.raises(ValueError, match="n_jobs"):
+        PlainSGDClassifier(n_jobs=0).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore:.*implausibly large")
+@pytest.mark.parametrize("Est", [PSAClassifier, PlainSGDClassifier])
+def test_eta0_must_keep_the_shrink_positive(Est):
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"eta0 \* alpha < 1"):
+        Est(eta0=2e4, alpha=1e-4).fit(X, y)
+    Est(eta0=0.5e4, alpha=1e-4, random_state=0).fit(X, y)   # 0.5: accepted
+
+
+@pytest.mark.filterwarnings("ignore:.*implausibly large")
+def test_calibration_at_its_limit_warns():
+    X, y = _data()
+    with pytest.warns(UserWarning, match="calibration stopped at its limit"):
+        PSAClassifier(random_state=0, max_iter=1).fit(X * 1e100, y)
+
+
+def test_implausibly_large_weights_warn():
+    """alpha/2 ||w||^2 far above P(0) = 1: worse than w = 0 (t0 far too small)."""
+    X, y = _data()
+    with pytest.warns(UserWarning, match="implausibly large"):
+        SGDQNLinearSVC(t0=1e-10, random_state=0).fit(X, y)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SGDQNLinearSVC(random_state=0).fit(X, y)     # a sound model does not warn
+
+
+@pytest.mark.parametrize("Est, kw", [(PSAClassifier, dict(eta0=0.01)),
+                                     (PlainSGDClassifier, dict(eta0=0.01)),
+                                     (SGDQNLinearSVC, dict(t0=1e6)),
+                                     (SBMLogisticRegression, {})])
+def test_zero_weight_rows_are_rows_left_out(Est, kw):
+    X, y = _data()
+    sw = np.r_[np.ones(len(y)), np.zeros(len(y))]
+    est = Est(shuffle=False, random_state=0, **kw)
+    a = est.fit(np.r_[X, X[::-1]], np.r_[y, y[::-1]], sample_weight=sw).coef_.copy()
+    b = est.fit(X, y).coef_
+    assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_sbm_divergence_names_its_step_parameter():
+    X, y = _data()
+    with pytest.raises(ValueError, match="lower eta,"):
+        SBMLogisticRegression(random_state=0).fit(X * 1e8, y)

@@ -101,11 +101,11 @@ def ref_surrogate(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch
     P = Xt.shape[1] * K
     F = _table(K)
     icpt = np.arange(P) >= d * K
-    lam = n * alpha
     m = np.count_nonzero(sw)
+    lam = m * alpha                  # n: the rows that take part (weight 0: left out)
     Sig, b, theta, lam_tot, seen = lam * np.eye(P), np.zeros(P), theta0.copy(), lam, 0
     for order in orders:
-        delta = lam * (seen + m) / n - lam_tot
+        delta = lam * (seen + m) / m - lam_tot
         if delta > 0:
             Sig, lam_tot = Sig + delta * np.eye(P), lam_tot + delta
         seen += m
