@@ -176,6 +176,10 @@ def flatten_labels(y, lengths):
         if len(seq) != n:
             raise ValueError(f"sequence {si} has {n} tokens in X but {len(seq)} labels in y.")
         flat.extend(seq)
+    if len({isinstance(v, str) for v in flat}) > 1:
+        raise ValueError("y mixes string labels with labels of other types "
+                         f"(e.g. {next(v for v in flat if not isinstance(v, str))!r} and "
+                         f"{next(v for v in flat if isinstance(v, str))!r}).")
     return np.asarray(flat)
 
 

@@ -226,18 +226,23 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
         """
         self._validate_params()
-        for attr in ("classes_", "_state"):
-            if hasattr(self, attr):
-                delattr(self, attr)
-        batch = self._to_data(X, y, fitting=True, first=True)
-        self.classes_ = np.unique(batch[4])
-        return self._fit_batch(batch, self.max_iter, first=True)
+        try:
+            self._unfit()
+            batch = self._to_data(X, y, fitting=True, first=True)
+            self.classes_ = self._check_labels(np.unique(batch[4]))
+            return self._fit_batch(batch, self.max_iter, first=True)
+        except BaseException:
+            self._unfit()
+            raise
 
     def partial_fit(self, X, y, classes=None):
         """One pass over the given sequences, continuing the current state.
 
         The vocabulary grows: attributes first seen in a later batch get new
         weights (zero, so the past iterates are unchanged) and are learned.
+        Invalid input is refused before anything changes (the vocabulary
+        included); if the weights overflow during the pass the state cannot be
+        continued and the estimator is left unfitted (the error says so).
 
         Parameters
         ----------
@@ -253,21 +258,55 @@ class _BaseSequenceTagger(BaseEstimator):
         -------
         self : object
         """
+        self._validate_params()
         first = not hasattr(self, "_state")
-        if first:
-            self._validate_params()
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+        if not first and classes is not None and not np.array_equal(np.unique(classes),
+                                                                     self.classes_):
             raise ValueError(f"classes={np.unique(classes)!r} is not the same as on the "
                              f"first call to partial_fit ({self.classes_!r}).")
-        batch = self._to_data(X, y, fitting=True, first=first)
-        if first:
-            self.classes_ = np.unique(batch[4] if classes is None else np.asarray(classes))
-        unseen = np.setdiff1d(np.unique(batch[4]), self.classes_)
-        if unseen.size:
-            raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
-                             f"{unseen[:5]!r}; pass all the labels as `classes` on the "
-                             "first call to partial_fit.")
-        return self._fit_batch(batch, 1, first=first)
+        vocabulary = getattr(self, "vocabulary_", None)
+        n_known = len(vocabulary) if vocabulary is not None and not first else None
+        try:
+            batch = self._to_data(X, y, fitting=True, first=first)
+            all_classes = (self.classes_ if not first else self._check_labels(
+                np.unique(batch[4] if classes is None else np.asarray(classes))))
+            unseen = np.setdiff1d(np.unique(batch[4]), all_classes)
+            if unseen.size:
+                raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
+                                 f"{unseen[:5]!r}; pass all the labels as `classes` on "
+                                 "the first call to partial_fit.")
+        except BaseException:
+            if first:
+                self._unfit()
+            elif n_known is not None:
+                while len(self.vocabulary_) > n_known:   # the attributes just added
+                    self.vocabulary_.popitem()
+            raise
+        try:
+            if first:
+                self.classes_ = all_classes
+            return self._fit_batch(batch, 1, first=first)
+        except BaseException as exc:
+            self._unfit()
+            if isinstance(exc, ValueError) and not first:
+                raise ValueError(f"{exc} The estimator is now unfitted: the state "
+                                 "could not be continued.") from exc
+            raise
+
+    def _unfit(self):
+        """Remove every fitted attribute (a failed call leaves no partial model)."""
+        for name in list(vars(self)):
+            if ((name.endswith("_") and not name.startswith("__"))
+                    or name in ("_state", "_model", "_kind")):
+                delattr(self, name)
+
+    @staticmethod
+    def _check_labels(classes):
+        if classes.size < 2:
+            raise ValueError(
+                "a sequence tagger needs at least 2 labels, but y contains only one class: "
+                f"{classes.tolist()!r} (pass all the labels as `classes` to partial_fit).")
+        return classes
 
     def _fit_batch(self, batch, n_epochs, first):
         data, indices, indptr, offsets, labels, n_features, kind = batch

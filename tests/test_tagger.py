@@ -442,3 +442,49 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     eta = calibrate_eta0(ds, np.zeros((A + L + 1) * L), n_attributes=A, n_labels=L,
                          n_latent=1, alpha=alpha, fit_intercept=True, averaged=averaged)
     assert_allclose(eta, 0.1 * 2.0 ** k / 2)
+
+
+# ---- failed calls leave no half-updated model -------------------------------------
+TINY_X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+TINY_Y = [["D", "N"], ["D", "N"]]
+TAGGERS = [ASFSequenceTagger, SGDSequenceTagger, PSASequenceTagger]
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_a_failed_fit_leaves_the_tagger_unfitted(Tagger):
+    from sklearn.exceptions import NotFittedError
+    tagger = Tagger(random_state=0).fit(TINY_X, TINY_Y)
+    with pytest.raises(ValueError, match="empty"):
+        tagger.fit([[]], [[]])
+    with pytest.raises(NotFittedError):
+        tagger.predict(TINY_X)
+    with pytest.raises(ValueError, match="only one class"):
+        Tagger().fit(TINY_X, [["N", "N"], ["N", "N"]])
+    with pytest.raises(ValueError, match="mixes string labels"):
+        Tagger().fit(TINY_X, [[0, "N"], [0, "N"]])
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_a_refused_partial_fit_keeps_the_vocabulary(Tagger):
+    tagger = Tagger(random_state=0).partial_fit(TINY_X, TINY_Y)
+    vocab = dict(tagger.vocabulary_)
+    new_words = [[{"w": f"new{i}"}, {"w": "x"}] for i in range(50)]
+    with pytest.raises(ValueError, match="labels not in classes_"):
+        tagger.partial_fit(new_words, [["D", "V"]] * 50)
+    with pytest.raises(ValueError, match="labels in y"):
+        tagger.partial_fit(new_words, [["D"]] * 50)
+    assert tagger.vocabulary_ == vocab
+    assert len(tagger.attributes_) == tagger.coef_.shape[1]
+    tagger.partial_fit(new_words, [["D", "N"]] * 50)       # a good batch still works
+    assert len(tagger.vocabulary_) > len(vocab)
+
+
+@pytest.mark.parametrize("Tagger", [ASFSequenceTagger, SGDSequenceTagger])
+def test_a_diverged_partial_fit_leaves_the_tagger_unfitted(Tagger):
+    from sklearn.exceptions import NotFittedError
+    tagger = Tagger(random_state=0, eta0=0.1).fit(TINY_X, TINY_Y)
+    huge = [[{"w": "the", "x": 1e300}, {"x": -1e300}]] * 3
+    with pytest.raises(ValueError, match="overflowed.*now unfitted"):
+        tagger.partial_fit(huge, [["D", "N"]] * 3)
+    with pytest.raises(NotFittedError):
+        tagger.predict(TINY_X)
