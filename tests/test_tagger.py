@@ -488,3 +488,15 @@ def test_a_diverged_partial_fit_leaves_the_tagger_unfitted(Tagger):
         tagger.partial_fit(huge, [["D", "N"]] * 3)
     with pytest.raises(NotFittedError):
         tagger.predict(TINY_X)
+
+
+def test_prediction_refuses_overflowing_token_scores():
+    """Feature values that overflow the scores give an error, not an arbitrary path."""
+    tagger = SGDSequenceTagger(random_state=0).fit([[{"x": 1.0}, {"x": -1.0}]] * 3,
+                                                   [["D", "N"]] * 3)
+    assert tagger.predict([[{"x": 1.0}, {"x": -1.0}]]) == [["D", "N"]]
+    huge = [[{"x": 1.0}, {"x": -1.0}], [{"x": 1e308}, {"x": -1e308}]]
+    with pytest.raises(ValueError, match="non-finite token scores in sequence 1"):
+        tagger.predict(huge)
+    with pytest.raises(ValueError, match="feature values"):
+        tagger.predict_marginals(huge)

@@ -35,6 +35,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
+from ._numeric cimport all_finite
 from ._random cimport rand_below
 
 cnp.import_array()
@@ -698,17 +699,23 @@ def viterbi_decode(SequenceData ds, CRFWeights w):
     out = np.empty(ds.n_tokens, dtype=np.int32)
     cdef int[::1] o = out
     cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
-    cdef Py_ssize_t s
+    cdef Py_ssize_t s, bad = -1
     cdef int t, nl = w.n_latent
     cdef long long first
     with nogil:
         ctx.load_transitions(w)
         for s in range(ds.n_sequences):
             ctx.load_emissions(ds, s, w)
+            if not all_finite(ctx.emit, <Py_ssize_t>ctx.T * w.n_states):
+                bad = s                  # the max-product would pick an arbitrary path
+                break
             ctx.viterbi()
             first = ds.offsets[s]
             for t in range(ctx.T):
                 o[first + t] = ctx.path[t] // nl
+    if bad >= 0:
+        raise ValueError(f"non-finite token scores in sequence {bad}: its feature values "
+                         "are too large for the model (scale the features as in training)")
     return out
 
 
@@ -737,7 +744,8 @@ def label_marginals(SequenceData ds, CRFWeights w):
                 for h in range(H):
                     o[first + t, h // nl] += ctx.marg[<Py_ssize_t>t * H + h]
     if bad:
-        raise ValueError("non-finite log partition: the model weights are too large")
+        raise ValueError("non-finite log partition: the feature values (or the model "
+                         "weights) are too large; scale the features as in training")
     return out
 
 
