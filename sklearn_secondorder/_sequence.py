@@ -15,8 +15,8 @@ Internally the tokens of all sequences are stacked into one CSR matrix and
 ``offsets`` gives the first row of each sequence (seqlearn's layout, kept
 private: it is not sample-aligned).
 """
-from collections.abc import Mapping
-from numbers import Real
+from collections.abc import Iterator, Mapping
+from numbers import Number, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +41,8 @@ def input_kind(X):
         return KIND_FLAT
     if isinstance(X, np.ndarray) and not (X.dtype == object and X.ndim == 1):
         return KIND_FLAT
+    if isinstance(X, Iterator):
+        raise TypeError(f"X is a {type(X).__name__}: pass a list of sequences (e.g. list(X)).")
     if not isinstance(X, (list, tuple, np.ndarray)):
         return KIND_FLAT  # array-likes (DataFrame, ...) go through validate_data
     if len(X) == 0:
@@ -53,11 +55,19 @@ def input_kind(X):
             "X looks like a single sequence of feature dicts; pass a list of "
             "sequences, e.g. X = [sequence]."
         )
+    if isinstance(first, (str, bytes)):
+        raise TypeError(f"sequence 0 of X is a {type(first).__name__}; expected a list of "
+                        "token feature dicts (or a 2-D array per sequence).")
     if isinstance(first, (list, tuple)):
         if len(first) == 0:
             raise ValueError("sequence 0 of X is empty: every sequence needs at least one token.")
         if isinstance(first[0], Mapping):
             return KIND_DICTS
+        if not isinstance(first[0], (Number, np.number, np.bool_)):
+            raise TypeError(
+                f"token 0 of sequence 0 is a {type(first[0]).__name__}; each token must be a "
+                "dict of features (name -> value), or each sequence a 2-D array (a plain "
+                "2-D array of numbers is read as one-token sequences).")
     return KIND_FLAT
 
 

@@ -500,3 +500,13 @@ def test_prediction_refuses_overflowing_token_scores():
         tagger.predict(huge)
     with pytest.raises(ValueError, match="feature values"):
         tagger.predict_marginals(huge)
+
+
+@pytest.mark.parametrize("X, message", [
+    ([["a", {"w": "b"}]], "token 0 of sequence 0 is a str"),
+    ([[("w", "a"), ("w", "b")]], "token 0 of sequence 0 is a tuple"),
+    (["ab"], "sequence 0 of X is a str"),
+    ((s for s in [[{"w": "a"}]]), "X is a generator")])
+def test_malformed_sequences_are_named(X, message):
+    with pytest.raises(TypeError, match=message):
+        ASFSequenceTagger().fit(X, [["D", "N"]])
