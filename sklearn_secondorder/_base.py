@@ -59,6 +59,21 @@ def diverged_error(name, epoch, remedy="lower eta0"):
     )
 
 
+def remove_fitted(est, private):
+    """Remove the fitted attributes of ``est``: the public ``*_`` ones and the
+    ``private`` state names (a failed call leaves no partial model)."""
+    for name in list(vars(est)):
+        if (name.endswith("_") and not name.startswith("__")) or name in private:
+            delattr(est, name)
+
+
+def now_unfitted(exc):
+    """The error of a ``partial_fit`` whose pass failed (the weights
+    overflowed): the state cannot be continued, so the estimator was reset."""
+    return ValueError(f"{exc} The estimator is now unfitted: the state could not be "
+                      "continued.")
+
+
 def check_eta0(est):
     """An explicit ``eta0`` must keep the L2 shrink ``1 - eta0 alpha`` positive
     (at or below 0 every step would wipe the weights)."""
@@ -199,15 +214,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         except BaseException as exc:
             self._unfit()
             if isinstance(exc, ValueError) and not first:
-                raise ValueError(f"{exc} The estimator is now unfitted: the state "
-                                 "could not be continued.") from exc
+                raise now_unfitted(exc) from exc
             raise
 
     def _unfit(self):
         """Remove every fitted attribute (a failed call leaves no partial model)."""
-        for name in list(vars(self)):
-            if (name.endswith("_") and not name.startswith("__")) or name == "_states":
-                delattr(self, name)
+        remove_fitted(self, ("_states",))
 
     def _check_classes(self, classes):
         """The ``classes`` argument of ``partial_fit``: 1-D class labels, at

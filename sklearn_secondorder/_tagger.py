@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._base import diverged_error
+from ._base import diverged_error, now_unfitted, remove_fitted
 from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
 from ._core._psa_crf_fast import new_psa_state, psa_epochs
@@ -289,16 +289,12 @@ class _BaseSequenceTagger(BaseEstimator):
         except BaseException as exc:
             self._unfit()
             if isinstance(exc, ValueError) and not first:
-                raise ValueError(f"{exc} The estimator is now unfitted: the state "
-                                 "could not be continued.") from exc
+                raise now_unfitted(exc) from exc
             raise
 
     def _unfit(self):
         """Remove every fitted attribute (a failed call leaves no partial model)."""
-        for name in list(vars(self)):
-            if ((name.endswith("_") and not name.startswith("__"))
-                    or name in ("_state", "_model", "_kind")):
-                delattr(self, name)
+        remove_fitted(self, ("_state", "_model", "_kind"))
 
     @staticmethod
     def _check_labels(classes):

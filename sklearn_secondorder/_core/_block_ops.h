@@ -20,18 +20,6 @@
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SKSO_ROW_CLONES
-/* Line 5 of Algorithm 1 for one row of a multi-output linear model:
- * v[k] = max(0, 1 - eta[k] lam) v[k] - eta[k] sw grad[k] x. */
-SKSO_ROW_CLONES
-static void skso_row_shrink_step(double *restrict ve, double lam, double sw,
-                                 const double *restrict grad, double x, ptrdiff_t K) {
-    for (ptrdiff_t k = 0; k < K; k++) {
-        double c = 1.0 - ve[2 * k + 1] * lam;
-        c = c < 0.0 ? 0.0 : c;
-        ve[2 * k] = c * ve[2 * k] - ve[2 * k + 1] * sw * grad[k] * x;
-    }
-}
-
 #endif
 
 /* k untouched steps, v *= (1 - eta lam)^k = exp(k rate), when every
