@@ -42,12 +42,31 @@ from ._compat import (
 MAX_SEED = np.iinfo(np.int32).max
 
 
-def _mixed(values):
-    """Whether a label list mixes strings with other types (numpy would turn
-    them all into strings silently)."""
-    values = list(np.ravel(np.asarray(values, dtype=object)))
-    kinds = {isinstance(v, str) for v in values}
-    return len(kinds) > 1
+def check_label_types(labels, name):
+    """Refuse labels that mix strings with other types (numpy would turn them
+    all into strings, or fail to sort them)."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind != "O":
+        return
+    if hasattr(labels, "dtype") and getattr(labels.dtype, "kind", "O") != "O":
+        return                                     # e.g. a numeric pandas Series
+    try:
+        values = np.ravel(np.asarray(labels, dtype=object))
+    except (TypeError, ValueError):
+        return                                     # left to the usual checks
+    is_str = [isinstance(v, str) for v in values]
+    if any(is_str) and not all(is_str):
+        other = values[is_str.index(False)]
+        raise ValueError(f"{name} mixes string labels with labels of other types (e.g. "
+                         f"{values[is_str.index(True)]!r} and {other!r}).")
+
+
+def check_classes_arg(classes):
+    """The ``classes`` argument of ``partial_fit``: 1-D class labels (not
+    continuous, no NaN, one type), sorted and unique."""
+    check_label_types(classes, "classes")
+    classes = column_or_1d(classes, warn=False)
+    check_classification_targets(classes)
+    return np.unique(classes)
 
 
 def diverged_error(name, epoch, remedy="lower eta0"):
@@ -74,12 +93,14 @@ def now_unfitted(exc):
                       "continued.")
 
 
-def check_eta0(est):
-    """An explicit ``eta0`` must keep the L2 shrink ``1 - eta0 alpha`` positive
-    (at or below 0 every step would wipe the weights)."""
-    if est.eta0 != "auto" and not est.eta0 * est.alpha < 1.0:
+def check_eta0(est, eta0=None):
+    """A constant step ``eta0`` (the parameter, or the one in use, e.g.
+    calibrated) must keep the L2 shrink ``1 - eta0 alpha`` positive: at or
+    below 0 every step would wipe the weights."""
+    eta0 = est.eta0 if eta0 is None else eta0
+    if eta0 != "auto" and eta0 is not None and not eta0 * est.alpha < 1.0:
         raise ValueError(
-            f"eta0={est.eta0!r} must satisfy eta0 * alpha < 1 (alpha={est.alpha!r}): the "
+            f"eta0={eta0!r} must satisfy eta0 * alpha < 1 (alpha={est.alpha!r}): the "
             "shrink 1 - eta0 * alpha of every step would wipe the weights.")
 
 
@@ -115,6 +136,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Whether more than two classes are fitted jointly (default: never)."""
         return False
 
+    def _check_state_params(self):
+        """Check the parameters against the state before a later ``partial_fit``
+        changes anything (default: nothing to check)."""
+
     def _final_weights(self, state):
         """The ``(coef, intercept)`` a problem exposes (default: current weights)."""
         return state["coef"], state["intercept"]
@@ -123,8 +148,8 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit the model with ``max_iter`` passes over the data.
 
-        A call that raises (invalid input, or weights that overflow) leaves
-        the estimator unfitted.
+        Input that is refused leaves a fitted model as it was; if the weights
+        overflow during training the estimator is left unfitted.
 
         Parameters
         ----------
@@ -139,12 +164,21 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self._validate_params()
         keep_state = self.warm_start and hasattr(self, "_states")
         old = (self.classes_, self.coef_.shape[1]) if keep_state else None
+        saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
+                 if k in vars(self)}
         try:
             X, y = self._validate_xy(X, y, reset=True)
             classes = np.unique(y)
             self._check_n_classes(classes)
             sample_weight = self._weights_for(X, y, sample_weight, classes,
                                               allow_balanced=True)
+        except BaseException:
+            # refused input: the fitted model (if any) stays as it was
+            for k in ("n_features_in_", "feature_names_in_"):
+                vars(self).pop(k, None)
+            vars(self).update(saved)
+            raise
+        try:
             self.classes_ = classes
             if not (old is not None and np.array_equal(classes, old[0])
                     and old[1] == X.shape[1]):
@@ -188,6 +222,8 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                     f"`classes={np.unique(classes)!r}` is not the same as on the first "
                     f"call to partial_fit ({self.classes_!r})."
                 )
+        if not first:
+            self._check_state_params()
         if self.class_weight == "balanced":
             raise ValueError(
                 "class_weight='balanced' is not supported by partial_fit: compute the "
@@ -222,16 +258,14 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         remove_fitted(self, ("_states",))
 
     def _check_classes(self, classes):
-        """The ``classes`` argument of ``partial_fit``: 1-D class labels, at
-        least two, sorted and unique."""
-        check_classification_targets(column_or_1d(np.asarray(classes, dtype=object)
-                                                  if _mixed(classes) else classes,
-                                                  warn=False))
-        classes = np.unique(classes)
+        """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
+        at least two."""
+        classes = check_classes_arg(classes)
         self._check_n_classes(classes)
         return classes
 
     def _validate_xy(self, X, y, reset):
+        check_label_types(y, "y")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              order="C", reset=reset)
         check_classification_targets(y)
@@ -306,21 +340,24 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self.n_iter_ = int(max(passes))
         self.t_ = int(max(s["t"] for s in self._states))
         self._export()
-        self._check_weight_scale()
+        used = sample_weight[sample_weight > 0]
+        self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
         return self
 
-    def _check_weight_scale(self):
+    def _check_weight_scale(self, mean_weight):
         """Warn when the weights are implausibly large without overflowing.
 
-        At the optimum ``alpha/2 ||w||^2 <= P(w*) <= P(0)``, the mean loss at
-        zero weights: 1 for the margin losses, ``log K`` for the multinomial
-        log loss. A model whose penalty alone is ten times that is worse than
-        ``w = 0`` by far: its steps were too large for the features' scale.
+        At the optimum ``alpha/2 ||w||^2 <= P(w*) <= P(0)``, the (weighted)
+        mean loss at zero weights: ``mean_weight`` (the mean sample weight,
+        class weights included) times 1 for the margin losses or ``log K``
+        for the multinomial log loss. A model whose penalty alone is ten times
+        that is worse than ``w = 0`` by far: its steps were too large for the
+        features' scale.
         """
         with np.errstate(over="ignore", invalid="ignore"):
             penalty = 0.5 * self.alpha * float(np.sum(np.square(self.coef_)))
         n_problems, n_outputs = self._problem_count()
-        limit = 10.0 * n_problems * max(1.0, np.log(n_outputs))
+        limit = 10.0 * mean_weight * n_problems * max(1.0, np.log(n_outputs))
         if not penalty <= limit:
             warnings.warn(
                 f"{type(self).__name__}: the weights are implausibly large (alpha/2 ||w||^2 "

@@ -147,6 +147,11 @@ class PSAClassifier(LinearClassifierBase):
             raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
                              f"psa_alpha={self.psa_alpha}")
 
+    def _check_state_params(self):
+        for state in self._states:
+            if state["arrays"] is not None:
+                check_eta0(self, state["eta0"])
+
     def _init_problem(self, n_features, n_outputs):
         return {"n_features": n_features, "n_outputs": n_outputs, "arrays": None}
 

@@ -109,7 +109,15 @@ class PlainSGDClassifier(LinearClassifierBase):
 
     def _validate_params(self):
         super()._validate_params()
-        check_eta0(self)
+        if self.learning_rate == "constant":
+            # ('optimal': eta_t = 1/(alpha (t + t0)) keeps every later shrink
+            # positive; only the first step, on zero weights, can reach 0)
+            check_eta0(self)
+
+    def _check_state_params(self):
+        if self.learning_rate == "constant":
+            for state in self._states:
+                check_eta0(self, state["eta0"])
 
     def _loss_object(self, n_outputs):
         return LOSSES[self.loss]() if n_outputs == 1 else None

@@ -14,7 +14,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._base import diverged_error, now_unfitted, remove_fitted
+from ._base import (check_classes_arg, check_label_types, diverged_error, now_unfitted,
+                    remove_fitted)
 from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
 from ._core._psa_crf_fast import new_psa_state, psa_epochs
@@ -131,6 +132,7 @@ class _BaseSequenceTagger(BaseEstimator):
         labels = None
         if kind == KIND_FLAT:
             if fitting:
+                check_label_types(y, "y")
                 X, yy = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                                       reset=first)
                 check_classification_targets(yy)
@@ -260,16 +262,19 @@ class _BaseSequenceTagger(BaseEstimator):
         """
         self._validate_params()
         first = not hasattr(self, "_state")
-        if not first and classes is not None and not np.array_equal(np.unique(classes),
-                                                                     self.classes_):
-            raise ValueError(f"classes={np.unique(classes)!r} is not the same as on the "
-                             f"first call to partial_fit ({self.classes_!r}).")
+        if classes is not None:
+            classes = check_classes_arg(classes)
+        if not first:
+            self._check_step()
+            if classes is not None and not np.array_equal(classes, self.classes_):
+                raise ValueError(f"classes={classes!r} is not the same as on the "
+                                 f"first call to partial_fit ({self.classes_!r}).")
         vocabulary = getattr(self, "vocabulary_", None)
         n_known = len(vocabulary) if vocabulary is not None and not first else None
         try:
             batch = self._to_data(X, y, fitting=True, first=first)
             all_classes = (self.classes_ if not first else self._check_labels(
-                np.unique(batch[4] if classes is None else np.asarray(classes))))
+                np.unique(batch[4]) if classes is None else classes))
             unseen = np.setdiff1d(np.unique(batch[4]), all_classes)
             if unseen.size:
                 raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
@@ -295,6 +300,15 @@ class _BaseSequenceTagger(BaseEstimator):
     def _unfit(self):
         """Remove every fitted attribute (a failed call leaves no partial model)."""
         remove_fitted(self, ("_state", "_model", "_kind"))
+
+    def _check_step(self):
+        """The step in use (``eta0_``, perhaps calibrated) against the current
+        ``alpha``, before a later ``partial_fit`` changes anything."""
+        eta0 = getattr(self, "eta0_", None)
+        if eta0 is not None and not eta0 * self.alpha < 1.0:
+            raise ValueError(
+                f"the step in use, eta0_={eta0:.4g}, must satisfy eta0 * alpha < 1 "
+                f"(alpha={self.alpha!r}): the shrink of every step would wipe the weights.")
 
     @staticmethod
     def _check_labels(classes):
@@ -776,6 +790,12 @@ class PSASequenceTagger(_BaseSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+
+    def _validate_params(self):
+        super()._validate_params()
+        if not self.psa_beta < self.psa_alpha:
+            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
+                             f"psa_alpha={self.psa_alpha}")
 
     def _new_state(self, n_attributes, rng):
         if not self.psa_beta < self.psa_alpha:

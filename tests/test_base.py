@@ -210,15 +210,18 @@ ALL_LINEAR = [PSAClassifier, PlainSGDClassifier, SGDQNLinearSVC, SBMLogisticRegr
 
 
 @pytest.mark.parametrize("Est", ALL_LINEAR)
-def test_a_failed_refit_leaves_the_estimator_unfitted(Est):
+@pytest.mark.parametrize("warm_start", [False, True])
+def test_a_refused_refit_keeps_the_model_a_failed_one_unfits_it(Est, warm_start):
     X, y = _data()
-    est = Est(random_state=0).fit(X, y)
+    est = Est(random_state=0, warm_start=warm_start).fit(X, y)
+    coef = est.coef_.copy()
     with pytest.raises(ValueError, match="only one class: 7"):
         est.fit(X, np.full(len(y), 7))
-    with pytest.raises(NotFittedError):
-        est.predict(X)            # not the old model under the new classes_
-    assert not hasattr(est, "classes_") and not hasattr(est, "n_features_in_")
-    est.fit(X, y)                 # and it can be fitted again
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(np.c_[X, X] * np.nan, y)
+    assert_array_equal(est.coef_, coef)          # the fitted model is untouched
+    assert est.n_features_in_ == X.shape[1] and est.classes_.tolist() == [0, 1]
+    est.predict(X)
     y3 = np.arange(len(y)) % 3
     with pytest.raises(ValueError, match="overflow|diverged"):
         est.fit(X * 1e200, y3)    # diverges (in the step-size choice or in training)
@@ -257,7 +260,7 @@ def test_a_diverged_partial_fit_says_the_estimator_is_unfitted(Est):
 
 @pytest.mark.parametrize("Est", ALL_LINEAR)
 @pytest.mark.parametrize("classes, message", [
-    ([0, 1, np.nan], "NaN"), ([0, 0.5, 1], "continuous"), ([0, "a"], "Unknown label type"),
+    ([0, 1, np.nan], "NaN"), ([0, 0.5, 1], "continuous"), ([0, "a"], "mixes string labels"),
     ([[0, 1], [1, 0]], "1d array")])
 def test_partial_fit_checks_classes(Est, classes, message):
     X, y = _data()
@@ -287,9 +290,10 @@ def test_n_jobs_zero_is_refused():
 @pytest.mark.parametrize("Est", [PSAClassifier, PlainSGDClassifier])
 def test_eta0_must_keep_the_shrink_positive(Est):
     X, y = _data()
+    kw = dict(learning_rate="constant") if Est is PlainSGDClassifier else {}
     with pytest.raises(ValueError, match=r"eta0 \* alpha < 1"):
-        Est(eta0=2e4, alpha=1e-4).fit(X, y)
-    Est(eta0=0.5e4, alpha=1e-4, random_state=0).fit(X, y)   # 0.5: accepted
+        Est(eta0=2e4, alpha=1e-4, **kw).fit(X, y)
+    Est(eta0=0.5e4, alpha=1e-4, random_state=0, **kw).fit(X, y)   # 0.5: accepted
 
 
 @pytest.mark.filterwarnings("ignore:.*implausibly large")
@@ -327,3 +331,42 @@ def test_sbm_divergence_names_its_step_parameter():
     X, y = _data()
     with pytest.raises(ValueError, match="lower eta,"):
         SBMLogisticRegression(random_state=0).fit(X * 1e8, y)
+
+
+@pytest.mark.parametrize("Est", ALL_LINEAR)
+def test_labels_mixing_strings_and_numbers_are_refused(Est):
+    X, y = _data()
+    mixed = np.array(["a" if v == 0 else 1 for v in y], dtype=object)
+    for labels in (mixed, list(mixed)):
+        with pytest.raises(ValueError, match="y mixes string labels"):
+            Est().fit(X, labels)
+
+
+def test_weight_scale_warning_follows_the_sample_weights():
+    """P(0) grows with the sample weights: a sound model on heavy rows is quiet."""
+    import warnings
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SBMLogisticRegression(alpha=1.0, max_iter=20, random_state=0).fit(
+            X, y, sample_weight=np.full(len(y), 1000.0))
+
+
+def test_optimal_schedule_accepts_eta0_of_one_over_alpha():
+    """eta_t = 1/(alpha (t + t0)): only the first shrink (on zero weights) is 0."""
+    X, y = _data()
+    PlainSGDClassifier(alpha=1.0, eta0=1.0, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"eta0 \* alpha < 1"):
+        PlainSGDClassifier(alpha=1.0, eta0=1.0, learning_rate="constant").fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [PSAClassifier, PlainSGDClassifier])
+def test_a_new_alpha_is_checked_against_the_step_in_use(Est):
+    X, y = _data()
+    kw = dict(learning_rate="constant") if Est is PlainSGDClassifier else {}
+    est = Est(random_state=0, **kw).fit(X, y)
+    coef = est.coef_.copy()
+    est.set_params(alpha=1e6)
+    with pytest.raises(ValueError, match=r"eta0 \* alpha < 1"):
+        est.partial_fit(X, y)
+    assert_array_equal(est.coef_, coef)

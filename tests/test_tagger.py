@@ -510,3 +510,26 @@ def test_prediction_refuses_overflowing_token_scores():
 def test_malformed_sequences_are_named(X, message):
     with pytest.raises(TypeError, match=message):
         ASFSequenceTagger().fit(X, [["D", "N"]])
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_a_later_partial_fit_checks_parameters_before_changing_anything(Tagger):
+    tagger = Tagger(random_state=0).partial_fit(TINY_X, TINY_Y)
+    model = tagger.coef_.copy()
+    tagger.set_params(alpha=2.0 / tagger.eta0_)
+    with pytest.raises(ValueError, match=r"eta0 \* alpha < 1"):
+        tagger.partial_fit(TINY_X, TINY_Y)
+    assert_array_equal(tagger.coef_, model)               # still fitted, unchanged
+    if Tagger is PSASequenceTagger:
+        tagger.set_params(alpha=1e-4, psa_alpha=0.99, psa_beta=0.9999)
+        with pytest.raises(ValueError, match="psa_beta"):
+            tagger.partial_fit(TINY_X, TINY_Y)
+        assert_array_equal(tagger.coef_, model)
+
+
+@pytest.mark.parametrize("classes, message", [
+    (["D", "N", np.nan], "mixes string labels"), ([0, 1, np.nan], "NaN"),
+    ([0, 1, 2.5], "continuous"), ([["D", "N"], ["V", "O"]], "1d array")])
+def test_partial_fit_checks_the_classes_argument(classes, message):
+    with pytest.raises(ValueError, match=message):
+        ASFSequenceTagger().partial_fit(TINY_X, TINY_Y, classes=classes)

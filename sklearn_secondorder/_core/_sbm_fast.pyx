@@ -498,10 +498,10 @@ def sbm_full_epochs(RowDataset ds, double[::1] theta, double[:, ::1] M,
                 if since_step > 0:
                     _full_step(P, Mp, mup, php, th, eta, surrogate, lam, n_reg, wrk)
                     since_step = 0
-                epochs_run += 1
                 if not all_finite(th, P) or not all_finite(php, P):
-                    diverged = True
+                    diverged = True          # (reported as pass epochs_run + 1)
                     break
+                epochs_run += 1
     finally:
         _example_free(&ex)
         free(Wt)
@@ -1289,10 +1289,10 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                                      taup[fb], n_steps, bsz, n_steps)
                     taup[fb] = 0
                 _orthonormalize(&lr)
-                epochs_run += 1
                 if not all_finite(th, P) or (H > 0 and not all_finite(thh, H)):
-                    diverged = True
+                    diverged = True          # (reported as pass epochs_run + 1)
                     break
+                epochs_run += 1
     finally:
         _example_free(&ex)
         free(lr.T)
