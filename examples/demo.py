@@ -96,7 +96,8 @@ def tagging_demo():
     print(f"\nCoNLL-2000 chunking: {len(Xtr)} train / {len(Xte)} test sentences")
     print(f"{'tagger':42s} {'chunk F1':>9s} {'fit s':>8s}")
     for label, est in [
-        ("PSASequenceTagger (1 pass)", sso.PSASequenceTagger(alpha=1.0 / len(Xtr), random_state=0)),
+        ("PSASequenceTagger (1 pass)",
+         sso.PSASequenceTagger(alpha=1.0 / len(Xtr), random_state=0)),
         ("ASFSequenceTagger (3 passes)",
          sso.ASFSequenceTagger(alpha=1.0 / len(Xtr), max_iter=3, random_state=0)),
     ]:
