@@ -7,6 +7,7 @@ same core (the baselines). Both take sklearn-crfsuite's input (a list of sequenc
 of feature dicts, or of 2-D arrays) and give its outputs (``predict``,
 ``predict_marginals``, ``state_features_``, ``transition_features_``).
 """
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -335,7 +336,24 @@ class _BaseSequenceTagger(BaseEstimator):
         self.n_iter_ = self._run_passes(ds, n_epochs)
         self.t_ = st["t"]
         self._model = self._final_flat()
+        self._check_weight_scale(float(np.mean(np.diff(offsets))))
         return self
+
+    def _check_weight_scale(self, mean_length):
+        """Warn when the weights are implausibly large without overflowing:
+        at the optimum ``alpha/2 ||w||^2 <= P(0)``, the mean ``-log p(y|x)`` at
+        zero weights, ``T log H`` for a sequence of ``T`` tokens and ``H``
+        states (as ``LinearClassifierBase._check_weight_scale``)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            penalty = 0.5 * self.alpha * float(np.dot(self._model, self._model))
+        limit = 10.0 * mean_length * np.log(max(self.classes_.size * self._n_latent(), 2))
+        if not penalty <= limit:
+            warnings.warn(
+                f"{type(self).__name__}: the weights are implausibly large (alpha/2 ||w||^2 "
+                f"= {penalty:.3g}, while the cost of w = 0 is {limit / 10:.3g}): the steps "
+                "were too large for the scale of the feature values. Scale them (e.g. "
+                "StandardScaler) consistently across calls, or use a smaller eta0.",
+                UserWarning, stacklevel=4)
 
     def _check_info(self, info):
         st = self._state

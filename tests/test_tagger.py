@@ -533,3 +533,18 @@ def test_a_later_partial_fit_checks_parameters_before_changing_anything(Tagger):
 def test_partial_fit_checks_the_classes_argument(classes, message):
     with pytest.raises(ValueError, match=message):
         ASFSequenceTagger().partial_fit(TINY_X, TINY_Y, classes=classes)
+
+
+def test_implausibly_large_tagger_weights_warn():
+    """alpha/2 ||w||^2 far above the cost of w = 0 (T log H per sequence)."""
+    import warnings
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 4)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
+    with pytest.warns(UserWarning, match="implausibly large"):
+        PSASequenceTagger(random_state=0).fit(X * 1e5, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for Tagger in TAGGERS:
+            Tagger(random_state=0).fit(X, y)
+            Tagger(random_state=0).fit(TINY_X * 5, TINY_Y * 5)
