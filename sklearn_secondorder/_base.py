@@ -93,6 +93,14 @@ def now_unfitted(exc):
                       "continued.")
 
 
+def check_psa_factors(est):
+    """PSA's factor range: ``psa_beta < psa_alpha`` (each in (0, 1) by the
+    parameter constraints)."""
+    if not est.psa_beta < est.psa_alpha:
+        raise ValueError(f"psa_beta={est.psa_beta} must be smaller than "
+                         f"psa_alpha={est.psa_alpha}")
+
+
 def check_eta0(est, eta0=None):
     """A constant step ``eta0`` (the parameter, or the one in use, e.g.
     calibrated) must keep the L2 shrink ``1 - eta0 alpha`` positive: at or

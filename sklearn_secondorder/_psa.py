@@ -3,7 +3,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._base import LinearClassifierBase, check_eta0, diverged_error
+from ._base import LinearClassifierBase, check_eta0, check_psa_factors, diverged_error
 from ._calibration import calibrate_eta0
 from ._compat import Interval, StrOptions
 from ._core._dataset import RowDataset
@@ -143,9 +143,7 @@ class PSAClassifier(LinearClassifierBase):
     def _validate_params(self):
         super()._validate_params()
         check_eta0(self)
-        if not self.psa_beta < self.psa_alpha:
-            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
-                             f"psa_alpha={self.psa_alpha}")
+        check_psa_factors(self)
 
     def _check_state_params(self):
         for state in self._states:

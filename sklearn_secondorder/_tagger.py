@@ -15,8 +15,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._base import (check_classes_arg, check_label_types, diverged_error, now_unfitted,
-                    remove_fitted)
+from ._base import (check_classes_arg, check_label_types, check_psa_factors,
+                    diverged_error, now_unfitted, remove_fitted)
 from ._calibration import search_step
 from ._compat import Interval, StrOptions, check_is_fitted, validate_data
 from ._core._psa_crf_fast import new_psa_state, psa_epochs
@@ -811,9 +811,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     def _validate_params(self):
         super()._validate_params()
-        if not self.psa_beta < self.psa_alpha:
-            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
-                             f"psa_alpha={self.psa_alpha}")
+        check_psa_factors(self)
 
     def _new_state(self, n_attributes, rng):
         if not self.psa_beta < self.psa_alpha:

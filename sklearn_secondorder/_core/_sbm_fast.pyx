@@ -1031,7 +1031,7 @@ cdef void _orthonormalize(LowRank* lr) noexcept nogil:
             lr.S[j * k + i] = v
 
 
-cdef inline void _prefetch_tail(RowDataset ds, Py_ssize_t k, const int[::1] head_slot,
+cdef inline void _prefetch_tail(RowDataset ds, Py_ssize_t k, const int* head_slot,
                                 const double* th, const double* mup, const double* Dp,
                                 const long long* taup, int K) noexcept nogil:
     """Prefetch the tail state (``theta``, ``mu``, ``D``, ``tau``) of the
@@ -1178,7 +1178,7 @@ def sbm_lowrank_epochs(RowDataset ds, double[::1] theta, double[::1] mu, double[
                     # and the tail state row i + 1 will touch (its entries are in
                     # cache by now), while this row is processed
                     prefetch_row(ds, i + 2)
-                    _prefetch_tail(ds, i + 1, head_slot, th, mup, Dp, taup, K)
+                    _prefetch_tail(ds, i + 1, &head_slot[0], th, mup, Dp, taup, K)
                     if not _read_row(ds, i, &ex, d, fit_intercept):
                         continue
                     # split the row into head and tail entries; catch the tail up
