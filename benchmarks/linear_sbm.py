@@ -38,7 +38,7 @@ import _common
 from sklearn_secondorder import SBMLogisticRegression
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_fast import sbm_full_epochs
-from sklearn_secondorder._sbm import _one_blas_thread
+from sklearn_secondorder.linear._sbm import _one_blas_thread
 
 N_PASSES = 5
 

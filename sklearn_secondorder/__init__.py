@@ -22,13 +22,15 @@ SGDSequenceTagger
 
 ``sklearn_secondorder.metrics`` has conlleval chunk F1 and scorers.
 """
-from ._psa import PSAClassifier
-from ._sbm import SBMLogisticRegression
-from ._sgd import PlainSGDClassifier
-from ._sgdqn import SGDQNLinearSVC
-from ._tagger import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
+from importlib.metadata import PackageNotFoundError, version
 
-__version__ = "0.1.0"
+from .linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
+from .sequence import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
+
+try:
+    __version__ = version("sklearn-secondorder")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+    __version__ = "0+unknown"
 
 __all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC", "SBMLogisticRegression",
            "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger"]

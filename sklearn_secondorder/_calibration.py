@@ -1,4 +1,4 @@
-"""Step-size calibration on a sample of rows (Bottou's recipe).
+"""Step-size calibration on a sample of rows or sequences (Bottou's recipe).
 
 Bottou ("Stochastic gradient descent tricks", 2012, and ``svmasgd.cpp``'s
 ``determineEta0``): run one pass with a constant step ``eta`` over a sample
@@ -11,11 +11,12 @@ import warnings
 
 import numpy as np
 
+from ._core._crf_fast import CRFWeights, objective, sgd_epochs
 from ._core._dataset import RowDataset
 from ._core._sgd_fast import trial_pass
 
 
-def calibrate_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
+def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
                    fit_intercept, random_state, n_samples=1000, eta_start=0.1,
                    factor=2.0, max_trials=20):
     """Pick a constant step size on a random sample of rows.
@@ -49,6 +50,41 @@ def calibrate_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alp
 
     return search_step(objective, eta_start=eta_start, factor=factor,
                        max_trials=max_trials) / 2.0
+
+
+def calibrate_crf_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
+                       fit_intercept, averaged=False, eta_start=0.1, factor=2.0, max_trials=20):
+    """Bottou's step-size calibration on a sample of sequences.
+
+    From (a copy of) the current weights, run one pass with a constant step
+    ``eta`` over the sample and measure the regularised objective
+    ``alpha/2 ||w||^2 + mean -log p(y|x)`` after it. Starting at
+    ``eta_start``, double ``eta`` while the objective improves, else halve it
+    while it improves; return half of the best ``eta`` for safety (Bottou
+    2012, "Stochastic gradient descent tricks"; CRFsuite's l2sgd calibration
+    uses the same start 0.1 and rate 2). With ``averaged=True`` the objective
+    is measured at the average of the trial pass's iterates, the model an
+    averaging method returns (ASF after its first period, averaged SGD).
+
+    Returns
+    -------
+    eta0 : float
+    """
+    def trial(eta):
+        if alpha > 0 and eta * alpha >= 1.0:
+            return np.inf
+        v = np.array(coef, dtype=np.float64)
+        u = np.zeros_like(v) if averaged else None
+        w = CRFWeights(v, n_attributes, n_labels, n_latent, u)
+        info = sgd_epochs(ds_sample, w, eta0=eta, power=0.0, alpha=alpha, n_epochs=1,
+                          shuffle=False, fit_intercept=fit_intercept)
+        if info["diverged"]:
+            return np.inf
+        if averaged:
+            w = CRFWeights(w.average(), n_attributes, n_labels, n_latent)
+        return objective(ds_sample, w, alpha)
+
+    return search_step(trial, eta_start=eta_start, factor=factor, max_trials=max_trials) / 2.0
 
 
 def search_step(objective, *, eta_start=0.1, factor=2.0, max_trials=20):

@@ -232,7 +232,7 @@ def test_sgd_epochs_report_divergence():
 def test_calibration_picks_the_best_trial_and_halves_it():
     """eta0='auto' (Bottou's recipe) returns half of the trial step with the lowest
     objective, checked against an exhaustive run of the same trial passes."""
-    from sklearn_secondorder._calibration import calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_linear_eta0 as calibrate_eta0
     from sklearn_secondorder._core._sgd_fast import trial_pass
     rng = np.random.RandomState(0)
     X = rng.randn(300, 5)
@@ -249,7 +249,7 @@ def test_calibration_picks_the_best_trial_and_halves_it():
 
 
 def test_calibration_reports_divergence():
-    from sklearn_secondorder._calibration import calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_linear_eta0 as calibrate_eta0
     X = np.array([[1e300], [1e300]])
     with pytest.raises(ValueError, match="calibration diverged"):
         calibrate_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),

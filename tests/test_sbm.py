@@ -16,7 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import SBMLogisticRegression
-from sklearn_secondorder import _sbm
+from sklearn_secondorder.linear import _sbm
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_fast import (
     advance_py, beta_py, bound, merge_py, sbm_full_epochs, sbm_lowrank_epochs, woodbury_py)

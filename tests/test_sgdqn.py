@@ -15,7 +15,7 @@ from sklearn_secondorder import SGDQNLinearSVC
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._sgdqn_fast import primal_objective, sgdqn_epochs
-from sklearn_secondorder._sgdqn import T0_GRID, t0_lower_bound
+from sklearn_secondorder.linear._sgdqn import T0_GRID, t0_lower_bound
 
 
 # ------------------------------------------------------------ NumPy reference

@@ -414,7 +414,7 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     improves (else halving), best candidate halved; checked against the
     objectives of the candidates computed independently."""
     from sklearn_secondorder._core._crf_fast import sgd_epochs
-    from sklearn_secondorder._tagger import calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_crf_eta0 as calibrate_eta0
     X, y = toy_chunks(40, seed=3)
     tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
     batch = tagger._to_data(X, y, fitting=True)

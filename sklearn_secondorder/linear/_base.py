@@ -18,7 +18,6 @@ with a loss the estimator fits jointly), otherwise one-vs-rest with one
 binary problem per class, run in parallel threads (``n_jobs``) because the
 kernels release the GIL.
 """
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -29,88 +28,22 @@ from scipy.special import expit
 from sklearn.utils.extmath import safe_sparse_dot, softmax
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
 
-from ._compat import (
+from .._compat import (
     Interval,
     StrOptions,
     _check_sample_weight,
     check_is_fitted,
     validate_data,
 )
-
-MAX_SEED = np.iinfo(np.int32).max
-
-
-def check_label_types(labels, name):
-    """Refuse labels that mix strings with other types (numpy would turn them
-    all into strings, or fail to sort them)."""
-    if isinstance(labels, np.ndarray) and labels.dtype.kind != "O":
-        return
-    if hasattr(labels, "dtype") and getattr(labels.dtype, "kind", "O") != "O":
-        return                                     # e.g. a numeric pandas Series
-    try:
-        values = np.ravel(np.asarray(labels, dtype=object))
-    except (TypeError, ValueError):
-        return                                     # left to the usual checks
-    is_str = [isinstance(v, str) for v in values]
-    if any(is_str) and not all(is_str):
-        other = values[is_str.index(False)]
-        raise ValueError(f"{name} mixes string labels with labels of other types (e.g. "
-                         f"{values[is_str.index(True)]!r} and {other!r}).")
-
-
-def check_classes_arg(classes):
-    """The ``classes`` argument of ``partial_fit``: 1-D class labels (not
-    continuous, no NaN, one type), sorted and unique."""
-    check_label_types(classes, "classes")
-    classes = column_or_1d(classes, warn=False)
-    check_classification_targets(classes)
-    return np.unique(classes)
-
-
-def diverged_error(name, epoch, remedy="lower eta0"):
-    """The error raised when the weights overflow; ``remedy`` names the
-    estimator's own step-size knob."""
-    return ValueError(
-        f"{name}: the weights overflowed (non-finite values) during pass {epoch}; "
-        f"{remedy}, increase alpha, or scale the features (e.g. StandardScaler)."
-    )
-
-
-def remove_fitted(est, private):
-    """Remove the fitted attributes of ``est``: the public ``*_`` ones and the
-    ``private`` state names (a failed call leaves no partial model)."""
-    for name in list(vars(est)):
-        if (name.endswith("_") and not name.startswith("__")) or name in private:
-            delattr(est, name)
-
-
-def now_unfitted(exc):
-    """The error of a ``partial_fit`` whose pass failed (the weights
-    overflowed): the state cannot be continued, so the estimator was reset."""
-    return ValueError(f"{exc} The estimator is now unfitted: the state could not be "
-                      "continued.")
-
-
-def check_psa_factors(est):
-    """PSA's factor range: ``psa_beta < psa_alpha`` (each in (0, 1) by the
-    parameter constraints)."""
-    if not est.psa_beta < est.psa_alpha:
-        raise ValueError(f"psa_beta={est.psa_beta} must be smaller than "
-                         f"psa_alpha={est.psa_alpha}")
-
-
-def check_eta0(est, eta0=None):
-    """A constant step ``eta0`` (the parameter, or the one in use, e.g.
-    calibrated) must keep the L2 shrink ``1 - eta0 alpha`` positive: at or
-    below 0 every step would wipe the weights."""
-    eta0 = est.eta0 if eta0 is None else eta0
-    if eta0 != "auto" and eta0 is not None and not eta0 * est.alpha < 1.0:
-        raise ValueError(
-            f"eta0={eta0!r} must satisfy eta0 * alpha < 1 (alpha={est.alpha!r}): the "
-            "shrink 1 - eta0 * alpha of every step would wipe the weights.")
-
+from .._validation import (
+    check_classes_arg,
+    check_label_types,
+    draw_seed,
+    remove_fitted,
+    unfit_on_error,
+    warn_if_implausible,
+)
 
 class LinearClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class of the linear classifiers (see the module docstring).
@@ -132,6 +65,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
     _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
+    _private_state = ("_states",)
 
     # ---- hooks ----------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs):  # pragma: no cover - abstract
@@ -186,15 +120,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                 vars(self).pop(k, None)
             vars(self).update(saved)
             raise
-        try:
+        with unfit_on_error(self, self._private_state):
             self.classes_ = classes
             if not (old is not None and np.array_equal(classes, old[0])
                     and old[1] == X.shape[1]):
                 self._reset_state(X.shape[1])
             return self._fit_epochs(X, y, sample_weight, self.max_iter)
-        except BaseException:
-            self._unfit()
-            raise
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass over the given rows, continuing the current state.
@@ -248,22 +179,13 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                                               allow_balanced=False)
         except BaseException:
             if first:                     # nothing to keep: no half-set attributes
-                self._unfit()
+                remove_fitted(self, self._private_state)
             raise
-        try:
+        with unfit_on_error(self, self._private_state, continued=not first):
             if first:
                 self.classes_ = all_classes
                 self._reset_state(X.shape[1])
             return self._fit_epochs(X, y, sample_weight, 1)
-        except BaseException as exc:
-            self._unfit()
-            if isinstance(exc, ValueError) and not first:
-                raise now_unfitted(exc) from exc
-            raise
-
-    def _unfit(self):
-        """Remove every fitted attribute (a failed call leaves no partial model)."""
-        remove_fitted(self, ("_states",))
 
     def _check_classes(self, classes):
         """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
@@ -316,7 +238,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self._states = []
         for _ in range(n_problems):
             state = self._init_problem(n_features, n_outputs)
-            state["seed"] = int(rng.randint(1, MAX_SEED))
+            state["seed"] = draw_seed(rng)
             state["t"] = 0
             self._states.append(state)
         self.t_ = 0
@@ -365,14 +287,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         with np.errstate(over="ignore", invalid="ignore"):
             penalty = 0.5 * self.alpha * float(np.sum(np.square(self.coef_)))
         n_problems, n_outputs = self._problem_count()
-        limit = 10.0 * mean_weight * n_problems * max(1.0, np.log(n_outputs))
-        if not penalty <= limit:
-            warnings.warn(
-                f"{type(self).__name__}: the weights are implausibly large (alpha/2 ||w||^2 "
-                f"= {penalty:.3g}, while the cost of w = 0 is at most "
-                f"{limit / 10:.3g}): the steps were too large for the scale of the "
-                "features. Scale the features (e.g. StandardScaler) consistently across "
-                "calls, or use smaller steps.", UserWarning, stacklevel=4)
+        warn_if_implausible(
+            self, penalty, mean_weight * n_problems * max(1.0, np.log(n_outputs)),
+            "Scale the features (e.g. StandardScaler) consistently across calls, or use "
+            "smaller steps.")
 
     def _export(self):
         """Set ``coef_`` (n_problems or n_classes, n_features) and ``intercept_``."""

@@ -3,12 +3,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._base import LinearClassifierBase, check_eta0, check_psa_factors, diverged_error
-from ._calibration import calibrate_eta0
-from ._compat import Interval, StrOptions
-from ._core._dataset import RowDataset
-from ._core._losses import LOSSES
-from ._core._psa_fast import new_psa_state, psa_epochs
+from .._validation import check_eta0, check_psa_factors, diverged_error
+from ._base import LinearClassifierBase
+from .._calibration import calibrate_linear_eta0
+from .._compat import Interval, StrOptions
+from .._core._dataset import RowDataset
+from .._core._losses import LOSSES
+from .._core._psa_fast import new_psa_state, psa_epochs
 
 
 class PSAClassifier(LinearClassifierBase):
@@ -163,7 +164,7 @@ class PSAClassifier(LinearClassifierBase):
                 state["period"] = int(self.period)
             eta0 = self.eta0
             if eta0 == "auto":
-                eta0 = calibrate_eta0(
+                eta0 = calibrate_linear_eta0(
                     X, y, sample_weight, np.zeros(state["n_features"] * K), np.zeros(K),
                     loss=loss, n_outputs=K, alpha=self.alpha,
                     fit_intercept=self.fit_intercept,

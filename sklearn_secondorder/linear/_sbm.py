@@ -5,10 +5,11 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from ._base import LinearClassifierBase, diverged_error
-from ._compat import Interval, StrOptions
-from ._core._dataset import RowDataset
-from ._core._sbm_fast import sbm_full_epochs, sbm_lowrank_epochs
+from .._validation import diverged_error
+from ._base import LinearClassifierBase
+from .._compat import Interval, StrOptions
+from .._core._dataset import RowDataset
+from .._core._sbm_fast import sbm_full_epochs, sbm_lowrank_epochs
 
 _CONTROLLER = None
 

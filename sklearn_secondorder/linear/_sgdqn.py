@@ -5,11 +5,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import LinearClassifierBase, diverged_error
-from ._compat import Interval, StrOptions
-from ._core._dataset import RowDataset
-from ._core._losses import LOSSES
-from ._core._sgdqn_fast import primal_objective, sgdqn_epochs
+from .._validation import diverged_error
+from ._base import LinearClassifierBase
+from .._compat import Interval, StrOptions
+from .._core._dataset import RowDataset
+from .._core._losses import LOSSES
+from .._core._sgdqn_fast import primal_objective, sgdqn_epochs
 
 #: Candidate values of t0 tried by ``t0='auto'`` (libsgdqn's grid, 1 .. 1e10).
 T0_GRID = tuple(10.0 ** k for k in range(11))

@@ -3,12 +3,13 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import LinearClassifierBase, check_eta0, diverged_error
-from ._calibration import calibrate_eta0
-from ._compat import Interval, StrOptions
-from ._core._dataset import RowDataset
-from ._core._losses import LOSSES
-from ._core._sgd_fast import sgd_epochs
+from .._validation import check_eta0, diverged_error
+from ._base import LinearClassifierBase
+from .._calibration import calibrate_linear_eta0
+from .._compat import Interval, StrOptions
+from .._core._dataset import RowDataset
+from .._core._losses import LOSSES
+from .._core._sgd_fast import sgd_epochs
 
 
 class PlainSGDClassifier(LinearClassifierBase):
@@ -134,7 +135,7 @@ class PlainSGDClassifier(LinearClassifierBase):
         n_outputs = state["intercept"].size
         loss = self._loss_object(n_outputs)
         if state["eta0"] is None:
-            state["eta0"] = (self.eta0 if self.eta0 != "auto" else calibrate_eta0(
+            state["eta0"] = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
                 X, y, sample_weight, state["coef"], state["intercept"], loss=loss,
                 n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
                 random_state=np.random.RandomState(state["seed"])))

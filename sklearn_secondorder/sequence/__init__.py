@@ -1,0 +1,6 @@
+"""Sequence taggers: linear-chain CRFs on the shared Cython core."""
+from ._asf import ASFSequenceTagger
+from ._psa import PSASequenceTagger
+from ._sgd import SGDSequenceTagger
+
+__all__ = ["ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger"]

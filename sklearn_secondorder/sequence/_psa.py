@@ -1,0 +1,162 @@
+"""PSASequenceTagger: a linear-chain CRF trained by periodic step-size adaptation."""
+from numbers import Integral, Real
+
+import numpy as np
+
+from .._compat import Interval, check_is_fitted
+from .._core._psa_crf_fast import new_psa_state, psa_epochs
+from .._validation import check_psa_factors
+from ._base import _COMMON_ATTRS_DOC, _BaseSequenceTagger
+
+
+class PSASequenceTagger(_BaseSequenceTagger):
+    __doc__ = """Linear-chain CRF trained by Periodic Step-size Adaptation (PSA).
+
+    PSA (Hsu, Chang, Huang and Lee, 2009, Algorithm 1) is SGD with one step
+    size per weight, ``w <- w - eta o (alpha w - grad log p(y | x; w))``,
+    adapted every ``2 * period`` updates from the snapshots ``w(t)``,
+    ``w(t + b)``, ``w(t + 2b)`` (``b = period``)::
+
+        g_i = (w_i(t+2b) - w_i(t+b)) / (w_i(t+b) - w_i(t))          # Eq. 6
+        u_i = sign(g_i) min(|g_i|, psa_kappa)                         # Eq. 7
+        v_i = (m + u_i) / (m + psa_kappa + n)                         # Eq. 9
+        eta_i <- v_i eta_i                                             # Eq. 8
+
+    with ``m = kappa (a + c) / (a - c)``, ``n = 2 kappa (1 - a) / (a - c)``
+    (Eq. 10; ``a = psa_alpha``, ``c = psa_beta``), so ``v_i`` lies in
+    ``[psa_beta, psa_alpha]``. A weight that did not move (``0/0``) keeps its
+    step size; ``x/0`` counts as ``g_i = sign(x) inf``.
+
+    Weights not in the current sequence catch up lazily (the shared
+    ``LazyStepWeights`` core of ``PSAClassifier``): within a window they only
+    shrink, ``(1 - eta_i alpha)^k`` in closed form, and a whole idle window
+    has the shrink's ratio ``(1 - eta_i alpha)^b`` (clipped to kappa, after
+    which ``K`` idle windows are one closed-form step). A pass therefore
+    costs O(nnz) like plain SGD, not the paper implementation's O(n_weights)
+    every ``2b`` updates, and gives the dense algorithm's result to
+    rounding. The paper's defaults for CRFs are the defaults here;
+    the method aims at a good model in a single pass (``max_iter=1``).
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        L2 strength (not PSA's alpha, which is ``psa_alpha``): the objective
+        is ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``
+        (CRFsuite's ``c2 = alpha n / 2``).
+    period : int, default=10
+        ``b``: the step sizes adapt every ``2 b`` updates. The paper suggests
+        ``b ~ 0.5 n / 1000`` for large ``n``.
+    eta0 : float or 'auto', default=0.1
+        Initial step size of every weight (the paper's CRF setting);
+        ``'auto'`` calibrates it as the other taggers do.
+    psa_alpha, psa_beta : float, default=0.9999, 0.99
+        Largest and smallest discount ``v_i`` (Eq. 10), ``0 < psa_beta <
+        psa_alpha < 1``.
+    psa_kappa : float, default=0.9
+        Bound on ``|g_i|`` (Eq. 7), ``0 < psa_kappa < 1``.
+    max_iter : int, default=1
+        Passes over the data in ``fit``.
+    fit_intercept : bool, default=True
+    shuffle : bool, default=True
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------{attrs}
+    step_sizes_ : ndarray of shape (n_weights,)
+        The current per-weight step sizes (flat layout).
+
+    References
+    ----------
+    C.-N. Hsu, Y.-M. Chang, H.-S. Huang, Y.-J. Lee. Periodic step-size
+    adaptation for single-pass on-line learning. NIPS 2009.
+    """.format(attrs=_COMMON_ATTRS_DOC)
+
+    _parameter_constraints: dict = {
+        **_BaseSequenceTagger._parameter_constraints,
+        "period": [Interval(Integral, 1, None, closed="left")],
+        "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
+        "psa_beta": [Interval(Real, 0, 1, closed="neither")],
+        "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, *, alpha=1e-4, period=10, eta0=0.1, psa_alpha=0.9999, psa_beta=0.99,
+                 psa_kappa=0.9, max_iter=1, fit_intercept=True, shuffle=True,
+                 random_state=None, verbose=0):
+        self.alpha = alpha
+        self.period = period
+        self.eta0 = eta0
+        self.psa_alpha = psa_alpha
+        self.psa_beta = psa_beta
+        self.psa_kappa = psa_kappa
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_psa_factors(self)
+
+    def _new_state(self, n_attributes, rng):
+        if not self.psa_beta < self.psa_alpha:
+            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
+                             f"psa_alpha={self.psa_alpha}.")
+        super()._new_state(n_attributes, rng)
+        # LazyStepWeights state, created at the first pass (eta0_ is known then):
+        # ve (weights, step sizes), snaps, last, next_event; the weights are
+        # copied to coef after each call
+        self._state["psa"] = None
+
+    def _grow(self, n_attributes):
+        st = self._state
+        old = st["n_attributes"]
+        super()._grow(n_attributes)
+        psa = st["psa"]
+        if n_attributes <= old or psa is None:
+            return
+        H = self.classes_.size
+        cut, n_new = old * H, (n_attributes - old) * H
+        # weights that did not exist were 0 all along: step size unchanged (0/0),
+        # current at t, next event the first multiple of b after t (as every block)
+        new_ve = np.zeros((n_new, 2))
+        new_ve[:, 1] = self.eta0_
+        psa["ve"] = np.concatenate([psa["ve"][:cut], new_ve, psa["ve"][cut:]])
+        psa["snaps"] = np.concatenate([psa["snaps"][:cut], np.zeros((n_new, 2)),
+                                       psa["snaps"][cut:]])
+        t, b = st["t"], self.period
+        for key, value in (("last", t), ("next_event", (t // b + 1) * b)):
+            psa[key] = np.concatenate([psa[key][:old],
+                                       np.full(n_attributes - old, value, dtype=np.int64),
+                                       psa[key][old:]])
+
+    def _run_passes(self, ds, n_epochs):
+        st = self._state
+        if not self.eta0_ * self.alpha < 1.0:
+            raise ValueError(f"eta0 * alpha must be < 1 (got {self.eta0_ * self.alpha}).")
+        if st["psa"] is None:
+            st["psa"] = new_psa_state(st["n_attributes"], self.classes_.size, self.eta0_)
+        psa = st["psa"]
+        for key in ("ve", "snaps", "last", "next_event"):
+            psa[key] = np.require(psa[key], requirements=["C", "W"])
+        psa["ve"][:, 0] = st["coef"]
+        psa["t"], psa["seed"] = st["t"], st["seed"]
+        info = psa_epochs(ds, psa, n_states=self.classes_.size, lam=self.alpha,
+                          period=self.period, psa_alpha=self.psa_alpha,
+                          psa_beta=self.psa_beta, kappa=self.psa_kappa, n_epochs=n_epochs,
+                          shuffle=self.shuffle, fit_intercept=self.fit_intercept)
+        st["coef"] = np.ascontiguousarray(psa["ve"][:, 0])
+        info["passes_done"] = st["passes"] + info["epochs"]
+        self._check_info(info)
+        return info["epochs"]
+
+    def _final_flat(self):
+        return self._state["coef"].copy()
+
+    @property
+    def step_sizes_(self):
+        """Per-weight step sizes (flat layout)."""
+        check_is_fitted(self)
+        return self._state["psa"]["ve"][:, 1].copy()
+
