@@ -11,9 +11,11 @@ import warnings
 
 import numpy as np
 
-from ._core._crf_fast import CRFWeights, objective, sgd_epochs
+from ._core._crf_infer import objective
+from ._core._crf_sgd import CRFState, SGDOptions, sgd_epochs
 from ._core._dataset import RowDataset
 from ._core._sgd_fast import trial_pass
+from ._core._weights import ScaledWeights
 
 
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
@@ -52,8 +54,8 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
                        max_trials=max_trials) / 2.0
 
 
-def calibrate_crf_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alpha,
-                       fit_intercept, averaged=False, eta_start=0.1, factor=2.0, max_trials=20):
+def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_intercept,
+                       averaged=False, eta_start=0.1, factor=2.0, max_trials=20):
     """Bottou's step-size calibration on a sample of sequences.
 
     From (a copy of) the current weights, run one pass with a constant step
@@ -66,6 +68,18 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alp
     is measured at the average of the trial pass's iterates, the model an
     averaging method returns (ASF after its first period, averaged SGD).
 
+    Parameters
+    ----------
+    ds_sample : SequenceData
+        The sample, with labels.
+    coef : ndarray
+        The current flat CRF weights (``CRFState.coef``); not modified.
+    n_states, n_latent : int
+    alpha : float
+    fit_intercept, averaged : bool
+    eta_start, factor : float
+    max_trials : int
+
     Returns
     -------
     eta0 : float
@@ -73,16 +87,14 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_attributes, n_labels, n_latent, alp
     def trial(eta):
         if alpha > 0 and eta * alpha >= 1.0:
             return np.inf
-        v = np.array(coef, dtype=np.float64)
-        u = np.zeros_like(v) if averaged else None
-        w = CRFWeights(v, n_attributes, n_labels, n_latent, u)
-        info = sgd_epochs(ds_sample, w, eta0=eta, power=0.0, alpha=alpha, n_epochs=1,
-                          shuffle=False, fit_intercept=fit_intercept)
-        if info["diverged"]:
+        coef_copy = np.array(coef, dtype=np.float64)
+        state = CRFState(coef=coef_copy, avg=np.zeros_like(coef_copy) if averaged else None,
+                         n_states=n_states)
+        options = SGDOptions(eta0=eta, power=0.0, alpha=alpha, shuffle=False,
+                             fit_intercept=fit_intercept, average=averaged)
+        if sgd_epochs(ds_sample, state, options, n_latent=n_latent).diverged:
             return np.inf
-        if averaged:
-            w = CRFWeights(w.average(), n_attributes, n_labels, n_latent)
-        return objective(ds_sample, w, alpha)
+        return objective(ds_sample, ScaledWeights(state.model(), n_states), alpha, n_latent)
 
     return search_step(trial, eta_start=eta_start, factor=factor, max_trials=max_trials) / 2.0
 

@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "_psa_math.h"
+
 #if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
     && defined(__linux__)
 #define SKSO_ROW_CLONES \
@@ -28,8 +30,7 @@ SKSO_ROW_CLONES
 static void skso_row_decay_taylor(double *restrict ve, const double *restrict rate,
                                   ptrdiff_t K, double k) {
     for (ptrdiff_t q = 0; q < K; q++) {
-        double z = k * rate[q];
-        ve[2 * q] *= 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+        ve[2 * q] *= skso_decay_taylor(k * rate[q]);
     }
 }
 

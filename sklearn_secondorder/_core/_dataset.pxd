@@ -4,6 +4,22 @@
 
 cimport cython
 
+from ._random cimport rand_below
+
+
+cdef inline void shuffle_order(Py_ssize_t* order, Py_ssize_t n, unsigned int* seed) noexcept nogil:
+    """Fisher-Yates from the identity order, so that a pass's order depends
+    only on the seed state (``fit(max_iter=k)`` visits the examples as ``k``
+    calls to ``partial_fit`` do). Rows and sequences are shuffled alike."""
+    cdef Py_ssize_t i, j, tmp
+    for i in range(n):
+        order[i] = i
+    for i in range(n - 1, 0, -1):
+        j = rand_below(seed, i + 1)
+        tmp = order[i]
+        order[i] = order[j]
+        order[j] = tmp
+
 
 @cython.final
 cdef class RowDataset:
@@ -74,3 +90,20 @@ cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
     SKSO_PREFETCH_READ(ds.data_ptr + ds.indptr_ptr[i])
     if k + 1 < ds.n_samples:
         SKSO_PREFETCH_READ(ds.indptr_ptr + ds.order_ptr[k + 1])
+
+
+# Sequences as one CSR matrix of token rows plus sequence offsets (the CRF's input).
+cdef class SequenceData:
+    cdef const double[::1] data
+    cdef const int[::1] indices
+    cdef const long long[::1] indptr       # token rows, length n_tokens + 1
+    cdef const long long[::1] offsets      # first token of each sequence, length n_sequences + 1
+    cdef const int[::1] labels             # label index per token (may be empty)
+    cdef readonly Py_ssize_t n_sequences
+    cdef readonly Py_ssize_t n_tokens
+    cdef readonly Py_ssize_t n_features
+    cdef readonly int max_len
+    cdef readonly bint has_labels
+    cdef Py_ssize_t[::1] order
+
+    cdef void shuffle(self, unsigned int* seed) noexcept nogil

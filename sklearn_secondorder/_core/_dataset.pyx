@@ -2,7 +2,6 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ._random cimport rand_below
 
 INT32_MAX = np.iinfo(np.int32).max
 
@@ -76,14 +75,7 @@ cdef class RowDataset:
         """A new visiting order: Fisher-Yates from the identity, so an epoch's
         order depends only on the seed state (``fit(max_iter=k)`` visits the
         rows as ``k`` calls to ``partial_fit`` do)."""
-        cdef Py_ssize_t i, j, tmp
-        for i in range(self.n_samples):
-            self.order[i] = i
-        for i in range(self.n_samples - 1, 0, -1):
-            j = rand_below(seed, i + 1)
-            tmp = self.order[i]
-            self.order[i] = self.order[j]
-            self.order[j] = tmp
+        shuffle_order(self.order_ptr, self.n_samples, seed)
 
     def shuffle_py(self, unsigned int seed):
         """Shuffle the order (test hook); returns the new seed state."""
@@ -104,6 +96,63 @@ cdef class RowDataset:
 
     @property
     def order_(self):
+        return np.asarray(self.order).copy()
+
+
+cdef class SequenceData:
+    """Sequences as one CSR matrix of token rows plus sequence offsets.
+
+    Parameters
+    ----------
+    data, indices, indptr : ndarray
+        CSR arrays of the ``(n_tokens, n_features)`` token matrix (float64,
+        int32, int64).
+    offsets : ndarray of shape (n_sequences + 1,), int64
+        Sequence ``s`` holds token rows ``offsets[s]:offsets[s + 1]``.
+    labels : ndarray of shape (n_tokens,), int32, or None
+        Label index of every token (needed for training only).
+    n_features : int
+    """
+
+    def __init__(self, const double[::1] data, const int[::1] indices,
+                 const long long[::1] indptr, const long long[::1] offsets,
+                 labels=None, Py_ssize_t n_features=0):
+        cdef Py_ssize_t s
+        cdef long long T, maxT = 0
+        self.data = data
+        self.indices = indices
+        self.indptr = indptr
+        self.offsets = offsets
+        self.n_sequences = offsets.shape[0] - 1
+        self.n_tokens = indptr.shape[0] - 1
+        self.n_features = n_features
+        if self.n_sequences < 0 or offsets[0] != 0 or offsets[self.n_sequences] != self.n_tokens:
+            raise ValueError("offsets do not match the token rows")
+        for s in range(self.n_sequences):
+            T = offsets[s + 1] - offsets[s]
+            if T <= 0:
+                raise ValueError(f"sequence {s} is empty")
+            if T > maxT:
+                maxT = T
+        if maxT > 2**30:
+            raise ValueError("sequence too long")
+        self.max_len = <int>maxT
+        if labels is None:
+            self.has_labels = False
+            self.labels = np.zeros(0, dtype=np.int32)
+        else:
+            self.has_labels = True
+            self.labels = np.ascontiguousarray(labels, dtype=np.int32)
+            if self.labels.shape[0] != self.n_tokens:
+                raise ValueError("labels must have one entry per token")
+        self.order = np.arange(self.n_sequences, dtype=np.intp)
+
+    cdef void shuffle(self, unsigned int* seed) noexcept nogil:
+        """A new visiting order of the sequences (``shuffle_order``)."""
+        shuffle_order(&self.order[0] if self.n_sequences > 0 else NULL, self.n_sequences,
+                      seed)
+
+    def py_order(self):
         return np.asarray(self.order).copy()
 
 

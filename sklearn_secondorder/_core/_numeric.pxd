@@ -19,3 +19,13 @@ cdef inline bint all_finite(const double* a, Py_ssize_t n) noexcept nogil:
         if not isfinite(a[i]):
             return False
     return True
+
+
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+
+cdef inline double now_seconds() noexcept nogil:
+    """Monotonic clock in seconds (the trainers' per-pass timings)."""
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec

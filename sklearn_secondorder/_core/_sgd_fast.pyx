@@ -11,6 +11,8 @@ One step on row ``x`` (label ``y``, sample weight ``s``) at counter ``t``::
 Zero-weight rows are skipped and do not advance ``t``. With ``n_outputs = K > 1``
 the loss is the multinomial log loss over K scores.
 """
+from dataclasses import dataclass
+
 import numpy as np
 from libc.stdlib cimport malloc, free
 
@@ -46,46 +48,112 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
             b[k] += grad[k] * intercept_decay
 
 
-def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
-               Loss loss=None, int n_outputs=1, double alpha=1e-4,
-               str learning_rate="optimal", double eta0=0.01, double t0=1.0,
-               long long t=0, int n_epochs=1, bint shuffle=True,
-               unsigned int seed=1, bint fit_intercept=True,
-               double intercept_decay=1.0, avg_coef=None, avg_intercept=None,
-               double n_iterates=0.0):
-    """Run ``n_epochs`` passes of plain SGD over ``ds``, updating arrays in place.
+@dataclass
+class LinearSGDState:
+    """A linear model's weights and SGD counters (picklable).
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features * n_outputs,)
+        C-order ``(n_features, n_outputs)`` weights.
+    intercept : ndarray of shape (n_outputs,)
+    avg_coef, avg_intercept : ndarray or None
+        Running sums of the iterates (averaged SGD).
+    n_iterates : float
+        Iterates in the sums.
+    t : int
+        Updates so far (rows with non-zero weight); the schedule continues.
+    seed : int
+        The shuffling RNG state.
+    eta0 : float or None
+        The step size in use (None until chosen).
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    avg_coef: object = None
+    avg_intercept: object = None
+    n_iterates: float = 0.0
+    t: int = 0
+    seed: int = 1
+    eta0: object = None
+
+    @classmethod
+    def zeros(cls, n_features, n_outputs, *, average, seed):
+        size = n_features * n_outputs
+        state = cls(coef=np.zeros(size), intercept=np.zeros(n_outputs), seed=seed)
+        if average:
+            state.avg_coef, state.avg_intercept = np.zeros(size), np.zeros(n_outputs)
+        return state
+
+    def model(self):
+        """``(coef, intercept)``: the average of the iterates when averaging."""
+        if self.avg_coef is not None and self.n_iterates > 0:
+            return self.avg_coef / self.n_iterates, self.avg_intercept / self.n_iterates
+        return self.coef, self.intercept
+
+
+@dataclass
+class LinearSGDOptions:
+    """The schedule of ``sgd_epochs`` (module docstring).
+
+    Attributes
+    ----------
+    alpha : float
+    learning_rate : {'optimal', 'constant'}
+        ``eta_t = 1 / (alpha (t + t0))`` or ``eta0``.
+    eta0, t0 : float
+    shuffle, fit_intercept : bool
+    intercept_decay : float
+    """
+
+    alpha: float = 1e-4
+    learning_rate: str = "optimal"
+    eta0: float = 0.01
+    t0: float = 1.0
+    shuffle: bool = True
+    fit_intercept: bool = True
+    intercept_decay: float = 1.0
+
+
+@dataclass
+class SGDResult:
+    """Passes completed, and whether the weights overflowed."""
+
+    epochs: int
+    diverged: bool
+
+
+def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1):
+    """Run ``n_epochs`` passes of plain SGD over ``ds``, updating ``state`` in place.
 
     Parameters
     ----------
     ds : RowDataset
-    coef : ndarray of shape (n_features * n_outputs,)
-        C-order ``(n_features, n_outputs)`` weights, updated in place.
-    intercept : ndarray of shape (n_outputs,)
+    state : LinearSGDState
+    options : LinearSGDOptions
     loss : Loss or None
-        Binary margin loss (``n_outputs == 1``); None with ``n_outputs > 1``
-        selects the multinomial log loss, ``y`` then holding class indices.
-    learning_rate : {'optimal', 'constant'}
-        ``eta_t = 1 / (alpha (t + t0))`` or ``eta0``.
-    t : int
-        Step counter at the start (continues across calls).
-    avg_coef, avg_intercept : ndarray or None
-        Running sums of the iterates (averaged SGD), updated in place.
+        Binary margin loss (one output); None with several outputs selects
+        the multinomial log loss, ``y`` then holding class indices.
+    n_epochs : int
 
     Returns
     -------
-    info : dict
-        ``t``, ``n_iterates``, ``seed``, ``epochs`` run and ``diverged`` (bool).
+    result : SGDResult
     """
-    cdef int K = n_outputs
+    cdef int K = state.intercept.shape[0]
     if K == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
-    if coef.shape[0] != ds.n_features * K or intercept.shape[0] != K:
+    if state.coef.shape[0] != ds.n_features * K:
         raise ValueError("coef/intercept shapes do not match the data")
-    cdef bint averaged = avg_coef is not None
-    cdef ScaledWeights w = ScaledWeights(coef, K, avg_coef, n_iterates)
-    cdef double[::1] b = intercept
-    cdef double[::1] bsum = avg_intercept if averaged else np.zeros(K)
-    cdef bint constant = learning_rate == "constant"
+    cdef bint averaged = state.avg_coef is not None
+    cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates)
+    cdef double[::1] b = state.intercept
+    cdef double[::1] bsum = state.avg_intercept if averaged else np.zeros(K)
+    cdef bint constant = options.learning_rate == "constant"
+    cdef double alpha = options.alpha, eta0 = options.eta0, t0 = options.t0
+    cdef double intercept_decay = options.intercept_decay
+    cdef bint shuffle = options.shuffle, fit_intercept = options.fit_intercept
     cdef double* scores = <double*>malloc(K * sizeof(double))
     cdef double* grad = <double*>malloc(K * sizeof(double))
     cdef const double* x
@@ -94,7 +162,8 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
     cdef Py_ssize_t i
     cdef double y, sw, eta
     cdef bint diverged = False
-    cdef unsigned int rng = seed if seed != 0 else 1
+    cdef long long t = state.t
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
     try:
         with nogil:
             for epoch in range(n_epochs):
@@ -120,8 +189,8 @@ def sgd_epochs(RowDataset ds, double[::1] coef, double[::1] intercept, *,
     finally:
         free(scores)
         free(grad)
-    return {"t": t, "n_iterates": w.n_iterates, "seed": rng, "epochs": epochs_run,
-            "diverged": diverged}
+    state.t, state.seed, state.n_iterates = t, rng, w.n_iterates
+    return SGDResult(epochs=epochs_run, diverged=diverged)
 
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss loss=None,

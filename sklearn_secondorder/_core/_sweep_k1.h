@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_psa_math.h"
+
 #if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
     && defined(__linux__)
 #define SKSO_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -34,11 +36,6 @@ static inline double skso_small_int_to_double(long long k) {
     int64_t bits = k | (int64_t)0x4330000000000000LL;
     memcpy(&d, &bits, sizeof d);
     return d - 4503599627370496.0;
-}
-
-/* decay_factor's Taylor branch: exp(z) for |z| < 5e-4 */
-static inline double skso_decay_taylor(double z) {
-    return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
 }
 
 /* Mid-window event: decay every weight to ev and record snap1. */
@@ -57,7 +54,7 @@ static void skso_sweep_mid_k1(double *restrict ve, double *restrict snaps,
     }
 }
 
-/* Window-end event (ev > 0): decay to ev, adapt eta (Eqs. 6-9; 0/0 keeps it),
+/* Window-end event (ev > 0): decay to ev, adapt eta (skso_psa_factor; 0/0 keeps it),
  * refresh the decay rate (0 stays 0: no L2 on that block), record snap0.
  * Returns the number of adaptations; *f_min, *f_max take the extreme factors
  * (positive doubles order as their bit patterns, which vectorises). */
@@ -76,15 +73,10 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
         double s0 = snaps[2 * j], s1 = snaps[2 * j + 1];
         double u = (vv - s1) / (s1 - s0);                 /* Eq. (6); NaN: 0/0 */
         int no_info = u != u;
-        u = u > kappa ? kappa : u;                        /* Eq. (7) */
-        u = u < -kappa ? -kappa : u;
-        double f = (m + u) * inv_denom;                   /* Eq. (9) */
-        f = f > f_hi ? f_hi : f;
-        f = f < f_lo ? f_lo : f;
+        double f = skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi);
         double g = no_info ? 1.0 : f;
         double e = ve[2 * j + 1] * g;                     /* Eq. (8) */
-        double x = e * lam;
-        double r = -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)));
+        double r = skso_log_decay_series(e * lam);
         rate[j] = rate[j] == 0.0 ? 0.0 : r;
         ve[2 * j] = vv;
         ve[2 * j + 1] = e;

@@ -22,6 +22,8 @@ cdef class ScaledWeights:
     cdef void shrink(self, double factor) noexcept nogil
     cdef void fold(self) noexcept nogil
     cdef void count_iterate(self, double count) noexcept nogil
+    cdef void reset_to_average(self) noexcept nogil
+    cdef double sq_norm(self) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
 
 
@@ -41,6 +43,23 @@ cdef extern from *:
 # share their touch times; block `unregularized` (the intercept) has no L2.
 
 cimport cython
+
+
+cdef extern from "_psa_math.h":
+    double decay_taylor "skso_decay_taylor"(double z) noexcept nogil
+    double log_decay_series "skso_log_decay_series"(double x) noexcept nogil
+    double psa_factor_of_ratio "skso_psa_factor"(double u, double m, double kappa,
+                                                 double inv_denom, double f_lo,
+                                                 double f_hi) noexcept nogil
+
+
+ctypedef struct PSAConstants:
+    # Algorithm 1's adaptation constants (Eq. 10), fixed for a LazyStepWeights
+    double m
+    double kappa
+    double inv_denom     # 1 / (m + kappa + n)
+    double f_lo          # psa_beta: the smallest factor
+    double f_hi          # psa_alpha: the largest factor
 
 
 @cython.final
@@ -64,6 +83,7 @@ cdef class LazyStepWeights:
     cdef readonly double lam
     cdef readonly long long period
     cdef readonly double psa_alpha, psa_beta, kappa, m, n
+    cdef PSAConstants consts
     cdef double factor_hi, log_alpha, eta_clip
     cdef double geo_den[37]          # alpha^m - 1, m < 37 (closed-form skip)
     cdef readonly Py_ssize_t unregularized
@@ -97,11 +117,11 @@ cdef inline double log_decay(double x) noexcept nogil:
     """``log(1 - x)`` for ``0 <= x`` (``-1e300`` when ``x >= 1``): the log-rate of the
     decay ``(1 - x)^k``, ``x = eta lam``.
 
-    For ``x < 1e-4``, the series ``-(x + x^2/2 + x^3/3 + x^4/4)`` (relative error
-    < ``x^4 / 5``, below rounding); ``log1p`` otherwise.
+    The series ``skso_log_decay_series`` for ``x < 1e-4`` (below rounding),
+    ``log1p`` otherwise.
     """
     if x < 1e-4:
-        return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)))
+        return log_decay_series(x)
     if x >= 1.0:
         return -1e300    # finite: k r = 0 at k = 0, exp(k r) = 0 for k >= 1
     return log1p(-x)
@@ -111,15 +131,37 @@ cdef inline double decay_factor(double r, long long k) noexcept nogil:
     """``(1 - x)^k = exp(k r)`` from ``r = log_decay(x)``, for ``k >= 0``
     (exactly 1 at ``k = 0`` or ``r = 0``).
 
-    ``z = k r <= 0``: Taylor to ``z^4`` when ``|z| < 5e-4`` (error <
-    ``|z|^5 / 120 < 3e-19``, below the rounding of the eager product
-    ``c * c * ... * c`` it stands for), ``small_exp`` otherwise (0 when
-    ``x >= 1``: the step's factor ``max(0, 1 - eta lam)``).
+    ``z = k r <= 0``: ``skso_decay_taylor`` when ``|z| < 5e-4``, ``small_exp``
+    otherwise (0 when ``x >= 1``: the step's factor ``max(0, 1 - eta lam)``).
     """
     cdef double z = <double>k * r
     if z > -5e-4:
-        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))))
+        return decay_taylor(z)
     return small_exp(z)
+
+
+cdef inline double psa_factor(double num, double den, PSAConstants c) noexcept nogil:
+    """PSA's step-size factor (Eqs. 6-9, ``skso_psa_factor``) from
+    ``num = w(t+2b) - w(t+b)`` and ``den = w(t+b) - w(t)``; 0 for ``0/0`` (no
+    curvature information: keep eta)."""
+    cdef double f
+    if den == 0.0 and num == 0.0:
+        return 0.0
+    f = psa_factor_of_ratio(num / den, c.m, c.kappa, c.inv_denom, c.f_lo, c.f_hi)
+    return 0.0 if f != f else f
+
+
+cdef inline double adapt_step(double* eta, double* rate, double v, double snap1, double snap0,
+                              double lam, PSAConstants c) noexcept nogil:
+    """The window-end update of one weight's step size, ``eta <- f eta``
+    (Eq. 8, ``f = psa_factor``), and of its decay log-rate (a rate of 0, no
+    L2 on the weight, stays 0). Returns ``f``, 0 when eta is kept."""
+    cdef double f = psa_factor(v - snap1, snap1 - snap0, c)
+    if f != 0.0:
+        eta[0] *= f
+        if rate[0] != 0.0:
+            rate[0] = log_decay(eta[0] * lam)
+    return f
 
 
 cdef inline double decay_power(double x, long long k) noexcept nogil:

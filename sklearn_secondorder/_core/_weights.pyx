@@ -14,6 +14,8 @@ iterate is ``C += scale`` -- O(nnz) per step in all. Folding (``u += C v``,
 with averaging it happens when the scale falls below 1e-4 (not 1e-9), which
 bounds the cancellation in ``u + C v`` to about ``1e4`` ulps.
 """
+from dataclasses import dataclass, field
+
 cimport cython
 import numpy as np
 from libc.math cimport isfinite
@@ -115,6 +117,26 @@ cdef class ScaledWeights:
         self.avg_coef += count * self.scale
         self.n_iterates += count
 
+    cdef void reset_to_average(self) noexcept nogil:
+        """``w <- the mean of the counted iterates`` (ASF's feedback, Sun et
+        al. 2010, Fig. 1 and Eq. 2); nothing before the first iterate."""
+        cdef Py_ssize_t p, n = self.n_features * self.n_outputs
+        cdef double inv
+        if not self.averaged or self.n_iterates <= 0.0:
+            return
+        self.fold()
+        inv = 1.0 / self.n_iterates
+        for p in range(n):
+            self.v[p] = self.u[p] * inv
+
+    cdef double sq_norm(self) noexcept nogil:
+        """``||w||^2``."""
+        cdef Py_ssize_t p, n = self.n_features * self.n_outputs
+        cdef double s = 0.0
+        for p in range(n):
+            s += self.v[p] * self.v[p]
+        return s * self.scale * self.scale
+
     cdef bint is_finite(self) noexcept nogil:
         cdef Py_ssize_t p, n = self.n_features * self.n_outputs
         if not isfinite(self.scale):
@@ -146,6 +168,9 @@ cdef class ScaledWeights:
     def py_count_iterate(self, double count=1.0):
         self.count_iterate(count)
 
+    def py_reset_to_average(self):
+        self.reset_to_average()
+
     def weights(self):
         """The current ``w`` as a new array of shape (n_features, n_outputs)."""
         return (np.asarray(self.v_arr) * self.scale).reshape(self.n_features, self.n_outputs)
@@ -175,33 +200,145 @@ cdef extern from "_sweep_k1.h":
         double* f_max) noexcept nogil
 
 
-cdef inline double factor_of_ratio(double u, double m, double kappa, double inv_denom,
-                                   double f_lo, double f_hi) noexcept nogil:
-    """PSA's step-size factor from the ratio ``u`` of the snapshot differences
-    (Eqs. 7-9), or 0 when ``u`` is NaN (``0/0``: no curvature information,
-    keep eta).
+@dataclass
+class PSAOptions:
+    """The constants of a ``LazyStepWeights``: the L2 strength and PSA's
+    (Hsu et al., Algorithm 1; ``period = 0`` turns adaptation off).
 
-    ``u = +-inf`` (moved only in the second half) is clipped to
-    ``sign(u) kappa``. The result is clamped to ``[beta, alpha]``, its exact
-    range (reached at ``u = -+kappa``), so the last-ulp rounding cannot leave it.
+    Attributes
+    ----------
+    lam : float
+        L2 strength (scikit-learn's ``alpha``).
+    period : int
+        ``b``: events at every multiple of ``b``, adaptation every ``2b``.
+    psa_alpha, psa_beta, kappa : float
+        The paper's (alpha, beta, kappa) (Eqs. 7-10).
     """
-    cdef double f
-    cdef bint no_info = u != u
-    u = kappa if u > kappa else u           # Eq. (7)
-    u = -kappa if u < -kappa else u
-    f = (m + u) * inv_denom                 # Eq. (9), inv_denom = 1 / (m + kappa + n)
-    f = f_hi if f > f_hi else f
-    f = f_lo if f < f_lo else f
-    return 0.0 if no_info else f
+
+    lam: float = 0.0
+    period: int = 0
+    psa_alpha: float = 0.9999
+    psa_beta: float = 0.99
+    kappa: float = 0.9
 
 
-cdef inline double psa_factor(double num, double den, double m, double kappa,
-                              double inv_denom, double f_lo, double f_hi) noexcept nogil:
-    """``factor_of_ratio(num / den)`` (Eq. 6), with ``num = w(t+2b) - w(t+b)``
-    and ``den = w(t+b) - w(t)``; 0 for ``0/0``."""
-    if den == 0.0 and num == 0.0:
-        return 0.0
-    return factor_of_ratio(num / den, m, kappa, inv_denom, f_lo, f_hi)
+@dataclass
+class LazyStepState:
+    """The arrays behind a ``LazyStepWeights`` and the pass state (picklable).
+
+    ``n_blocks`` blocks of ``n_outputs`` weights; a block's weights share
+    their touch time.
+
+    Attributes
+    ----------
+    ve : ndarray of shape (n_blocks * n_outputs, 2)
+        Weights (column 0) and their step sizes (column 1), interleaved so
+        that the common path reads both from one cache line.
+    snaps : ndarray of shape (n_blocks * n_outputs, 2)
+        The window-start and mid-window snapshots.
+    last, next_event : int64 ndarray of shape (n_blocks,)
+        The time each block is current at, and its next pending event.
+    n_outputs : int
+    t : int
+        Updates so far (the events are aligned on it).
+    seed : int
+        The shuffling RNG state.
+    eta0 : float
+        The initial step size of every weight.
+    """
+
+    ve: np.ndarray
+    snaps: np.ndarray
+    last: np.ndarray
+    next_event: np.ndarray
+    n_outputs: int
+    t: int = 0
+    seed: int = 1
+    eta0: float = 0.0
+
+    @classmethod
+    def zeros(cls, n_blocks, n_outputs, eta0, seed=1):
+        """Zero weights, every step size ``eta0``, every block current at 0."""
+        size = n_blocks * n_outputs
+        ve = np.zeros((size, 2))
+        ve[:, 1] = eta0
+        # (np.full, not np.zeros: the pages are written now, not at first use)
+        return cls(ve=ve, snaps=np.full((size, 2), 0.0),
+                   last=np.zeros(n_blocks, dtype=np.int64),
+                   next_event=np.zeros(n_blocks, dtype=np.int64),
+                   n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+
+    @property
+    def weights(self):
+        """The weights, a flat view (current at ``t`` after a pass)."""
+        return self.ve[:, 0]
+
+    @property
+    def step_sizes(self):
+        """The per-weight step sizes, a flat view."""
+        return self.ve[:, 1]
+
+    def insert_blocks(self, at, n_new, period):
+        """Insert ``n_new`` blocks before block ``at`` (new attributes).
+
+        Weights that did not exist were 0 all along: their step size is
+        ``eta0`` (0/0 keeps it), they are current at ``t``, and their next
+        event is the first multiple of ``period`` after ``t``, as every block's.
+        """
+        K, cut = self.n_outputs, at * self.n_outputs
+        new_ve = np.zeros((n_new * K, 2))
+        new_ve[:, 1] = self.eta0
+        self.ve = np.concatenate([self.ve[:cut], new_ve, self.ve[cut:]])
+        self.snaps = np.concatenate([self.snaps[:cut], np.zeros((n_new * K, 2)),
+                                     self.snaps[cut:]])
+        for name, value in (("last", self.t), ("next_event", (self.t // period + 1) * period)):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate(
+                [old[:at], np.full(n_new, value, dtype=np.int64), old[at:]]))
+
+    def writable(self):
+        """Make every array C-contiguous and writable (after unpickling)."""
+        for name in ("ve", "snaps", "last", "next_event"):
+            setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
+
+
+@dataclass
+class PSAResult:
+    """What a PSA kernel reports about its passes.
+
+    Attributes
+    ----------
+    epochs : int
+        Passes completed.
+    diverged : bool
+        The weights overflowed (non-finite values).
+    min_factor, max_factor : float
+        The extreme step-size factors applied so far (Eq. 9).
+    n_adaptations : int
+        Step-size adaptations applied so far.
+    mean_loss : float
+        Mean loss over the last pass, at the pre-step weights (NaN when the
+        kernel does not track it).
+    seconds : list of float
+        Wall time of each pass.
+    flush_seconds : list of float
+        Of which the end-of-pass catch-up of every block.
+    """
+
+    epochs: int
+    diverged: bool
+    min_factor: float
+    max_factor: float
+    n_adaptations: int
+    mean_loss: float = float("nan")
+    seconds: list = field(default_factory=list)
+    flush_seconds: list = field(default_factory=list)
+
+    @classmethod
+    def of(cls, w, epochs, diverged, **kw):
+        """The result of the passes made on ``w``."""
+        return cls(epochs=epochs, diverged=diverged, min_factor=w.min_factor,
+                   max_factor=w.max_factor, n_adaptations=w.n_adaptations, **kw)
 
 
 @cython.final
@@ -244,28 +381,27 @@ cdef class LazyStepWeights:
 
     Parameters
     ----------
-    ve : ndarray of shape (n_blocks * n_outputs, 2)
-        Weights (column 0) and their step sizes (column 1), modified in place.
-    snaps : ndarray of shape (n_blocks * n_outputs, 2)
-        The window-start and mid-window snapshots, modified in place.
-    last, next_event : int64 ndarray of shape (n_blocks,)
-        Time each block's ``v`` is current at, and its next pending event
-        (a multiple of ``b``); modified in place.
-    n_outputs : int
-    lam : float
-        L2 strength (scikit-learn's ``alpha``).
-    period : int
-        ``b``; events at every multiple of ``b``, adaptation every ``2b``.
-    psa_alpha, psa_beta, kappa : float
-        The paper's (alpha, beta, kappa).
+    state : LazyStepState
+        The arrays (weights and step sizes, snapshots, times), modified in
+        place.
+    options : PSAOptions or None
+        L2 strength and PSA's constants; None: no L2, no adaptation.
     unregularized : int
         Index of a block without L2 (the intercept), or -1.
     """
 
-    def __init__(self, double[:, ::1] ve, double[:, ::1] snaps,
-                 long long[::1] last, long long[::1] next_event, int n_outputs=1,
-                 double lam=0.0, long long period=0, double psa_alpha=0.9999,
-                 double psa_beta=0.99, double kappa=0.9, Py_ssize_t unregularized=-1):
+    def __init__(self, state, options=None, Py_ssize_t unregularized=-1):
+        if options is None:
+            options = PSAOptions()
+        cdef double[:, ::1] ve = state.ve
+        cdef double[:, ::1] snaps = state.snaps
+        cdef long long[::1] last = state.last
+        cdef long long[::1] next_event = state.next_event
+        cdef int n_outputs = state.n_outputs
+        cdef double lam = options.lam
+        cdef long long period = options.period
+        cdef double psa_alpha = options.psa_alpha, psa_beta = options.psa_beta
+        cdef double kappa = options.kappa
         cdef Py_ssize_t size = ve.shape[0]
         cdef int mm
         if (ve.shape[1] != 2 or snaps.shape[0] != size or snaps.shape[1] != 2
@@ -290,6 +426,11 @@ cdef class LazyStepWeights:
         if period > 0:
             self.m = kappa * (psa_alpha + psa_beta) / (psa_alpha - psa_beta)        # Eq. (10)
             self.n = 2.0 * kappa * (1.0 - psa_alpha) / (psa_alpha - psa_beta)
+            self.consts.m = self.m
+            self.consts.kappa = kappa
+            self.consts.inv_denom = 1.0 / (self.m + kappa + self.n)
+            self.consts.f_lo = psa_beta
+            self.consts.f_hi = psa_alpha
             self.factor_hi = psa_alpha        # the factor at u = kappa
             self.log_alpha = log(psa_alpha)
             # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip: the clipped regime
@@ -323,15 +464,10 @@ cdef class LazyStepWeights:
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
-        cdef double f = psa_factor(self.v[2 * p] - self.snap1[2 * p],
-                                   self.snap1[2 * p] - self.snap0[2 * p], self.m, self.kappa,
-                                   1.0 / (self.m + self.kappa + self.n), self.psa_beta,
-                                   self.psa_alpha)
+        cdef double f = adapt_step(&self.eta[2 * p], &self.rate[p], self.v[2 * p],
+                                   self.snap1[2 * p], self.snap0[2 * p], self.lam, self.consts)
         if f == 0.0:
             return
-        self.eta[2 * p] *= f                     # Eq. (8)
-        if self.rate[p] != 0.0:                  # (0: no L2 on this block)
-            self.rate[p] = log_decay(self.eta[2 * p] * self.lam)
         self.n_adaptations += 1
         if f < self.min_factor:
             self.min_factor = f
@@ -476,9 +612,8 @@ cdef class LazyStepWeights:
         cdef double* snap1 = self.snap1
         cdef long long* last = self.last
         cdef long long* next_event = self.next_event
-        cdef double lam0 = self.lam, kappa = self.kappa, m = self.m
-        cdef double inv_denom = 1.0 / (self.m + self.kappa + self.n)
-        cdef double f_hi = self.psa_alpha, f_lo = self.psa_beta
+        cdef double lam0 = self.lam
+        cdef PSAConstants consts = self.consts
         cdef double f_min = self.min_factor, f_max = self.max_factor
         cdef long long n_adapt = 0
         cdef unsigned char idl
@@ -500,13 +635,10 @@ cdef class LazyStepWeights:
                 if not window_end:
                     snap1[2 * p] = vv
                     continue
-                if adapt:                       # _adapt, inlined
-                    f = psa_factor(vv - snap1[2 * p], snap1[2 * p] - snap0[2 * p],
-                                   m, kappa, inv_denom, f_lo, f_hi)
+                if adapt:
+                    f = adapt_step(&eta[2 * p], &rate[p], vv, snap1[2 * p], snap0[2 * p], lam,
+                                   consts)
                     if f != 0.0:
-                        eta[2 * p] *= f                     # Eq. (8)
-                        if lam != 0.0:
-                            rate[p] = log_decay(eta[2 * p] * lam)
                         n_adapt += 1
                         f_min = f if f < f_min else f_min
                         f_max = f if f > f_max else f_max
@@ -535,8 +667,8 @@ cdef class LazyStepWeights:
                 return
             self.n_adaptations += sweep_end_k1(
                 self.v, self.snap0, self.last, self.next_event, self.rate, nb, ev, b,
-                self.lam, self.m, self.kappa, 1.0 / (self.m + self.kappa + self.n),
-                self.psa_beta, self.psa_alpha, &self.min_factor, &self.max_factor)
+                self.lam, self.consts.m, self.consts.kappa, self.consts.inv_denom,
+                self.consts.f_lo, self.consts.f_hi, &self.min_factor, &self.max_factor)
             return
         if self._every_block == NULL:          # first use: the list of all blocks
             self._every_block = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))

@@ -4,9 +4,10 @@ Every linear estimator of the package (``PSAClassifier``, ``SGDQNLinearSVC``,
 ``SBMLogisticRegression``, ``PlainSGDClassifier``) is a thin subclass that
 declares its parameters and implements two hooks:
 
-``_init_problem(n_features, n_outputs)``
-    A fresh state dict for one sub-problem; it must hold ``coef`` (flat,
-    C-order ``(n_features, n_outputs)``) and ``intercept`` ``(n_outputs,)``.
+``_init_problem(n_features, n_outputs, seed)``
+    The fresh typed state of one sub-problem: the kernel's state object
+    (a dataclass of its module in ``_core``), with at least ``t`` (updates
+    so far) and ``seed`` (the shuffling RNG state, ``seed`` to start).
 ``_run_problem(X, y, sample_weight, state, n_epochs)``
     Run the compiled kernel over the rows, updating ``state`` in place, and
     return the number of passes made. ``y`` holds +-1 for binary problems and
@@ -68,7 +69,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
     _private_state = ("_states",)
 
     # ---- hooks ----------------------------------------------------------------
-    def _init_problem(self, n_features, n_outputs):  # pragma: no cover - abstract
+    def _init_problem(self, n_features, n_outputs, seed):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):  # pragma: no cover
@@ -82,9 +83,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Check the parameters against the state before a later ``partial_fit``
         changes anything (default: nothing to check)."""
 
-    def _final_weights(self, state):
-        """The ``(coef, intercept)`` a problem exposes (default: current weights)."""
-        return state["coef"], state["intercept"]
+    def _final_weights(self, state):  # pragma: no cover - abstract
+        """The ``(coef, intercept)`` a problem exposes: flat C-order
+        ``(n_features, n_outputs)`` and ``(n_outputs,)``."""
+        raise NotImplementedError
 
     # ---- fitting --------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -237,10 +239,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self._states = []
         for _ in range(n_problems):
-            state = self._init_problem(n_features, n_outputs)
-            state["seed"] = draw_seed(rng)
-            state["t"] = 0
-            self._states.append(state)
+            self._states.append(self._init_problem(n_features, n_outputs, draw_seed(rng)))
         self.t_ = 0
         self.n_iter_ = 0
 
@@ -268,7 +267,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             passes = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
                 delayed(run)(p) for p in range(n_problems))
         self.n_iter_ = int(max(passes))
-        self.t_ = int(max(s["t"] for s in self._states))
+        self.t_ = int(max(s.t for s in self._states))
         self._export()
         used = sample_weight[sample_weight > 0]
         self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)

@@ -1,4 +1,5 @@
 """PSAClassifier: periodic step-size adaptation for linear classifiers."""
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,7 +10,7 @@ from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
-from .._core._psa_fast import new_psa_state, psa_epochs
+from .._core._psa_fast import LazyStepState, PSAOptions, psa_epochs
 
 
 class PSAClassifier(LinearClassifierBase):
@@ -148,47 +149,61 @@ class PSAClassifier(LinearClassifierBase):
 
     def _check_state_params(self):
         for state in self._states:
-            if state["arrays"] is not None:
-                check_eta0(self, state["eta0"])
+            if state.kernel is not None:
+                check_eta0(self, state.kernel.eta0)
 
-    def _init_problem(self, n_features, n_outputs):
-        return {"n_features": n_features, "n_outputs": n_outputs, "arrays": None}
+    def _init_problem(self, n_features, n_outputs, seed):
+        return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
 
-    def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        K = state["n_outputs"]
+    def _run_problem(self, X, y, sample_weight, problem, n_epochs):
+        K = problem.n_outputs
         loss = LOSSES[self.loss]() if K == 1 else None
-        if state["arrays"] is None:  # first call: choose b and eta0, allocate
+        if problem.kernel is None:  # first call: choose b and eta0, allocate
             if self.period == "auto":
-                state["period"] = max(10, int(round(0.5 * X.shape[0] / 1000)))
+                problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
             else:
-                state["period"] = int(self.period)
+                problem.period = int(self.period)
             eta0 = self.eta0
             if eta0 == "auto":
                 eta0 = calibrate_linear_eta0(
-                    X, y, sample_weight, np.zeros(state["n_features"] * K), np.zeros(K),
+                    X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
                     loss=loss, n_outputs=K, alpha=self.alpha,
                     fit_intercept=self.fit_intercept,
-                    random_state=np.random.RandomState(state["seed"]))
-            state["eta0"] = float(eta0)
-            state["arrays"] = new_psa_state(state["n_features"], K, eta0)
-        arrays = state["arrays"]
-        arrays.update(t=state["t"], seed=state["seed"])
-        info = psa_epochs(
-            RowDataset(X, y, sample_weight), arrays, loss=loss, n_outputs=K,
-            alpha=self.alpha, period=state["period"], psa_alpha=self.psa_alpha,
-            psa_beta=self.psa_beta, kappa=self.psa_kappa, n_epochs=n_epochs,
-            shuffle=self.shuffle, fit_intercept=self.fit_intercept)
-        if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"])
-        state.update(t=info["t"], seed=info["seed"])
-        return info["epochs"]
+                    random_state=np.random.RandomState(problem.seed))
+            problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
+                                                 seed=problem.seed)
+        options = PSAOptions(lam=self.alpha, period=problem.period, psa_alpha=self.psa_alpha,
+                             psa_beta=self.psa_beta, kappa=self.psa_kappa)
+        result = psa_epochs(RowDataset(X, y, sample_weight), problem.kernel, options,
+                            loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
+                            fit_intercept=self.fit_intercept)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, result.epochs)
+        return result.epochs
 
-    def _final_weights(self, state):
-        arrays, d, K = state["arrays"], state["n_features"], state["n_outputs"]
-        return arrays["ve"][: d * K, 0].copy(), arrays["ve"][d * K:, 0].copy()
+    def _final_weights(self, problem):
+        d, K = problem.n_features, problem.n_outputs
+        w = problem.kernel.weights
+        return w[: d * K].copy(), w[d * K:].copy()
 
     def _export(self):
         super()._export()
-        self.period_ = self._states[0]["period"]
-        self.eta_ = np.stack([s["arrays"]["ve"][:, 1].reshape(s["n_features"] + 1, s["n_outputs"])
-                              for s in self._states])
+        self.period_ = self._states[0].period
+        self.eta_ = np.stack([p.kernel.step_sizes.reshape(p.n_features + 1, p.n_outputs)
+                              for p in self._states])
+
+
+@dataclass
+class _PSAProblem:
+    """One PSA sub-problem: its period and the kernel state, allocated on the
+    first pass (``eta0`` may be calibrated on its rows)."""
+
+    n_features: int
+    n_outputs: int
+    seed: int
+    period: int = 0
+    kernel: LazyStepState = None
+
+    @property
+    def t(self):
+        return 0 if self.kernel is None else self.kernel.t

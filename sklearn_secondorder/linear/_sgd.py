@@ -9,7 +9,7 @@ from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
-from .._core._sgd_fast import sgd_epochs
+from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 
 
 class PlainSGDClassifier(LinearClassifierBase):
@@ -118,44 +118,31 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _check_state_params(self):
         if self.learning_rate == "constant":
             for state in self._states:
-                check_eta0(self, state["eta0"])
+                check_eta0(self, state.eta0)
 
     def _loss_object(self, n_outputs):
         return LOSSES[self.loss]() if n_outputs == 1 else None
 
-    def _init_problem(self, n_features, n_outputs):
-        size = n_features * n_outputs
-        state = {"coef": np.zeros(size), "intercept": np.zeros(n_outputs), "eta0": None}
-        if self.average:
-            state.update(avg_coef=np.zeros(size), avg_intercept=np.zeros(n_outputs),
-                         n_iterates=0.0)
-        return state
+    def _init_problem(self, n_features, n_outputs, seed):
+        return LinearSGDState.zeros(n_features, n_outputs, average=self.average, seed=seed)
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        n_outputs = state["intercept"].size
+        n_outputs = state.intercept.size
         loss = self._loss_object(n_outputs)
-        if state["eta0"] is None:
-            state["eta0"] = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
-                X, y, sample_weight, state["coef"], state["intercept"], loss=loss,
+        if state.eta0 is None:
+            state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
+                X, y, sample_weight, state.coef, state.intercept, loss=loss,
                 n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
-                random_state=np.random.RandomState(state["seed"])))
-        info = sgd_epochs(
-            RowDataset(X, y, sample_weight), state["coef"], state["intercept"],
-            loss=loss, n_outputs=n_outputs, alpha=self.alpha,
-            learning_rate=self.learning_rate, eta0=state["eta0"],
-            t0=1.0 / (self.alpha * state["eta0"]), t=state["t"], n_epochs=n_epochs,
-            shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
-            avg_coef=state.get("avg_coef"), avg_intercept=state.get("avg_intercept"),
-            n_iterates=state.get("n_iterates", 0.0))
-        if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"])
-        state.update(t=info["t"], seed=info["seed"])
-        if self.average:
-            state["n_iterates"] = info["n_iterates"]
-        return info["epochs"]
+                random_state=np.random.RandomState(state.seed)))
+        options = LinearSGDOptions(
+            alpha=self.alpha, learning_rate=self.learning_rate, eta0=state.eta0,
+            t0=1.0 / (self.alpha * state.eta0), shuffle=self.shuffle,
+            fit_intercept=self.fit_intercept)
+        result = sgd_epochs(RowDataset(X, y, sample_weight), state, options, loss=loss,
+                            n_epochs=n_epochs)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, result.epochs)
+        return result.epochs
 
     def _final_weights(self, state):
-        if self.average and state.get("n_iterates", 0) > 0:
-            n = state["n_iterates"]
-            return state["avg_coef"] / n, state["avg_intercept"] / n
-        return state["coef"], state["intercept"]
+        return state.model()

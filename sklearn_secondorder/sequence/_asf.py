@@ -2,7 +2,7 @@
 from numbers import Integral
 
 from .._compat import Interval, check_is_fitted
-from .._core._crf_fast import sgd_epochs
+from .._core._crf_sgd import SGDOptions, sgd_epochs
 from ._base import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _BaseSequenceTagger
 
 
@@ -76,27 +76,21 @@ class ASFSequenceTagger(_BaseSequenceTagger):
         return self.n_latent
 
     def _run_passes(self, ds, n_epochs):
-        st = self._state
-        w = self._weights(st["coef"], averaged=True)
-        info = sgd_epochs(ds, w, eta0=self.eta0_, power=0.0, alpha=self.alpha, t=st["t"],
-                          n_epochs=n_epochs, shuffle=self.shuffle, seed=st["seed"],
-                          fit_intercept=self.fit_intercept, feedback=True,
-                          passes_done=st["passes"])
-        st["n_iterates"] = w.n_iterates
-        st.setdefault("feedbacks", []).extend(info["feedbacks"])
-        self._check_info(info)
-        return info["epochs"]
+        options = SGDOptions(eta0=self.eta0_, power=0.0, alpha=self.alpha, shuffle=self.shuffle,
+                             fit_intercept=self.fit_intercept, average=True, feedback=True)
+        result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
+                            n_latent=self.n_latent)
+        self._state.feedbacks.extend(result.feedbacks)
+        self._check_info(result)
+        return result.epochs
 
     def _final_flat(self):
-        st = self._state
-        if st["n_iterates"] == 0:
-            return st["coef"].copy()
-        return st["avg"] / st["n_iterates"]
+        return self._state.crf.model()
 
     @property
     def feedback_passes_(self):
         """Pass counts after which the weights were reset to the average."""
         check_is_fitted(self)
-        return list(self._state.get("feedbacks", []))
+        return list(self._state.feedbacks)
 
 

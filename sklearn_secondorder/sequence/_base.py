@@ -7,6 +7,7 @@ state, prediction (Viterbi, marginals) and the named weights
 subclasses: ``ASFSequenceTagger`` (``_asf.py``), ``PSASequenceTagger``
 (``_psa.py``) and ``SGDSequenceTagger`` (``_sgd.py``).
 """
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,14 +17,13 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._calibration import calibrate_crf_eta0
 from .._compat import Interval, StrOptions, check_is_fitted, validate_data
-from .._core._crf_fast import (
-    CRFWeights,
-    SequenceData,
-    label_marginals,
-    viterbi_decode,
-)
+from .._core._crf_infer import label_marginals, viterbi_decode
+from .._core._crf_sgd import CRFState
+from .._core._dataset import SequenceData
+from .._core._weights import ScaledWeights
 from .._validation import (
     check_classes_arg,
+    check_eta0,
     check_label_types,
     diverged_error,
     draw_seed,
@@ -42,6 +42,32 @@ from ._input import (
     subset,
     vectorize_dicts,
 )
+
+
+@dataclass
+class TaggerState:
+    """A tagger's fitted state.
+
+    Attributes
+    ----------
+    crf : CRFState
+        The weights and the trainers' counters.
+    rng : numpy.random.RandomState
+        Draws the calibration sample and the initial weights of latent states.
+    pass_seconds : list of float
+        Wall time of every training pass.
+    feedbacks : list of int
+        ASF: the pass counts after which the weights were reset to the average.
+    psa : LazyStepState or None
+        PSA: the per-weight step sizes and window snapshots (allocated at the
+        first pass, when ``eta0_`` is known).
+    """
+
+    crf: CRFState
+    rng: object
+    pass_seconds: list = field(default_factory=list)
+    feedbacks: list = field(default_factory=list)
+    psa: object = None
 
 
 class _BaseSequenceTagger(BaseEstimator):
@@ -126,58 +152,41 @@ class _BaseSequenceTagger(BaseEstimator):
         return data, indices, indptr, offsets, labels, n_features, kind
 
     # ---- state ------------------------------------------------------------------
+    def _n_states(self):
+        return self.classes_.size * self._n_latent()
+
+    def _latent_init(self, rng):
+        """The initial weights of new rows: random with latent states, whose
+        hidden states of one label would otherwise never separate (Sun et al.
+        2010, Fig. 1, "Initialize randomly"); zeros otherwise."""
+        if self._n_latent() > 1:
+            return lambda size: rng.normal(scale=0.1, size=size)
+        return None
+
     def _new_state(self, n_attributes, rng):
-        L, nl = self.classes_.size, self._n_latent()
-        H = L * nl
-        size = (n_attributes + H + 1) * H
-        coef = np.zeros(size)
-        if nl > 1:
-            # Latent states of one label start identical unless initialised
-            # randomly (they would never separate): Fig. 1 "Initialize randomly".
-            coef[:] = rng.normal(scale=0.1, size=size)
-        self._state = {
-            "coef": coef, "avg": np.zeros(size) if self._averaged else None,
-            "n_iterates": 0.0, "n_attributes": n_attributes, "t": 0, "passes": 0,
-            "seed": draw_seed(rng), "rng": rng,
-        }
+        crf = CRFState.new(n_attributes, self._n_states(), averaged=self._averaged, seed=0,
+                           init=self._latent_init(rng))
+        crf.seed = draw_seed(rng)       # (drawn after the weights, as always)
+        self._state = TaggerState(crf=crf, rng=rng)
 
     def _grow(self, n_attributes):
-        """Append zero (or random, for latent states) rows for new attributes."""
-        st = self._state
-        old = st["n_attributes"]
-        if n_attributes <= old:
-            return
-        H = self.classes_.size * self._n_latent()
-        n_new = (n_attributes - old) * H
-        if self._n_latent() > 1:
-            new_rows = st["rng"].normal(scale=0.1, size=n_new)
-        else:
-            new_rows = np.zeros(n_new)
-        cut = old * H
-        st["coef"] = np.concatenate([st["coef"][:cut], new_rows, st["coef"][cut:]])
-        if st["avg"] is not None:
-            # the past iterates held the initial value of the new weights
-            st["avg"] = np.concatenate([st["avg"][:cut], st["n_iterates"] * new_rows,
-                                        st["avg"][cut:]])
-        st["n_attributes"] = n_attributes
-
-    def _weights(self, flat, averaged=False):
-        st = self._state
-        return CRFWeights(flat, st["n_attributes"], self.classes_.size, self._n_latent(),
-                          st["avg"] if averaged else None, st["n_iterates"])
+        """New attributes (a later ``partial_fit``): new rows, learned from now on."""
+        crf = self._state.crf
+        if n_attributes > crf.n_attributes:
+            crf.add_attributes(n_attributes - crf.n_attributes,
+                               self._latent_init(self._state.rng))
 
     def _eta0(self, data, indices, indptr, offsets, labels):
         if self.eta0 != "auto":
             return float(self.eta0)
         st = self._state
         n = offsets.size - 1
-        rows = np.sort(st["rng"].choice(n, size=min(n, 1000), replace=False))
+        rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
         d, i, p, o, lab = subset(data, indices, indptr, offsets, labels, rows)
-        ds = SequenceData(d, i, p, o, lab, st["n_attributes"])
-        return calibrate_crf_eta0(ds, st["coef"], n_attributes=st["n_attributes"],
-                              n_labels=self.classes_.size, n_latent=self._n_latent(),
-                              alpha=self.alpha, fit_intercept=self.fit_intercept,
-                              averaged=self._averaged)
+        ds = SequenceData(d, i, p, o, lab, st.crf.n_attributes)
+        return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
+                                  n_latent=self._n_latent(), alpha=self.alpha,
+                                  fit_intercept=self.fit_intercept, averaged=self._averaged)
 
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y):
@@ -230,7 +239,7 @@ class _BaseSequenceTagger(BaseEstimator):
         if classes is not None:
             classes = check_classes_arg(classes)
         if not first:
-            self._check_step()
+            check_eta0(self, getattr(self, "eta0_", None))
             if classes is not None and not np.array_equal(classes, self.classes_):
                 raise ValueError(f"classes={classes!r} is not the same as on the "
                                  f"first call to partial_fit ({self.classes_!r}).")
@@ -257,15 +266,6 @@ class _BaseSequenceTagger(BaseEstimator):
                 self.classes_ = all_classes
             return self._fit_batch(batch, 1, first=first)
 
-    def _check_step(self):
-        """The step in use (``eta0_``, perhaps calibrated) against the current
-        ``alpha``, before a later ``partial_fit`` changes anything."""
-        eta0 = getattr(self, "eta0_", None)
-        if eta0 is not None and not eta0 * self.alpha < 1.0:
-            raise ValueError(
-                f"the step in use, eta0_={eta0:.4g}, must satisfy eta0 * alpha < 1 "
-                f"(alpha={self.alpha!r}): the shrink of every step would wipe the weights.")
-
     @staticmethod
     def _check_labels(classes):
         if classes.size < 2:
@@ -281,15 +281,12 @@ class _BaseSequenceTagger(BaseEstimator):
             self._new_state(n_features, check_random_state(self.random_state))
         else:
             self._grow(n_features)
-        st = self._state
-        for key in ("coef", "avg"):
-            if st[key] is not None:
-                st[key] = np.require(st[key], requirements=["C", "W"])
         if first:
             self.eta0_ = self._eta0(data, indices, indptr, offsets, label_idx)
-        ds = SequenceData(data, indices, indptr, offsets, label_idx, st["n_attributes"])
+        crf = self._state.crf
+        ds = SequenceData(data, indices, indptr, offsets, label_idx, crf.n_attributes)
         self.n_iter_ = self._run_passes(ds, n_epochs)
-        self.t_ = st["t"]
+        self.t_ = crf.t
         self._model = self._final_flat()
         self._check_weight_scale(float(np.mean(np.diff(offsets))))
         return self
@@ -306,32 +303,32 @@ class _BaseSequenceTagger(BaseEstimator):
                             "Scale the feature values (e.g. StandardScaler) consistently "
                             "across calls, or use a smaller eta0.")
 
-    def _check_info(self, info):
+    def _check_info(self, result):
+        """Record a kernel's passes; raise if they diverged."""
         st = self._state
-        st["t"], st["passes"], st["seed"] = info["t"], info["passes_done"], info["seed"]
-        st.setdefault("pass_seconds", []).extend(info["seconds"])
-        if info["diverged"]:
-            raise diverged_error(type(self).__name__, st["passes"] + 1)
+        st.pass_seconds.extend(result.seconds)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, st.crf.passes + 1)
         if self.verbose:
-            print(f"-- pass {st['passes']}: mean -log p(y|x) {info['mean_loss']:.6g}, "
-                  f"updates {st['t']}")
+            print(f"-- pass {st.crf.passes}: mean -log p(y|x) {result.mean_loss:.6g}, "
+                  f"updates {st.crf.t}")
 
     @property
     def pass_seconds_(self):
         """Wall time of every training pass so far (compiled kernel only: no
         input conversion or step-size calibration), as CRFsuite's training log."""
         check_is_fitted(self)
-        return list(self._state.get("pass_seconds", []))
+        return list(self._state.pass_seconds)
 
     # ---- prediction -------------------------------------------------------------
     def _model_weights(self):
         # an unpickled model may hold read-only (memory-mapped) arrays
-        return self._weights(np.require(self._model, requirements=["C", "W"]))
+        return ScaledWeights(np.require(self._model, requirements=["C", "W"]), self._n_states())
 
     def _predict_data(self, X):
         check_is_fitted(self)
         data, indices, indptr, offsets, _, _, kind = self._to_data(X)
-        ds = SequenceData(data, indices, indptr, offsets, None, self._state["n_attributes"])
+        ds = SequenceData(data, indices, indptr, offsets, None, self._state.crf.n_attributes)
         return ds, offsets, kind
 
     def predict(self, X):
@@ -350,7 +347,7 @@ class _BaseSequenceTagger(BaseEstimator):
             An array when ``X`` is a plain 2-D array / sparse matrix.
         """
         ds, offsets, kind = self._predict_data(X)
-        labels = self.classes_[viterbi_decode(ds, self._model_weights())]
+        labels = self.classes_[viterbi_decode(ds, self._model_weights(), self._n_latent())]
         if kind == KIND_FLAT:
             return labels
         return [labels[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
@@ -373,7 +370,7 @@ class _BaseSequenceTagger(BaseEstimator):
             (one-token sequences for a plain 2-D array).
         """
         ds, offsets, _ = self._predict_data(X)
-        P = label_marginals(ds, self._model_weights())
+        P = label_marginals(ds, self._model_weights(), self._n_latent())
         names = self.classes_.tolist()
         return [[dict(zip(names, row)) for row in P[a:b].tolist()]
                 for a, b in zip(offsets[:-1], offsets[1:])]
@@ -416,11 +413,11 @@ class _BaseSequenceTagger(BaseEstimator):
             return names
         if hasattr(self, "feature_names_in_"):
             return self.feature_names_in_.tolist()
-        return list(range(self._state["n_attributes"]))
+        return list(range(self._state.crf.n_attributes))
 
     def _blocks(self):
         check_is_fitted(self)
-        A = self._state["n_attributes"]
+        A = self._state.crf.n_attributes
         H = self.classes_.size * self._n_latent()
         w = self._model
         return (w[:A * H].reshape(A, H), w[A * H:A * H + H * H].reshape(H, H),

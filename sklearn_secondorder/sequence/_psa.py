@@ -4,8 +4,8 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._compat import Interval, check_is_fitted
-from .._core._psa_crf_fast import new_psa_state, psa_epochs
-from .._validation import check_psa_factors
+from .._core._crf_psa import LazyStepState, PSAOptions, psa_epochs
+from .._validation import check_eta0, check_psa_factors
 from ._base import _COMMON_ATTRS_DOC, _BaseSequenceTagger
 
 
@@ -99,64 +99,36 @@ class PSASequenceTagger(_BaseSequenceTagger):
         super()._validate_params()
         check_psa_factors(self)
 
-    def _new_state(self, n_attributes, rng):
-        if not self.psa_beta < self.psa_alpha:
-            raise ValueError(f"psa_beta={self.psa_beta} must be smaller than "
-                             f"psa_alpha={self.psa_alpha}.")
-        super()._new_state(n_attributes, rng)
-        # LazyStepWeights state, created at the first pass (eta0_ is known then):
-        # ve (weights, step sizes), snaps, last, next_event; the weights are
-        # copied to coef after each call
-        self._state["psa"] = None
-
     def _grow(self, n_attributes):
-        st = self._state
-        old = st["n_attributes"]
+        old = self._state.crf.n_attributes
         super()._grow(n_attributes)
-        psa = st["psa"]
-        if n_attributes <= old or psa is None:
-            return
-        H = self.classes_.size
-        cut, n_new = old * H, (n_attributes - old) * H
-        # weights that did not exist were 0 all along: step size unchanged (0/0),
-        # current at t, next event the first multiple of b after t (as every block)
-        new_ve = np.zeros((n_new, 2))
-        new_ve[:, 1] = self.eta0_
-        psa["ve"] = np.concatenate([psa["ve"][:cut], new_ve, psa["ve"][cut:]])
-        psa["snaps"] = np.concatenate([psa["snaps"][:cut], np.zeros((n_new, 2)),
-                                       psa["snaps"][cut:]])
-        t, b = st["t"], self.period
-        for key, value in (("last", t), ("next_event", (t // b + 1) * b)):
-            psa[key] = np.concatenate([psa[key][:old],
-                                       np.full(n_attributes - old, value, dtype=np.int64),
-                                       psa[key][old:]])
+        if n_attributes > old and self._state.psa is not None:
+            self._state.psa.insert_blocks(old, n_attributes - old, self.period)
 
     def _run_passes(self, ds, n_epochs):
         st = self._state
-        if not self.eta0_ * self.alpha < 1.0:
-            raise ValueError(f"eta0 * alpha must be < 1 (got {self.eta0_ * self.alpha}).")
-        if st["psa"] is None:
-            st["psa"] = new_psa_state(st["n_attributes"], self.classes_.size, self.eta0_)
-        psa = st["psa"]
-        for key in ("ve", "snaps", "last", "next_event"):
-            psa[key] = np.require(psa[key], requirements=["C", "W"])
-        psa["ve"][:, 0] = st["coef"]
-        psa["t"], psa["seed"] = st["t"], st["seed"]
-        info = psa_epochs(ds, psa, n_states=self.classes_.size, lam=self.alpha,
-                          period=self.period, psa_alpha=self.psa_alpha,
-                          psa_beta=self.psa_beta, kappa=self.psa_kappa, n_epochs=n_epochs,
-                          shuffle=self.shuffle, fit_intercept=self.fit_intercept)
-        st["coef"] = np.ascontiguousarray(psa["ve"][:, 0])
-        info["passes_done"] = st["passes"] + info["epochs"]
-        self._check_info(info)
-        return info["epochs"]
+        check_eta0(self, self.eta0_)
+        if st.psa is None:
+            st.psa = LazyStepState.zeros(st.crf.n_attributes + self.classes_.size + 1,
+                                         self.classes_.size, self.eta0_)
+        st.psa.writable()
+        st.psa.weights[:] = st.crf.coef
+        st.psa.t, st.psa.seed = st.crf.t, st.crf.seed
+        options = PSAOptions(lam=self.alpha, period=self.period, psa_alpha=self.psa_alpha,
+                             psa_beta=self.psa_beta, kappa=self.psa_kappa)
+        result = psa_epochs(ds, st.psa, options, n_epochs=n_epochs, shuffle=self.shuffle,
+                            fit_intercept=self.fit_intercept)
+        st.crf.coef = np.ascontiguousarray(st.psa.weights)
+        st.crf.t, st.crf.seed = st.psa.t, st.psa.seed
+        st.crf.passes += result.epochs
+        self._check_info(result)
+        return result.epochs
 
     def _final_flat(self):
-        return self._state["coef"].copy()
+        return self._state.crf.coef.copy()
 
     @property
     def step_sizes_(self):
         """Per-weight step sizes (flat layout)."""
         check_is_fitted(self)
-        return self._state["psa"]["ve"][:, 1].copy()
-
+        return self._state.psa.step_sizes.copy()

@@ -1,5 +1,5 @@
 """SGDSequenceTagger: plain or averaged SGD on the CRF core (the tagger baseline)."""
-from .._core._crf_fast import sgd_epochs
+from .._core._crf_sgd import SGDOptions, sgd_epochs
 from ._base import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _BaseSequenceTagger
 
 
@@ -50,21 +50,12 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         return self.average
 
     def _run_passes(self, ds, n_epochs):
-        st = self._state
-        w = self._weights(st["coef"], averaged=st["avg"] is not None)
-        info = sgd_epochs(ds, w, eta0=self.eta0_, power=0.75 if self.average else 1.0,
-                          alpha=self.alpha, t=st["t"], n_epochs=n_epochs,
-                          shuffle=self.shuffle, seed=st["seed"],
-                          fit_intercept=self.fit_intercept, feedback=False,
-                          passes_done=st["passes"])
-        st["n_iterates"] = w.n_iterates
-        self._check_info(info)
-        return info["epochs"]
+        options = SGDOptions(eta0=self.eta0_, power=0.75 if self.average else 1.0,
+                             alpha=self.alpha, shuffle=self.shuffle,
+                             fit_intercept=self.fit_intercept, average=self.average)
+        result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs)
+        self._check_info(result)
+        return result.epochs
 
     def _final_flat(self):
-        st = self._state
-        if st["avg"] is None or st["n_iterates"] == 0:
-            return st["coef"].copy()
-        return st["avg"] / st["n_iterates"]
-
-
+        return self._state.crf.model()

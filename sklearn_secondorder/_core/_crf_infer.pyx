@@ -1,4 +1,4 @@
-"""Linear-chain CRF core, trainer-agnostic (as CRFsuite's encoder).
+"""Linear-chain CRF inference, trainer-agnostic (as CRFsuite's encoder).
 
 Model. For a sequence ``x_1..x_T`` (sparse token rows) and hidden states
 ``h_t`` in ``{0..H-1}`` (``H = n_labels * n_latent``; state ``h`` belongs to
@@ -12,229 +12,29 @@ latent-dynamic CRF (DPLVM) of Sun et al. (ICDM 2010, Section II.A):
 ``p(y | x) = sum over h with label(h_t) = y_t of p(h | x)``, computed by a
 forward pass over the label-constrained lattice.
 
+The weights are the linear core's ``ScaledWeights`` over ``A + H + 1`` blocks
+of ``H`` (``CRFContext``'s layout: attribute rows, transition rows, the bias).
+
 Inference (``CRFContext``). Emissions are read from the token's non-zeros
 into reused buffers (capacity grows only when T grows, as CRFsuite's
 ``crf1dc_set_num_items``). Forward-backward runs in exp space with one
 normaliser per position (``log Z = sum_t log c_t`` plus the maxima taken out
 before ``exp``), giving node marginals, edge marginals summed over positions,
-and ``log Z``. Viterbi runs in log space.
-
-Training. ``add_gradient`` applies ``gain * d log p(y|x) / dw`` sparsely: only
-the state weights of the attributes present in the sequence, the bias, and the
-transitions are touched. The weights use the scale trick (``w = scale * v``)
-and a lazy running sum of all iterates ``S = u + C v`` (``CRFWeights``), so an
-L2 shrink is O(1) and averaging costs O(nnz) per sequence.
-
-The SGD-type trainers (``sgd_epochs``: plain SGD, averaged SGD and ASF) run
-all passes under ``nogil``.
+and ``log Z``. Viterbi runs in log space. ``add_gradient`` is the gradient
+sink the SGD-type trainers (``_crf_sgd``) use: ``gain * d log p(y|x) / dw``,
+applied sparsely.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport exp, log, pow, sqrt, isfinite, INFINITY
+from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
+from ._dataset cimport SequenceData
 from ._numeric cimport all_finite
-from ._random cimport rand_below
+from ._weights cimport ScaledWeights
 
 cnp.import_array()
-
-cdef double SCALE_THRESHOLD = 1e-9
-
-
-# ---------------------------------------------------------------------------
-# Data
-# ---------------------------------------------------------------------------
-cdef class SequenceData:
-    """Sequences as one CSR matrix of token rows plus sequence offsets.
-
-    Parameters
-    ----------
-    data, indices, indptr : ndarray
-        CSR arrays of the ``(n_tokens, n_features)`` token matrix (float64,
-        int32, int64).
-    offsets : ndarray of shape (n_sequences + 1,), int64
-        Sequence ``s`` holds token rows ``offsets[s]:offsets[s + 1]``.
-    labels : ndarray of shape (n_tokens,), int32, or None
-        Label index of every token (needed for training only).
-    n_features : int
-    """
-
-    def __init__(self, const double[::1] data, const int[::1] indices,
-                 const long long[::1] indptr, const long long[::1] offsets,
-                 labels=None, Py_ssize_t n_features=0):
-        cdef Py_ssize_t s
-        cdef long long T, maxT = 0
-        self.data = data
-        self.indices = indices
-        self.indptr = indptr
-        self.offsets = offsets
-        self.n_sequences = offsets.shape[0] - 1
-        self.n_tokens = indptr.shape[0] - 1
-        self.n_features = n_features
-        if self.n_sequences < 0 or offsets[0] != 0 or offsets[self.n_sequences] != self.n_tokens:
-            raise ValueError("offsets do not match the token rows")
-        for s in range(self.n_sequences):
-            T = offsets[s + 1] - offsets[s]
-            if T <= 0:
-                raise ValueError(f"sequence {s} is empty")
-            if T > maxT:
-                maxT = T
-        if maxT > 2**30:
-            raise ValueError("sequence too long")
-        self.max_len = <int>maxT
-        if labels is None:
-            self.has_labels = False
-            self.labels = np.zeros(0, dtype=np.int32)
-        else:
-            self.has_labels = True
-            self.labels = np.ascontiguousarray(labels, dtype=np.int32)
-            if self.labels.shape[0] != self.n_tokens:
-                raise ValueError("labels must have one entry per token")
-        self.order = np.arange(self.n_sequences, dtype=np.intp)
-
-    cdef void shuffle(self, unsigned int* seed) noexcept nogil:
-        """Fisher-Yates shuffle of the identity order (so the permutation
-        depends only on the generator state, whichever the call)."""
-        cdef Py_ssize_t i, j, tmp
-        for i in range(self.n_sequences):
-            self.order[i] = i
-        for i in range(self.n_sequences - 1, 0, -1):
-            j = rand_below(seed, i + 1)
-            tmp = self.order[i]
-            self.order[i] = self.order[j]
-            self.order[j] = tmp
-
-    def py_order(self):
-        return np.asarray(self.order).copy()
-
-
-# ---------------------------------------------------------------------------
-# Weights
-# ---------------------------------------------------------------------------
-cdef class CRFWeights:
-    """``w = scale * v`` over the flat CRF buffer, with a lazy sum of iterates.
-
-    Parameters
-    ----------
-    v : ndarray of shape ((n_attributes + n_states + 1) * n_states,)
-        The flat buffer (state block, transitions, bias; see the .pxd),
-        modified in place.
-    n_attributes : int
-    n_labels : int
-    n_latent : int, default=1
-        Hidden states per label (``n_states = n_labels * n_latent``).
-    avg_sum : ndarray like ``v`` or None
-        Running sum of the iterates so far (``u`` with ``C = 0``), modified in
-        place; None disables averaging.
-    n_iterates : float
-        Number of iterates in ``avg_sum``.
-    """
-
-    def __init__(self, double[::1] v, Py_ssize_t n_attributes, int n_labels, int n_latent=1,
-                 avg_sum=None, double n_iterates=0.0):
-        cdef int H = n_labels * n_latent
-        if n_labels < 1 or n_latent < 1:
-            raise ValueError("n_labels and n_latent must be >= 1")
-        if v.shape[0] != (n_attributes + H + 1) * H:
-            raise ValueError(f"v has {v.shape[0]} entries, expected "
-                             f"{(n_attributes + H + 1) * H}")
-        self.v_arr = v
-        self.v = &v[0]
-        self.n_attributes = n_attributes
-        self.n_labels = n_labels
-        self.n_latent = n_latent
-        self.n_states = H
-        self.size = v.shape[0]
-        self.trans_offset = n_attributes * H
-        self.bias_offset = self.trans_offset + H * H
-        self.scale = 1.0
-        self.avg_coef = 0.0
-        self.n_iterates = n_iterates
-        self.averaged = avg_sum is not None
-        self.u = NULL
-        if self.averaged:
-            self.u_arr = avg_sum
-            if self.u_arr.shape[0] != self.size:
-                raise ValueError("avg_sum must have the shape of v")
-            self.u = &self.u_arr[0]
-
-    cdef void shrink(self, double factor) noexcept nogil:
-        """``w *= factor`` in O(1); folds when the scale gets small."""
-        self.scale *= factor
-        if self.scale < SCALE_THRESHOLD:
-            self.fold()
-
-    cdef void fold(self) noexcept nogil:
-        """Fold ``C v`` into the running sum and ``scale`` into ``v``."""
-        cdef Py_ssize_t p
-        if self.averaged and self.avg_coef != 0.0:
-            for p in range(self.size):
-                self.u[p] += self.avg_coef * self.v[p]
-        if self.scale != 1.0:
-            for p in range(self.size):
-                self.v[p] *= self.scale
-        self.scale = 1.0
-        self.avg_coef = 0.0
-
-    cdef void count_iterate(self) noexcept nogil:
-        """Add the current ``w`` to the running sum (O(1))."""
-        self.avg_coef += self.scale
-        self.n_iterates += 1.0
-
-    cdef void reset_to_average(self) noexcept nogil:
-        """Feedback (ASF, Fig. 1): ``w <- mean of all iterates so far`` (Eq. 2)."""
-        cdef Py_ssize_t p
-        cdef double inv
-        if not self.averaged or self.n_iterates <= 0.0:
-            return
-        self.fold()
-        inv = 1.0 / self.n_iterates
-        for p in range(self.size):
-            self.v[p] = self.u[p] * inv
-
-    cdef bint is_finite(self) noexcept nogil:
-        cdef Py_ssize_t p
-        if not isfinite(self.scale):
-            return False
-        for p in range(self.size):
-            if not isfinite(self.v[p]):
-                return False
-        return True
-
-    cdef double sq_norm(self) noexcept nogil:
-        cdef Py_ssize_t p
-        cdef double s = 0.0
-        for p in range(self.size):
-            s += self.v[p] * self.v[p]
-        return s * self.scale * self.scale
-
-    # ---- Python hooks --------------------------------------------------------
-    def py_shrink(self, double factor):
-        self.shrink(factor)
-
-    def py_fold(self):
-        self.fold()
-
-    def py_count_iterate(self):
-        self.count_iterate()
-
-    def py_reset_to_average(self):
-        self.reset_to_average()
-
-    def weights(self):
-        """The current ``w`` (a new flat array)."""
-        return np.asarray(self.v_arr) * self.scale
-
-    def average(self):
-        """The mean of the counted iterates (a new flat array)."""
-        if not self.averaged:
-            raise ValueError("averaging is off")
-        if self.n_iterates == 0:
-            return self.weights()
-        return (np.asarray(self.u_arr) + self.avg_coef * np.asarray(self.v_arr)) / self.n_iterates
-
 
 # ---------------------------------------------------------------------------
 # Inference context
@@ -253,14 +53,21 @@ cdef class CRFContext:
     n_latent : int, default=1
     capacity : int, default=16
         Initial maximum length; grows (only) when a longer sequence comes.
+    n_attributes : int, default=0
+        ``A``: the weights are ``A`` attribute rows, ``H`` transition rows
+        (``from``) and the bias row, of ``H`` weights each.
     """
 
-    def __cinit__(self, int n_states, int n_latent=1, int capacity=16):
+    def __cinit__(self, int n_states, int n_latent=1, int capacity=16,
+                  Py_ssize_t n_attributes=0):
         cdef int H = n_states
-        if H < 1 or n_latent < 1 or H % n_latent != 0:
-            raise ValueError("invalid n_states / n_latent")
+        if H < 1 or n_latent < 1 or H % n_latent != 0 or n_attributes < 0:
+            raise ValueError("invalid n_states / n_latent / n_attributes")
         self.n_states = H
         self.n_latent = n_latent
+        self.n_attributes = n_attributes
+        self.trans_offset = n_attributes * H
+        self.bias_offset = self.trans_offset + H * H
         self.capacity = 0
         self.T = 0
         self.trans = <double*>malloc(H * H * sizeof(double))
@@ -311,10 +118,10 @@ cdef class CRFContext:
         self.capacity = cap
         return 0
 
-    cdef void load_transitions(self, CRFWeights w) noexcept nogil:
+    cdef void load_transitions(self, ScaledWeights w) noexcept nogil:
         """Transition scores ``scale * v`` and their shifted exponentials."""
         cdef int i, H = self.n_states
-        cdef const double* a = w.v + w.trans_offset
+        cdef const double* a = w.v + self.trans_offset
         cdef double m = -INFINITY
         for i in range(H * H):
             self.trans[i] = w.scale * a[i]
@@ -324,7 +131,7 @@ cdef class CRFContext:
         for i in range(H * H):
             self.exp_trans[i] = exp(self.trans[i] - m)
 
-    cdef void load_emissions(self, SequenceData ds, Py_ssize_t s, CRFWeights w) noexcept nogil:
+    cdef void load_emissions(self, SequenceData ds, Py_ssize_t s, ScaledWeights w) noexcept nogil:
         """``emit[t, h] = scale * (x_t . v[:, h] + v_bias[h])`` over the non-zeros."""
         cdef int H = self.n_states
         cdef int t, h
@@ -332,8 +139,8 @@ cdef class CRFContext:
         cdef double x
         cdef double* e
         cdef const double* row
-        cdef const double* bias = w.v + w.bias_offset
-        cdef Py_ssize_t n_attr = w.n_attributes
+        cdef const double* bias = w.v + self.bias_offset
+        cdef Py_ssize_t n_attr = self.n_attributes
         cdef Py_ssize_t j
         self.T = <int>(ds.offsets[s + 1] - first)
         for t in range(self.T):
@@ -559,7 +366,7 @@ cdef class CRFContext:
         return logz_c - logz
 
     cdef void add_gradient(self, SequenceData ds, Py_ssize_t s, const int* labels,
-                           CRFWeights target, double gain, bint fit_intercept) noexcept nogil:
+                           ScaledWeights target, double gain, bint fit_intercept) noexcept nogil:
         """``target.v += gain * grad log p(y | x)`` (after ``loglik``), sparsely.
 
         The gradient is ``E_{p(h|y,x)}[f] - E_{p(h|x)}[f]``: observed minus
@@ -570,7 +377,7 @@ cdef class CRFContext:
         cdef int H = self.n_states, T = self.T, nl = self.n_latent
         cdef int t, h, i
         cdef long long r, k, first = ds.offsets[s]
-        cdef Py_ssize_t j, p, n_attr = target.n_attributes
+        cdef Py_ssize_t j, p, n_attr = self.n_attributes
         cdef double c, step, C = target.avg_coef
         cdef double* d = self.tmp
         cdef double* v = target.v
@@ -605,14 +412,14 @@ cdef class CRFContext:
                     for h in range(H):
                         v[p + h] += c * d[h]
             if fit_intercept:
-                p = target.bias_offset
+                p = self.bias_offset
                 for h in range(H):
                     step = gain * d[h]
                     v[p + h] += step
                     if avg:
                         u[p + h] -= C * step
         # transitions: observed (or constrained-expected) minus expected counts
-        p = target.trans_offset
+        p = self.trans_offset
         if nl == 1:
             for i in range(H * H):
                 step = -gain * self.edge[i]
@@ -694,19 +501,27 @@ cdef class CRFContext:
 # ---------------------------------------------------------------------------
 # Prediction and objective
 # ---------------------------------------------------------------------------
-def viterbi_decode(SequenceData ds, CRFWeights w):
+cdef CRFContext context_for(ScaledWeights w, int n_latent, int capacity):
+    """An inference context for the CRF weights ``w`` (``A + H + 1`` blocks of ``H``)."""
+    cdef int H = w.n_outputs
+    if w.n_features < H + 1:
+        raise ValueError("the weights are too small for the CRF layout")
+    return CRFContext(H, n_latent, capacity, w.n_features - H - 1)
+
+
+def viterbi_decode(SequenceData ds, ScaledWeights w, int n_latent=1):
     """Best label per token (Viterbi over hidden states, mapped to labels)."""
     out = np.empty(ds.n_tokens, dtype=np.int32)
     cdef int[::1] o = out
-    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
     cdef Py_ssize_t s, bad = -1
-    cdef int t, nl = w.n_latent
+    cdef int t, nl = n_latent
     cdef long long first
     with nogil:
         ctx.load_transitions(w)
         for s in range(ds.n_sequences):
             ctx.load_emissions(ds, s, w)
-            if not all_finite(ctx.emit, <Py_ssize_t>ctx.T * w.n_states):
+            if not all_finite(ctx.emit, <Py_ssize_t>ctx.T * ctx.n_states):
                 bad = s                  # the max-product would pick an arbitrary path
                 break
             ctx.viterbi()
@@ -719,12 +534,12 @@ def viterbi_decode(SequenceData ds, CRFWeights w):
     return out
 
 
-def label_marginals(SequenceData ds, CRFWeights w):
+def label_marginals(SequenceData ds, ScaledWeights w, int n_latent=1):
     """``p(y_t = label | x)`` per token, shape (n_tokens, n_labels)."""
-    cdef int L = w.n_labels, H = w.n_states, nl = w.n_latent
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
+    cdef int H = ctx.n_states, nl = n_latent, L = H // n_latent
     out = np.zeros((ds.n_tokens, L), dtype=np.float64)
     cdef double[:, ::1] o = out
-    cdef CRFContext ctx = CRFContext(H, nl, ds.max_len)
     cdef Py_ssize_t s
     cdef int t, h
     cdef long long first
@@ -749,7 +564,7 @@ def label_marginals(SequenceData ds, CRFWeights w):
     return out
 
 
-def loglik_gradient(SequenceData ds, CRFWeights w, bint fit_intercept=True):
+def loglik_gradient(SequenceData ds, ScaledWeights w, int n_latent=1, bint fit_intercept=True):
     """Total ``log p(y | x)`` over the sequences and its gradient (flat).
 
     The gradient is accumulated by the same sparse ``add_gradient`` the
@@ -757,9 +572,9 @@ def loglik_gradient(SequenceData ds, CRFWeights w, bint fit_intercept=True):
     """
     if not ds.has_labels:
         raise ValueError("labels are required")
-    grad = np.zeros(w.size, dtype=np.float64)
-    cdef CRFWeights g = CRFWeights(grad, w.n_attributes, w.n_labels, w.n_latent)
-    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    grad = np.zeros(w.n_features * w.n_outputs, dtype=np.float64)
+    cdef ScaledWeights g = ScaledWeights(grad, w.n_outputs)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
     cdef Py_ssize_t s
     cdef double total = 0.0
     cdef const int* lab = &ds.labels[0]
@@ -773,9 +588,9 @@ def loglik_gradient(SequenceData ds, CRFWeights w, bint fit_intercept=True):
     return total, grad
 
 
-def objective(SequenceData ds, CRFWeights w, double alpha):
+def objective(SequenceData ds, ScaledWeights w, double alpha, int n_latent=1):
     """``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)`` (inf if not finite)."""
-    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
     cdef Py_ssize_t s
     cdef double total = 0.0, ll, logz, logz_c
     cdef const int* lab = &ds.labels[0]
@@ -796,120 +611,3 @@ def objective(SequenceData ds, CRFWeights w, double alpha):
             total -= ll
         total = total / ds.n_sequences + 0.5 * alpha * w.sq_norm()
     return total if isfinite(total) else np.inf
-
-
-# ---------------------------------------------------------------------------
-# SGD-type trainers: plain SGD, averaged SGD and ASF
-# ---------------------------------------------------------------------------
-cdef inline bint _is_triangular(long long p) noexcept nogil:
-    """Whether ``p = c (c + 1) / 2`` for some integer c >= 1 (ASF feedback points)."""
-    cdef long long c = <long long>((sqrt(8.0 * <double>p + 1.0) - 1.0) / 2.0)
-    cdef long long k
-    for k in range(c - 1, c + 2):
-        if k >= 1 and k * (k + 1) // 2 == p:
-            return True
-    return False
-
-
-cdef inline double now() noexcept nogil:
-    """Monotonic clock in seconds (per-pass timings of the trainers)."""
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec
-
-
-def is_feedback_pass(long long p):
-    """Whether ASF feeds back after pass ``p`` (1, 3, 6, 10, ...)."""
-    return bool(_is_triangular(p))
-
-
-def sgd_epochs(SequenceData ds, CRFWeights w, *, double eta0, double power=0.0,
-               double alpha=1e-4, long long t=0, int n_epochs=1, bint shuffle=True,
-               unsigned int seed=1, bint fit_intercept=True, bint feedback=False,
-               long long passes_done=0):
-    """Run ``n_epochs`` passes of SGD on the CRF log-likelihood.
-
-    One step on sequence ``(x, y)`` at counter ``t``::
-
-        eta = eta0 / (1 + alpha eta0 t) ** power
-        w  <- (1 - eta alpha) w + eta grad log p(y | x; w)
-
-    ``power=1`` is plain SGD (``1 / (alpha (t + t0))`` with
-    ``t0 = 1 / (alpha eta0)``), ``power=0.75`` Bottou's averaged-SGD schedule,
-    ``power=0`` a constant step (ASF). When ``w`` averages (``w.averaged``)
-    every iterate after a step is added to the running sum. With
-    ``feedback=True`` (ASF, Fig. 1 of Sun et al. 2010) the weights are reset
-    to the average of all iterates after every pass whose total count
-    ``passes_done`` is triangular (1, 3, 6, 10, ...): period ``c`` runs ``c``
-    passes.
-
-    Returns
-    -------
-    info : dict
-        ``t``, ``passes_done``, ``seed``, ``epochs`` run, ``mean_loss`` of the
-        last pass (at the pre-step weights), ``diverged``, ``feedbacks``
-        (list of the ``passes_done`` values where feedback happened).
-    """
-    if not ds.has_labels:
-        raise ValueError("labels are required for training")
-    if ds.n_features > w.n_attributes:
-        raise ValueError("the data have more attributes than the weights")
-    if feedback and not w.averaged:
-        raise ValueError("feedback needs averaged weights")
-    if not (eta0 > 0 and eta0 * alpha < 1.0):
-        raise ValueError(f"eta0={eta0} must be positive with eta0 * alpha < 1")
-    cdef CRFContext ctx = CRFContext(w.n_states, w.n_latent, ds.max_len)
-    cdef Py_ssize_t k, s
-    cdef int epoch, epochs_run = 0
-    cdef double eta, ll, loss_sum = 0.0
-    cdef bint diverged = False, fb_now
-    cdef unsigned int rng = seed if seed != 0 else 1
-    cdef const int* lab = &ds.labels[0]
-    cdef const int* y
-    cdef double t_start
-    feedbacks = []
-    seconds = []
-    with nogil:
-        for epoch in range(n_epochs):
-            t_start = now()
-            if shuffle:
-                ds.shuffle(&rng)
-            loss_sum = 0.0
-            for k in range(ds.n_sequences):
-                s = ds.order[k]
-                if power == 0.0:
-                    eta = eta0
-                else:
-                    eta = eta0 / pow(1.0 + alpha * eta0 * <double>t, power)
-                y = lab + ds.offsets[s]
-                ctx.load_transitions(w)
-                ctx.load_emissions(ds, s, w)
-                ctx.finish_emissions()
-                ll = ctx.loglik(y)
-                if not isfinite(ll):
-                    diverged = True
-                    break
-                loss_sum -= ll
-                w.shrink(1.0 - eta * alpha)
-                ctx.add_gradient(ds, s, y, w, eta / w.scale, fit_intercept)
-                t += 1
-                if w.averaged:
-                    w.count_iterate()
-            if diverged:
-                break
-            epochs_run += 1
-            passes_done += 1
-            fb_now = feedback and _is_triangular(passes_done)
-            if fb_now:
-                w.reset_to_average()
-            with gil:
-                seconds.append(now() - t_start)
-                if fb_now:
-                    feedbacks.append(passes_done)
-            if not w.is_finite():
-                diverged = True
-                break
-        w.fold()
-    return {"t": t, "passes_done": passes_done, "seed": rng, "epochs": epochs_run,
-            "mean_loss": loss_sum / ds.n_sequences if ds.n_sequences else 0.0,
-            "diverged": diverged, "feedbacks": feedbacks, "seconds": seconds}

@@ -1,0 +1,252 @@
+"""SGD-type CRF trainers on the linear core's ``ScaledWeights``: plain SGD,
+averaged SGD and ASF (averaged SGD with feedback, Sun et al., ICDM 2010).
+
+One step on sequence ``(x, y)`` at counter ``t``::
+
+    eta = eta0 / (1 + alpha eta0 t) ** power
+    w  <- (1 - eta alpha) w + eta grad log p(y | x; w)
+
+the shrink O(1) by the scale trick and the gradient applied sparsely by
+``CRFContext.add_gradient``. ``power=1`` is plain SGD (``1 / (alpha (t +
+t0))`` with ``t0 = 1 / (alpha eta0)``, CRFsuite's l2sgd and Bottou's crfsgd),
+``power=0.75`` Bottou's averaged-SGD schedule, ``power=0`` a constant step
+(ASF). With averaging every iterate after a step is added to the lazy running
+sum. With feedback (ASF, Fig. 1) the weights are reset to the average of all
+iterates after every pass whose total count is triangular (1, 3, 6, 10, ...):
+period ``c`` runs ``c`` passes.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+from libc.math cimport pow, sqrt, isfinite, NAN
+
+from ._crf_infer cimport CRFContext, context_for
+from ._dataset cimport SequenceData
+from ._numeric cimport now_seconds
+from ._weights cimport ScaledWeights
+
+
+@dataclass
+class CRFState:
+    """A CRF's weights and the trainers' counters (picklable).
+
+    Attributes
+    ----------
+    coef : ndarray of shape ((n_attributes + n_states + 1) * n_states,)
+        The flat weights: attribute rows, transition rows (``from``), the
+        bias row, ``n_states`` weights each (``CRFContext``'s layout).
+    avg : ndarray like ``coef``, or None
+        The running sum of the iterates (averaging trainers).
+    n_states : int
+    n_iterates : float
+        Iterates in ``avg``.
+    t : int
+        Sequence updates so far.
+    passes : int
+        Passes so far (ASF's feedback schedule counts them).
+    seed : int
+        The shuffling RNG state.
+    """
+
+    coef: np.ndarray
+    avg: object
+    n_states: int
+    n_iterates: float = 0.0
+    t: int = 0
+    passes: int = 0
+    seed: int = 1
+
+    @classmethod
+    def new(cls, n_attributes, n_states, *, averaged, seed, init=None):
+        """Weights ``init`` (a callable ``size -> array``; zeros by default)."""
+        size = (n_attributes + n_states + 1) * n_states
+        coef = np.zeros(size) if init is None else init(size)
+        return cls(coef=coef, avg=np.zeros(size) if averaged else None,
+                   n_states=n_states, seed=seed)
+
+    @property
+    def n_attributes(self):
+        return self.coef.size // self.n_states - self.n_states - 1
+
+    def add_attributes(self, n_new, init=None):
+        """Insert ``n_new`` attribute rows after the existing ones, weights
+        ``init(size)`` (zeros by default); the past iterates held those
+        initial values too."""
+        H, cut = self.n_states, self.n_attributes * self.n_states
+        rows = np.zeros(n_new * H) if init is None else init(n_new * H)
+        self.coef = np.concatenate([self.coef[:cut], rows, self.coef[cut:]])
+        if self.avg is not None:
+            self.avg = np.concatenate([self.avg[:cut], self.n_iterates * rows,
+                                       self.avg[cut:]])
+
+    def weights(self, averaged=False):
+        """A ``ScaledWeights`` over ``coef`` (and ``avg`` when averaged)."""
+        for name in ("coef", "avg"):
+            if getattr(self, name) is not None:
+                setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
+        return ScaledWeights(self.coef, self.n_states, self.avg if averaged else None,
+                             self.n_iterates)
+
+    def model(self):
+        """The weights a trainer returns: the average when it averages."""
+        if self.avg is None or self.n_iterates == 0:
+            return self.coef.copy()
+        return self.avg / self.n_iterates
+
+
+@dataclass
+class SGDOptions:
+    """An SGD trainer's schedule (module docstring).
+
+    Attributes
+    ----------
+    eta0 : float
+    power : float
+        0 (constant), 0.75 (averaged SGD) or 1 (plain SGD).
+    alpha : float
+        L2 strength.
+    shuffle, fit_intercept : bool
+    average : bool
+        Keep the running sum of the iterates.
+    feedback : bool
+        ASF's feedback (needs ``average``).
+    """
+
+    eta0: float
+    power: float = 0.0
+    alpha: float = 1e-4
+    shuffle: bool = True
+    fit_intercept: bool = True
+    average: bool = False
+    feedback: bool = False
+
+
+@dataclass
+class SGDResult:
+    """What ``sgd_epochs`` reports.
+
+    Attributes
+    ----------
+    epochs : int
+    diverged : bool
+    mean_loss : float
+        Mean ``-log p(y|x)`` of the last pass, at the pre-step weights.
+    seconds : list of float
+        Wall time of each pass.
+    feedbacks : list of int
+        The pass counts after which the weights were reset to the average.
+    """
+
+    epochs: int
+    diverged: bool
+    mean_loss: float
+    seconds: list = field(default_factory=list)
+    feedbacks: list = field(default_factory=list)
+
+
+cdef inline bint _is_triangular(long long p) noexcept nogil:
+    """Whether ``p = c (c + 1) / 2`` for some integer c >= 1 (ASF feedback points)."""
+    cdef long long c = <long long>((sqrt(8.0 * <double>p + 1.0) - 1.0) / 2.0)
+    cdef long long k
+    for k in range(c - 1, c + 2):
+        if k >= 1 and k * (k + 1) // 2 == p:
+            return True
+    return False
+
+
+def is_feedback_pass(long long p):
+    """Whether ASF feeds back after pass ``p`` (1, 3, 6, 10, ...)."""
+    return bool(_is_triangular(p))
+
+
+cdef double _pass(SequenceData ds, ScaledWeights w, CRFContext ctx, double eta0, double power,
+                  double alpha, long long* t, bint fit_intercept) noexcept nogil:
+    """One pass in the current order; returns the summed ``-log p(y|x)``, or
+    NaN when a sequence's likelihood is not finite (divergence)."""
+    cdef Py_ssize_t k, s
+    cdef double eta, ll, loss_sum = 0.0
+    cdef const int* y
+    for k in range(ds.n_sequences):
+        s = ds.order[k]
+        if power == 0.0:
+            eta = eta0
+        else:
+            eta = eta0 / pow(1.0 + alpha * eta0 * <double>t[0], power)
+        y = &ds.labels[0] + ds.offsets[s]
+        ctx.load_transitions(w)
+        ctx.load_emissions(ds, s, w)
+        ctx.finish_emissions()
+        ll = ctx.loglik(y)
+        if not isfinite(ll):
+            return NAN
+        loss_sum -= ll
+        w.shrink(1.0 - eta * alpha)
+        ctx.add_gradient(ds, s, y, w, eta / w.scale, fit_intercept)
+        t[0] += 1
+        if w.averaged:
+            w.count_iterate(1.0)
+    return loss_sum
+
+
+def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=1):
+    """Run ``n_epochs`` SGD passes on the CRF log-likelihood.
+
+    Parameters
+    ----------
+    ds : SequenceData (with labels)
+    state : CRFState
+        Updated in place (weights, running sum, counters).
+    options : SGDOptions
+    n_epochs : int
+    n_latent : int
+        Hidden states per label.
+
+    Returns
+    -------
+    result : SGDResult
+    """
+    if not ds.has_labels:
+        raise ValueError("labels are required for training")
+    if options.feedback and not options.average:
+        raise ValueError("feedback needs averaged weights")
+    if not (options.eta0 > 0 and options.eta0 * options.alpha < 1.0):
+        raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
+    cdef ScaledWeights w = state.weights(averaged=options.average)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
+    if ds.n_features > ctx.n_attributes:
+        raise ValueError("the data have more attributes than the weights")
+    cdef double eta0 = options.eta0, power = options.power, alpha = options.alpha
+    cdef bint fit_intercept = options.fit_intercept, shuffle = options.shuffle
+    cdef bint feedback = options.feedback
+    cdef long long t = state.t, passes = state.passes
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef int epoch, epochs_run = 0
+    cdef double loss_sum = 0.0, t_start
+    cdef bint diverged = False, fb_now
+    result = SGDResult(epochs=0, diverged=False, mean_loss=0.0)
+    with nogil:
+        for epoch in range(n_epochs):
+            t_start = now_seconds()
+            if shuffle:
+                ds.shuffle(&rng)
+            loss_sum = _pass(ds, w, ctx, eta0, power, alpha, &t, fit_intercept)
+            if loss_sum != loss_sum:
+                diverged = True
+                break
+            epochs_run += 1
+            passes += 1
+            fb_now = feedback and _is_triangular(passes)
+            if fb_now:
+                w.reset_to_average()
+            with gil:
+                result.seconds.append(now_seconds() - t_start)
+                if fb_now:
+                    result.feedbacks.append(passes)
+            if not w.is_finite():
+                diverged = True
+                break
+        w.fold()
+    state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
+    result.epochs, result.diverged = epochs_run, diverged
+    result.mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
+    return result

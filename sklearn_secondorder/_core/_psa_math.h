@@ -1,0 +1,46 @@
+/* The scalar arithmetic of PSA and of the lazy L2 decay, one home each.
+ *
+ * Every path calls these: the scalar catch-up and sweep of LazyStepWeights
+ * (through the inline wrappers of _weights.pxd), the vectorised event loops
+ * of _sweep_k1.h and the block loops of _block_ops.h. They are static inline
+ * and branch-free where the vector loops need it, so GCC still vectorises the
+ * callers; the extensions are built with -ffp-contract=off, so every caller
+ * rounds alike (the scalar and vector paths give the same bits).
+ */
+#ifndef SKSO_PSA_MATH_H
+#define SKSO_PSA_MATH_H
+
+/* exp(z) for |z| < 5e-4: Taylor to z^4 (error < |z|^5 / 120 < 3e-19, below
+ * the rounding of the eager product (1 - x)^k it stands for). The decay
+ * (1 - eta lam)^k = exp(k rate) of k untouched steps, in its common regime. */
+static inline double skso_decay_taylor(double z) {
+    return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+}
+
+/* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3 + x^4/4)
+ * (relative error < x^4 / 5, below rounding). The decay log-rate of a
+ * weight, x = eta lam. */
+static inline double skso_log_decay_series(double x) {
+    return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0 + x * 0.25)));
+}
+
+/* PSA's step-size factor (Hsu et al., Algorithm 1) from the ratio u of the
+ * snapshot differences, u = (w(t+2b) - w(t+b)) / (w(t+b) - w(t)) (Eq. 6):
+ *     u <- sign(u) min(|u|, kappa)                              (Eq. 7)
+ *     f  = (m + u) / (m + kappa + n),  inv_denom = 1 / (m + kappa + n)  (Eq. 9)
+ * with m, n from (alpha, beta, kappa) by Eq. 10, so f lies in [beta, alpha];
+ * it is clamped to that range (f_lo = beta, f_hi = alpha), its exact image,
+ * so the last-ulp rounding cannot leave it. u = +-inf (a weight that moved
+ * only in the second half) clips to +-kappa. u = NaN (0/0: no curvature
+ * information) gives NaN: the caller keeps eta (Eq. 8 is eta <- f eta). */
+static inline double skso_psa_factor(double u, double m, double kappa, double inv_denom,
+                                     double f_lo, double f_hi) {
+    u = u > kappa ? kappa : u;
+    u = u < -kappa ? -kappa : u;
+    double f = (m + u) * inv_denom;
+    f = f > f_hi ? f_hi : f;
+    f = f < f_lo ? f_lo : f;
+    return f;
+}
+
+#endif
