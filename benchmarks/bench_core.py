@@ -43,7 +43,7 @@ def main(argv=None):
         calib_t, calibrated = best_time(
             lambda: PlainSGDClassifier(alpha=alpha, max_iter=1, random_state=0).fit(Xtr, ytr),
             args.repeats)
-        eta0 = calibrated._states[0]["eta0"]
+        eta0 = calibrated._states[0].eta0
         ours_t, ours = best_time(lambda: PlainSGDClassifier(
             alpha=alpha, max_iter=E, eta0=eta0, random_state=0).fit(Xtr, ytr), args.repeats)
         with warnings.catch_warnings():

@@ -46,7 +46,7 @@ def run(name, data, alpha):
     curves = {label: _curve(make, Xtr, ytr, Xte, yte, classes)
               for label, make in makers.items()}
     psa = curves["PSAClassifier"][0]
-    eta0 = psa._states[0]["eta0"]
+    eta0 = psa._states[0].kernel.eta0
 
     # epoch times, measured now, one after the other, without fixed costs
     def fitter(cls, **kw):

@@ -8,9 +8,10 @@ the first ``-`` into a prefix (``B``, ``I``, ``O``, ``E``, ``[``, ``]``) and a
 chunk type; an ``I-X`` after ``O`` or after a different type starts a chunk,
 and a chunk ends before a ``B``/``O`` or a change of type. These rules read
 IOB1 (``B-`` only between two adjacent chunks of one type) and IOB2 (every
-chunk starts with ``B-``) alike, with no scheme argument. A predicted chunk is correct when a gold chunk has the same type,
-start and end. Every sequence is closed at its end (conlleval treats the blank
-line between sentences the same way).
+chunk starts with ``B-``) alike, with no scheme argument. A predicted chunk is
+correct when a gold chunk has the same type, start and end. Every sequence is
+closed at its end (conlleval treats the blank line between sentences the same
+way).
 
 Scorers for ``GridSearchCV`` / ``cross_val_score`` are provided:
 ``chunk_f1_scorer``, ``flat_accuracy_scorer``, ``sequence_accuracy_scorer``.
@@ -66,7 +67,7 @@ def _start_of_chunk(prev_tag, tag, prev_type, type_):
 
 
 def extract_chunks(seq):
-    """Chunks of one tag sequence as ``(type, start, end)`` (end exclusive).
+    """Extract the chunks of one tag sequence (conlleval's rules).
 
     Parameters
     ----------
@@ -76,6 +77,8 @@ def extract_chunks(seq):
     Returns
     -------
     chunks : list of tuple
+        One ``(type, start, end)`` per chunk, in order, with ``end``
+        exclusive.
     """
     chunks = []
     prev_tag, prev_type = "O", ""
@@ -118,16 +121,25 @@ def chunk_precision_recall_fscore(y_true, y_pred, *, per_type=False):
 
     Parameters
     ----------
-    y_true, y_pred : list of list of str
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
     per_type : bool, default=False
         Also return ``{type: (precision, recall, f1, support)}``.
 
     Returns
     -------
-    precision, recall, f1 : float
-        In [0, 1] (conlleval prints them as percentages). 0 when undefined.
+    precision : float
+        Correct chunks over predicted chunks, in [0, 1] (conlleval prints
+        it as a percentage); 0 when nothing is predicted.
+    recall : float
+        Correct chunks over gold chunks, in [0, 1]; 0 when there are none.
+    f1 : float
+        The harmonic mean of precision and recall; 0 when both are 0.
     by_type : dict
-        Only when ``per_type`` is True.
+        ``{type: (precision, recall, f1, support)}`` with ``support`` the
+        number of gold chunks of the type; only when ``per_type`` is True.
     """
     y_true, y_pred = _check_pair(y_true, y_pred)
     n_true = Counter()
@@ -153,22 +165,76 @@ def chunk_precision_recall_fscore(y_true, y_pred, *, per_type=False):
 
 
 def chunk_precision_score(y_true, y_pred):
-    """Chunk-level precision (conlleval)."""
+    """Compute the chunk-level precision (conlleval).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+
+    Returns
+    -------
+    precision : float
+        Correct chunks over predicted chunks, in [0, 1]; 0 when nothing is
+        predicted.
+    """
     return chunk_precision_recall_fscore(y_true, y_pred)[0]
 
 
 def chunk_recall_score(y_true, y_pred):
-    """Chunk-level recall (conlleval)."""
+    """Compute the chunk-level recall (conlleval).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+
+    Returns
+    -------
+    recall : float
+        Correct chunks over gold chunks, in [0, 1]; 0 when there are none.
+    """
     return chunk_precision_recall_fscore(y_true, y_pred)[1]
 
 
 def chunk_f1_score(y_true, y_pred):
-    """Chunk-level F1 (conlleval's ``FB1``, as a fraction)."""
+    """Compute the chunk-level F1 (conlleval's ``FB1``, as a fraction).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+
+    Returns
+    -------
+    f1 : float
+        The harmonic mean of chunk precision and recall, in [0, 1]; 0 when
+        both are 0.
+    """
     return chunk_precision_recall_fscore(y_true, y_pred)[2]
 
 
 def flat_accuracy_score(y_true, y_pred):
-    """Token accuracy over all tokens of all sequences."""
+    """Compute the token accuracy over all tokens of all sequences.
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+
+    Returns
+    -------
+    accuracy : float
+        The fraction of tokens whose predicted label is the gold one.
+    """
     y_true, y_pred = _check_pair(y_true, y_pred)
     a = [x for s in y_true for x in s]
     b = [x for s in y_pred for x in s]
@@ -178,7 +244,20 @@ def flat_accuracy_score(y_true, y_pred):
 
 
 def sequence_accuracy_score(y_true, y_pred):
-    """Fraction of sequences whose labels are all correct."""
+    """Compute the fraction of sequences whose labels are all correct.
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences (a single sequence of labels is also accepted).
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+
+    Returns
+    -------
+    accuracy : float
+        The fraction of sequences predicted without a single error.
+    """
     y_true, y_pred = _check_pair(y_true, y_pred)
     if not y_true:
         raise ValueError("no sequences to score")
@@ -186,5 +265,76 @@ def sequence_accuracy_score(y_true, y_pred):
 
 
 chunk_f1_scorer = make_scorer(chunk_f1_score)
+chunk_f1_scorer.__doc__ = """Score a fitted tagger by chunk-level F1 (conlleval).
+
+A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=chunk_f1_scorer``),
+made by ``sklearn.metrics.make_scorer(chunk_f1_score)``; greater is better.
+
+Parameters
+----------
+estimator : object
+    A fitted sequence tagger.
+X : list of sequences, or {array-like, sparse matrix}
+    The sequences to tag.
+y_true : list of list of str
+    The gold label sequences.
+sample_weight : None, default=None
+    Not supported by ``chunk_f1_score``: leave it None.
+**kwargs : dict
+    Metadata to route to the metric; ``chunk_f1_score`` takes none.
+
+Returns
+-------
+score : float
+    ``chunk_f1_score(y_true, estimator.predict(X))``.
+"""
+
 flat_accuracy_scorer = make_scorer(flat_accuracy_score)
+flat_accuracy_scorer.__doc__ = """Score a fitted tagger by token accuracy.
+
+A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=flat_accuracy_scorer``),
+made by ``sklearn.metrics.make_scorer(flat_accuracy_score)``; greater is better.
+
+Parameters
+----------
+estimator : object
+    A fitted sequence tagger.
+X : list of sequences, or {array-like, sparse matrix}
+    The sequences to tag.
+y_true : list of list of str
+    The gold label sequences.
+sample_weight : None, default=None
+    Not supported by ``flat_accuracy_score``: leave it None.
+**kwargs : dict
+    Metadata to route to the metric; ``flat_accuracy_score`` takes none.
+
+Returns
+-------
+score : float
+    ``flat_accuracy_score(y_true, estimator.predict(X))``.
+"""
+
 sequence_accuracy_scorer = make_scorer(sequence_accuracy_score)
+sequence_accuracy_scorer.__doc__ = """Score a fitted tagger by sequence accuracy.
+
+A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=sequence_accuracy_scorer``),
+made by ``sklearn.metrics.make_scorer(sequence_accuracy_score)``; greater is better.
+
+Parameters
+----------
+estimator : object
+    A fitted sequence tagger.
+X : list of sequences, or {array-like, sparse matrix}
+    The sequences to tag.
+y_true : list of list of str
+    The gold label sequences.
+sample_weight : None, default=None
+    Not supported by ``sequence_accuracy_score``: leave it None.
+**kwargs : dict
+    Metadata to route to the metric; ``sequence_accuracy_score`` takes none.
+
+Returns
+-------
+score : float
+    ``sequence_accuracy_score(y_true, estimator.predict(X))``.
+"""

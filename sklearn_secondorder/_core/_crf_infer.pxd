@@ -44,7 +44,8 @@ cdef class CRFContext:
     cdef void finish_emissions_constrained(self, const int* labels) noexcept nogil
     cdef double forward(self, const int* labels) noexcept nogil
     cdef void backward(self, const int* labels, double* marg, double* edge) noexcept nogil
-    cdef double forward_backward(self, const int* labels, double* marg, double* edge) noexcept nogil
+    cdef double forward_backward(self, const int* labels, double* marg,
+                                 double* edge) noexcept nogil
     cdef double path_score(self, const int* labels) noexcept nogil
     cdef double viterbi(self) noexcept nogil
     cdef double loglik(self, const int* labels) noexcept nogil

@@ -85,11 +85,22 @@ cdef class CRFContext:
         self.ensure_capacity(max(capacity, 1))
 
     def __dealloc__(self):
-        free(self.emit); free(self.state); free(self.rowmax)
-        free(self.trans); free(self.exp_trans)
-        free(self.alpha); free(self.beta); free(self.norm); free(self.tmp)
-        free(self.marg); free(self.edge); free(self.marg_c); free(self.edge_c)
-        free(self.back); free(self.vscore); free(self.path)
+        free(self.emit)
+        free(self.state)
+        free(self.rowmax)
+        free(self.trans)
+        free(self.exp_trans)
+        free(self.alpha)
+        free(self.beta)
+        free(self.norm)
+        free(self.tmp)
+        free(self.marg)
+        free(self.edge)
+        free(self.marg_c)
+        free(self.edge_c)
+        free(self.back)
+        free(self.vscore)
+        free(self.path)
 
     cdef int ensure_capacity(self, int T) except -1 nogil:
         """Grow the per-position buffers when ``T`` exceeds the capacity."""
@@ -287,7 +298,8 @@ cdef class CRFContext:
         for i in range(T * H):
             marg[i] = self.alpha[i] * self.beta[i]
 
-    cdef double forward_backward(self, const int* labels, double* marg, double* edge) noexcept nogil:
+    cdef double forward_backward(self, const int* labels, double* marg,
+                                 double* edge) noexcept nogil:
         cdef double logz = self.forward(labels)
         if isfinite(logz):
             self.backward(labels, marg, edge)
@@ -385,7 +397,6 @@ cdef class CRFContext:
         cdef bint avg = target.averaged and C != 0.0
         cdef const double* mt
         cdef const double* mc
-        cdef double* obs
         for t in range(T):
             mt = self.marg + <Py_ssize_t>t * H
             if nl == 1:

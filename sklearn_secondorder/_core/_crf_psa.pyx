@@ -42,9 +42,15 @@ from libc.stdlib cimport malloc, calloc, free
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
 from ._numeric cimport now_seconds
-from ._weights cimport (LazyStepWeights, lazy_catch_up, prefetch_block, row_emit,
-                       row_shrink, row_step)
-from ._weights import LazyStepState, PSAOptions, PSAResult  # noqa: F401 (re-exported)
+from ._weights cimport (
+    LazyStepWeights,
+    lazy_catch_up,
+    prefetch_block,
+    row_emit,
+    row_shrink,
+    row_step,
+)
+from ._weights import PSAResult
 
 # the swept blocks (transitions, bias) are touched by every update: a bias not
 # fitted leaves the sweep after MAX_IDLE + 1 sweeps (then caught up lazily)
@@ -236,7 +242,7 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     sw.idle = <unsigned char*>calloc(w.n_blocks, sizeof(unsigned char))
     sw.n_due = 0
     sw.next_sweep = (t // b + 1) * b
-    cdef int epoch, epochs_run = 0
+    cdef int _epoch, epochs_run = 0
     cdef double loss_sum = 0.0, t_start, t_flush
     cdef bint diverged = False
     result = PSAResult.of(w, 0, False)
@@ -244,7 +250,7 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         if sw.due == NULL or sw.keep == NULL or sw.idle == NULL:
             raise MemoryError()
         with nogil:
-            for epoch in range(n_epochs):
+            for _epoch in range(n_epochs):
                 t_start = now_seconds()
                 if shuffle:
                     ds.shuffle(&rng)

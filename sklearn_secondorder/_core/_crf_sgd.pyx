@@ -220,12 +220,12 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
     cdef bint feedback = options.feedback
     cdef long long t = state.t, passes = state.passes
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    cdef int epoch, epochs_run = 0
+    cdef int _epoch, epochs_run = 0
     cdef double loss_sum = 0.0, t_start
     cdef bint diverged = False, fb_now
     result = SGDResult(epochs=0, diverged=False, mean_loss=0.0)
     with nogil:
-        for epoch in range(n_epochs):
+        for _epoch in range(n_epochs):
             t_start = now_seconds()
             if shuffle:
                 ds.shuffle(&rng)

@@ -166,11 +166,11 @@ def stream_rows(RowDataset ds, int n_epochs=1):
     their sum: the memory-bandwidth floor of an epoch, for the benchmarks."""
     cdef const double* x
     cdef const int* ind
-    cdef int nnz, j, epoch
+    cdef int nnz, j, _epoch
     cdef Py_ssize_t i
     cdef double y, sw, total = 0.0
     with nogil:
-        for epoch in range(n_epochs):
+        for _epoch in range(n_epochs):
             for i in range(ds.n_samples):
                 ds.row(i, &x, &ind, &nnz, &y, &sw)
                 for j in range(nnz):

@@ -6,7 +6,7 @@ Binary margin losses take the prediction ``p = w.x + b`` and a label
 the hinge has curvature 0 everywhere it is differentiable).
 """
 import numpy as np
-from libc.math cimport exp, log, log1p, fabs
+from libc.math cimport exp, log, log1p
 
 
 cdef inline double _log1pexp(double z) noexcept nogil:

@@ -2,7 +2,6 @@
 from libc.math cimport isfinite
 
 
-
 cdef inline double clip_dloss(double g) noexcept nogil:
     """``g`` clipped to [-1e12, 1e12]."""
     if g > 1e12:

@@ -22,9 +22,15 @@ from libc.stdlib cimport malloc, free
 from ._dataset cimport RowDataset, fetch_row, prefetch_row
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport clip_dloss
-from ._weights cimport (LazyStepWeights, lazy_catch_up, decay_factor, prefetch_block,
-                       row_emit, row_shrink_step)
-from ._weights import LazyStepState, PSAOptions, PSAResult  # noqa: F401 (re-exported)
+from ._weights cimport (
+    LazyStepWeights,
+    lazy_catch_up,
+    decay_factor,
+    prefetch_block,
+    row_emit,
+    row_shrink_step,
+)
+from ._weights import PSAResult
 
 cdef long long NO_SWEEP = 1LL << 62
 
@@ -205,7 +211,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     if sweep_all == -1:
         sweep_all = rp.d + 1 <= 2.0 * b * mean_nnz
     rp.sweeping = b > 0 and sweep_all
-    cdef int epoch, epochs_run = 0
+    cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     rp.scores = <double*>malloc(rp.K * sizeof(double))
     rp.grad = <double*>malloc(rp.K * sizeof(double))
@@ -213,7 +219,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         with nogil:
             if rp.sweeping:
                 w.catch_up_all(t)
-            for epoch in range(n_epochs):
+            for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
                 t = _pass(ds, w, loss, &rp, t, b)

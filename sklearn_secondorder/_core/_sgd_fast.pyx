@@ -158,7 +158,7 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
     cdef double* grad = <double*>malloc(K * sizeof(double))
     cdef const double* x
     cdef const int* ind
-    cdef int nnz, k, epoch, epochs_run = 0
+    cdef int nnz, k, _epoch, epochs_run = 0
     cdef Py_ssize_t i
     cdef double y, sw, eta
     cdef bint diverged = False
@@ -166,7 +166,7 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     try:
         with nogil:
-            for epoch in range(n_epochs):
+            for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
                 for i in range(ds.n_samples):

@@ -185,7 +185,7 @@ cdef class ScaledWeights:
         return (s / self.n_iterates).reshape(self.n_features, self.n_outputs)
 
 
-from libc.math cimport pow, exp, log, log1p, expm1, fabs
+from libc.math cimport log, expm1
 from libc.stdlib cimport malloc, calloc, free
 
 
@@ -487,7 +487,7 @@ cdef class LazyStepWeights:
         weights of a block. Otherwise the windows are replayed one by one.
         """
         cdef int mm
-        cdef long long i, b = self.period
+        cdef long long _i, b = self.period
         cdef double x, total, term, xm, fk
         if self.v[2 * p] == 0.0 or lam == 0.0:
             # 0/0 (or no decay at all): theta and eta stay as they are
@@ -527,7 +527,7 @@ cdef class LazyStepWeights:
             self.snap0[2 * p] = self.v[2 * p]
             self.snap1[2 * p] = self.v[2 * p]
         else:
-            for i in range(k):               # replay window by window
+            for _i in range(k):              # replay window by window
                 self._decay_one(p, lam, b)
                 self.snap1[2 * p] = self.v[2 * p]
                 self._decay_one(p, lam, b)
@@ -732,5 +732,6 @@ cdef class LazyStepWeights:
             for q in range(self.n_outputs):
                 p = j * self.n_outputs + q
                 c = 1.0 - self.eta[2 * p] * lam
-                self.v[2 * p] = (c if c > 0.0 else 0.0) * self.v[2 * p] - self.eta[2 * p] * g[a * self.n_outputs + q]
+                self.v[2 * p] = ((c if c > 0.0 else 0.0) * self.v[2 * p]
+                                 - self.eta[2 * p] * g[a * self.n_outputs + q])
             self.last[j] = T + 1

@@ -23,9 +23,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state, compute_class_weight
-from scipy.special import expit
 from sklearn.utils.extmath import safe_sparse_dot, softmax
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -45,6 +45,7 @@ from .._validation import (
     unfit_on_error,
     warn_if_implausible,
 )
+
 
 class LinearClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class of the linear classifiers (see the module docstring).
@@ -98,12 +99,17 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (CSR when sparse).
         y : array-like of shape (n_samples,)
+            Class labels, at least two distinct ones.
         sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (multiplied by the class
+            weight); rows of weight zero are skipped. None weighs every row 1.
 
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         self._validate_params()
         keep_state = self.warm_start and hasattr(self, "_states")
@@ -139,15 +145,20 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (CSR when sparse), with the features of the first call.
         y : array-like of shape (n_samples,)
+            Class labels, all of them in ``classes``.
         classes : array-like of shape (n_classes,), default=None
             All the classes; required on the first call, and when given on a
             later call it must equal ``classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (multiplied by the class
+            weight); rows of weight zero are skipped. None weighs every row 1.
 
         Returns
         -------
         self : object
+            The updated estimator.
         """
         self._validate_params()
         first = not hasattr(self, "classes_")
@@ -304,15 +315,18 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
 
     # ---- prediction -------------------------------------------------------------
     def decision_function(self, X):
-        """Signed scores: shape (n_samples,) for two classes, else (n_samples, n_classes).
+        """Compute the signed scores ``X @ coef_.T + intercept_``.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to score.
 
         Returns
         -------
-        scores : ndarray
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One score per row for two classes (positive: ``classes_[1]``),
+            else one per row and class.
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -320,15 +334,18 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """Predicted class labels.
+        """Predict the class label of each row.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to classify.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The class of highest score (for two classes, ``classes_[1]`` when
+            the score is positive).
         """
         scores = self.decision_function(X)
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
@@ -364,7 +381,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
 
     @available_if(_check_proba)
     def predict_proba(self, X):
-        """Class probabilities (probabilistic losses only).
+        """Estimate the class probabilities (probabilistic losses only).
 
         Binary: the logistic of the score (``log_loss``) or Zhang's
         ``(clip(score, -1, 1) + 1) / 2`` (``modified_huber``). Multiclass:
@@ -373,16 +390,30 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to classify.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            The probability of each class (columns in the order of
+            ``classes_``); each row sums to 1.
         """
         return self._predict_proba(X)
 
     @available_if(_check_proba)
     def predict_log_proba(self, X):
-        """Log of ``predict_proba``."""
+        """Estimate the log of the class probabilities (probabilistic losses only).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to classify.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            ``log(predict_proba(X))`` (``-inf`` where a probability is 0).
+        """
         return np.log(self.predict_proba(X))
 
     def __sklearn_tags__(self):

@@ -4,13 +4,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import check_eta0, check_psa_factors, diverged_error
-from ._base import LinearClassifierBase
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._psa_fast import LazyStepState, PSAOptions, psa_epochs
+from .._validation import check_eta0, check_psa_factors, diverged_error
+from ._base import LinearClassifierBase
 
 
 class PSAClassifier(LinearClassifierBase):
@@ -35,6 +35,11 @@ class PSAClassifier(LinearClassifierBase):
     One pass (``max_iter=1``) is the point: the paper's claim is that it
     lands near the empirical optimum.
 
+    The update is `sklearn_secondorder._core._psa_fast.psa_epochs`
+    (``_step``, Algorithm 1 line 5) on ``LazyStepWeights`` (``_weights.pyx``);
+    the step-size adaptation (Eqs. 6-10) is ``skso_psa_factor`` in
+    ``_core/_psa_math.h``.
+
     Parameters
     ----------
     loss : {'log_loss', 'squared_hinge', 'hinge', 'modified_huber'}, default='log_loss'
@@ -58,23 +63,41 @@ class PSAClassifier(LinearClassifierBase):
     psa_kappa : float, default=0.9
         The paper's ``kappa``: the clip on the eigenvalue estimate.
     fit_intercept : bool, default=True
+        Whether to fit an intercept (not penalised).
     max_iter : int, default=1
         Passes over the data in ``fit``.
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles and the sample of the ``eta0='auto'``
+        calibration; an int gives reproducible fits.
     class_weight : dict, 'balanced' or None, default=None
+        Weight of each class, multiplied into ``sample_weight``:
+        ``{label: weight}``, or ``'balanced'`` for
+        ``n_samples / (n_classes * count(label))`` (``fit`` only). None gives
+        every class weight 1.
     warm_start : bool, default=False
+        Whether ``fit`` continues from the current weights, step sizes and
+        update counter when the classes and the number of features are
+        unchanged, instead of starting afresh.
     n_jobs : int, default=None
         Threads for the one-vs-rest problems (the kernel releases the GIL).
+        None means 1 unless in a ``joblib.parallel_config`` context; -1
+        means all processors.
     verbose : int, default=0
+        Accepted for compatibility with the package's other estimators;
+        this estimator prints nothing.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The weights: one row for two classes, else one per class.
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        The intercepts (zero when ``fit_intercept=False``).
     n_features_in_ : int
+        Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has feature names that are all strings.
     n_iter_ : int
@@ -88,8 +111,8 @@ class PSAClassifier(LinearClassifierBase):
 
     See Also
     --------
-    sklearn.linear_model.SGDClassifier : plain SGD.
-    PlainSGDClassifier : the same core without step-size adaptation.
+    sklearn.linear_model.SGDClassifier : Plain SGD (scikit-learn).
+    PlainSGDClassifier : The same core without step-size adaptation.
 
     References
     ----------

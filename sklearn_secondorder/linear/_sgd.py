@@ -3,13 +3,13 @@ from numbers import Real
 
 import numpy as np
 
-from .._validation import check_eta0, diverged_error
-from ._base import LinearClassifierBase
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
+from .._validation import check_eta0, diverged_error
+from ._base import LinearClassifierBase
 
 
 class PlainSGDClassifier(LinearClassifierBase):
@@ -23,6 +23,10 @@ class PlainSGDClassifier(LinearClassifierBase):
 
     with the scale trick for the shrink, so a step costs O(nnz(x)).
 
+    The update is `sklearn_secondorder._core._sgd_fast.sgd_epochs`
+    (``_sgd_step``) on ``ScaledWeights`` (``_weights.pyx``: the scale trick
+    and the lazy running average).
+
     Parameters
     ----------
     loss : {'log_loss', 'hinge', 'squared_hinge', 'modified_huber'}, default='log_loss'
@@ -32,6 +36,7 @@ class PlainSGDClassifier(LinearClassifierBase):
         L2 strength of ``alpha/2 ||w||^2 + mean loss`` (the intercept is not
         penalised).
     fit_intercept : bool, default=True
+        Whether to fit an intercept (not penalised).
     max_iter : int, default=5
         Passes over the data in ``fit``.
     learning_rate : {'optimal', 'constant'}, default='optimal'
@@ -43,19 +48,38 @@ class PlainSGDClassifier(LinearClassifierBase):
         Return the average of all iterates (averaged SGD, Polyak-Ruppert),
         kept lazily in O(nnz) per step.
     shuffle : bool, default=True
+        Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles and the sample of the ``eta0='auto'``
+        calibration; an int gives reproducible fits.
     class_weight : dict, 'balanced' or None, default=None
+        Weight of each class, multiplied into ``sample_weight``:
+        ``{label: weight}``, or ``'balanced'`` for
+        ``n_samples / (n_classes * count(label))`` (``fit`` only). None gives
+        every class weight 1.
     warm_start : bool, default=False
+        Whether ``fit`` continues from the current weights, average and
+        update counter when the classes and the number of features are
+        unchanged, instead of starting afresh.
     n_jobs : int, default=None
-        Threads for the one-vs-rest problems.
+        Threads for the one-vs-rest problems (the kernel releases the GIL).
+        None means 1 unless in a ``joblib.parallel_config`` context; -1
+        means all processors.
     verbose : int, default=0
+        Accepted for compatibility with the package's other estimators;
+        this estimator prints nothing.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The weights (the average when ``average=True``): one row for two
+        classes, else one per class.
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        The intercepts (zero when ``fit_intercept=False``).
     n_features_in_ : int
+        Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has feature names that are all strings.
     n_iter_ : int
@@ -65,7 +89,7 @@ class PlainSGDClassifier(LinearClassifierBase):
 
     See Also
     --------
-    sklearn.linear_model.SGDClassifier : the scikit-learn peer.
+    sklearn.linear_model.SGDClassifier : The scikit-learn peer.
 
     Examples
     --------

@@ -3,11 +3,11 @@ from numbers import Integral
 
 from .._compat import Interval, check_is_fitted
 from .._core._crf_sgd import SGDOptions, sgd_epochs
-from ._base import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _BaseSequenceTagger
+from ._base import _BaseSequenceTagger
 
 
 class ASFSequenceTagger(_BaseSequenceTagger):
-    __doc__ = """Linear-chain CRF trained by averaged SGD with feedback (ASF).
+    """Linear-chain CRF trained by averaged SGD with feedback (ASF).
 
     ASF (Sun, Kashima, Matsuzaki and Ueda, ICDM 2010, Fig. 1): SGD with a
     constant step ``eta0`` runs in periods ``c = 1, 2, 3, ...`` of ``c``
@@ -22,8 +22,36 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     One step on a sequence ``(x, y)`` is
     ``w <- (1 - eta0 alpha) w + eta0 grad log p(y | x; w)``.
 
+    The update is `sklearn_secondorder._core._crf_sgd.sgd_epochs` (``_pass``:
+    the shrink and the step) on ``ScaledWeights``; the gradient is
+    ``CRFContext.add_gradient`` (``_core/_crf_infer.pyx``) and the feedback
+    ``ScaledWeights.reset_to_average`` (``_core/_weights.pyx``).
+
     Parameters
-    ----------{params}
+    ----------
+    alpha : float, default=1e-4
+        L2 strength: the objective is
+        ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``.
+        CRFsuite minimises ``-sum log p + c2 ||w||^2``, so ``c2 = alpha n / 2``
+        for ``n`` training sequences. The bias and transitions are penalised
+        like the state weights.
+    max_iter : int, default=10
+        Passes over the data in ``fit`` (scikit-learn's meaning).
+    eta0 : 'auto' or float, default='auto'
+        Step size. ``'auto'`` calibrates it on (at most) 1000 sequences:
+        one constant-step pass from the current weights per candidate, the
+        candidate doubling or halving from 0.1 while the regularised objective
+        after the pass improves; the best is halved (Bottou's recipe). The
+        objective is taken at the average of the trial pass's iterates, the
+        model ASF returns.
+    fit_intercept : bool, default=True
+        Add a per-label bias to every token's scores (like a constant
+        ``'bias'`` feature in sklearn-crfsuite; it is L2-penalised).
+    shuffle : bool, default=True
+        Shuffle the sequences before each pass.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles, the calibration sample and the random initial
+        weights of latent states.
     n_latent : int, default=1
         Hidden states per label (latent-dynamic CRF / DPLVM, Section II.A).
         The gradient is ``E_p(h|y,x)[f] - E_p(h|x)[f]`` (a label-constrained
@@ -31,14 +59,46 @@ class ASFSequenceTagger(_BaseSequenceTagger):
         so the hidden states of a label can separate. Decoding takes the best
         hidden-state path and maps it to labels, an approximation of the best
         label path. ``predict_marginals`` is exact.
+    verbose : int, default=0
+        Print the mean negative log-likelihood after each pass.
 
     Attributes
-    ----------{attrs}
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        The labels, sorted.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` (non-zero weights), as sklearn-crfsuite.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}``, as sklearn-crfsuite.
+    attributes_ : list
+        Attribute names by column.
+    coef_ : ndarray of shape (n_states, n_attributes)
+        The state weights (``n_states = n_labels * n_latent``).
+    intercept_ : ndarray of shape (n_states,)
+        The per-state bias (zero unless ``fit_intercept``).
+    vocabulary_ : dict
+        Attribute name -> column (feature-dict input only). It grows in
+        ``partial_fit``: a growable vocabulary rather than hashing, so
+        ``state_features_`` keeps readable names and no two attributes
+        collide; a later batch's new attributes get zero weights and are
+        learned from then on.
+    n_features_in_ : int
+        Number of features of numeric input (not set for feature dicts).
+    eta0_ : float
+        The step size used (calibrated when ``eta0='auto'``).
+    n_iter_ : int
+        Passes made by the last call to ``fit`` or ``partial_fit``.
+    t_ : int
+        Sequence updates made so far.
+    pass_seconds_ : list of float
+        Wall time of every training pass so far.
+    feedback_passes_ : list of int
+        Pass counts after which the weights were reset to the average.
 
     See Also
     --------
-    SGDSequenceTagger : plain and averaged SGD on the same core.
-    sklearn_crfsuite.CRF : the CRFsuite-based peer.
+    SGDSequenceTagger : Plain and averaged SGD on the same core.
+    sklearn_crfsuite.CRF : The CRFsuite-based peer.
 
     References
     ----------
@@ -49,11 +109,11 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     Examples
     --------
     >>> from sklearn_secondorder import ASFSequenceTagger
-    >>> X = [[{{"w": "the"}}, {{"w": "dog"}}], [{{"w": "a"}}, {{"w": "cat"}}]]
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> ASFSequenceTagger(random_state=0).fit(X, y).predict([[{{"w": "a"}}, {{"w": "dog"}}]])
+    >>> ASFSequenceTagger(random_state=0).fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
-    """.format(params=_COMMON_PARAMS_DOC.format(max_iter=10), attrs=_COMMON_ATTRS_DOC)
+    """
 
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,

@@ -199,10 +199,13 @@ class _BaseSequenceTagger(BaseEstimator):
             array / sparse matrix ``(n_tokens, n_features)``. A plain 2-D
             array is read as independent one-token sequences.
         y : list of label lists, or array-like of shape (n_samples,)
+            The label of every token: one list per sequence, or one label per
+            row for a plain 2-D ``X``. At least two distinct labels.
 
         Returns
         -------
         self : object
+            The fitted tagger.
         """
         self._validate_params()
         remove_fitted(self, self._private_state)
@@ -223,7 +226,11 @@ class _BaseSequenceTagger(BaseEstimator):
         Parameters
         ----------
         X : list of sequences, or {array-like, sparse matrix}
+            The sequences, in the form of the first call (feature dicts, or
+            numeric arrays with the first call's number of features).
         y : list of label lists, or array-like of shape (n_samples,)
+            The label of every token: one list per sequence, or one label per
+            row for a plain 2-D ``X``.
         classes : array-like, default=None
             All the labels, given on the first call (later calls may repeat
             it). When omitted on the first call the labels of that batch are
@@ -233,6 +240,7 @@ class _BaseSequenceTagger(BaseEstimator):
         Returns
         -------
         self : object
+            The updated tagger.
         """
         self._validate_params()
         first = not hasattr(self, "_state")
@@ -315,8 +323,11 @@ class _BaseSequenceTagger(BaseEstimator):
 
     @property
     def pass_seconds_(self):
-        """Wall time of every training pass so far (compiled kernel only: no
-        input conversion or step-size calibration), as CRFsuite's training log."""
+        """Wall time of every training pass so far, in seconds.
+
+        The compiled kernel only (no input conversion or step-size
+        calibration), as CRFsuite's training log reports it.
+        """
         check_is_fitted(self)
         return list(self._state.pass_seconds)
 
@@ -340,6 +351,7 @@ class _BaseSequenceTagger(BaseEstimator):
         Parameters
         ----------
         X : list of sequences, or {array-like, sparse matrix}
+            The sequences to tag, in the form used for fitting.
 
         Returns
         -------
@@ -353,15 +365,29 @@ class _BaseSequenceTagger(BaseEstimator):
         return [labels[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
     def predict_single(self, xseq):
-        """Predict one sequence (sklearn-crfsuite's ``predict_single``)."""
+        """Predict the labels of one sequence (sklearn-crfsuite's ``predict_single``).
+
+        Parameters
+        ----------
+        xseq : list of dict, or {array-like, sparse matrix} of shape (n_tokens, n_features)
+            One sequence: per-token feature dicts or a 2-D array.
+
+        Returns
+        -------
+        y_pred : list
+            The label of every token (``predict([xseq])[0]``).
+        """
         return self.predict([xseq])[0]
 
     def predict_marginals(self, X):
-        """Marginal probability of each label at each token (forward-backward).
+        """Compute the marginal probability of each label at each token.
+
+        The marginals come from a forward-backward pass over each sequence.
 
         Parameters
         ----------
         X : list of sequences, or {array-like, sparse matrix}
+            The sequences, in the form used for fitting.
 
         Returns
         -------
@@ -376,16 +402,20 @@ class _BaseSequenceTagger(BaseEstimator):
                 for a, b in zip(offsets[:-1], offsets[1:])]
 
     def score(self, X, y):
-        """Flat token accuracy of ``predict(X)`` against ``y``.
+        """Return the flat token accuracy of ``predict(X)`` against ``y``.
 
         Parameters
         ----------
         X : list of sequences, or {array-like, sparse matrix}
+            The sequences, in the form used for fitting.
         y : list of label lists, or array-like of shape (n_samples,)
+            The true label of every token.
 
         Returns
         -------
         score : float
+            The fraction of tokens, over all sequences, whose predicted label
+            is the true one.
         """
         y_pred = self.predict(X)
         if isinstance(y_pred, np.ndarray):
@@ -458,57 +488,3 @@ class _BaseSequenceTagger(BaseEstimator):
         tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags
-
-
-_COMMON_PARAMS_DOC = """
-    alpha : float, default=1e-4
-        L2 strength: the objective is
-        ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``.
-        CRFsuite minimises ``-sum log p + c2 ||w||^2``, so ``c2 = alpha n / 2``
-        for ``n`` training sequences. The bias and transitions are penalised
-        like the state weights.
-    max_iter : int, default={max_iter}
-        Passes over the data in ``fit`` (scikit-learn's meaning).
-    eta0 : 'auto' or float, default='auto'
-        Step size. ``'auto'`` calibrates it on (at most) 1000 sequences:
-        one constant-step pass from the current weights per candidate, the
-        candidate doubling or halving from 0.1 while the regularised objective
-        after the pass improves; the best is halved (Bottou's recipe). For
-        the averaging taggers (ASF, averaged SGD) the objective is taken at
-        the average of the trial pass's iterates, the model they return.
-    fit_intercept : bool, default=True
-        Add a per-label bias to every token's scores (like a constant
-        ``'bias'`` feature in sklearn-crfsuite; it is L2-penalised).
-    shuffle : bool, default=True
-        Shuffle the sequences before each pass.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the shuffles, the calibration sample (and latent initialisation).
-    verbose : int, default=0
-        Print the mean negative log-likelihood after each pass."""
-
-_COMMON_ATTRS_DOC = """
-    classes_ : ndarray of shape (n_labels,)
-    state_features_ : dict
-        ``{(attribute, label): weight}`` (non-zero weights), as sklearn-crfsuite.
-    transition_features_ : dict
-        ``{(label_from, label_to): weight}``, as sklearn-crfsuite.
-    attributes_ : list
-        Attribute names by column.
-    coef_ : ndarray of shape (n_states, n_attributes)
-    intercept_ : ndarray of shape (n_states,)
-    vocabulary_ : dict
-        Attribute name -> column (feature-dict input only). It grows in
-        ``partial_fit``: a growable vocabulary rather than hashing, so
-        ``state_features_`` keeps readable names and no two attributes
-        collide; a later batch's new attributes get zero weights and are
-        learned from then on.
-    n_features_in_ : int
-        Numeric input only.
-    eta0_ : float
-        The step size used (calibrated when ``eta0='auto'``).
-    n_iter_ : int
-        Passes made by the last call to ``fit`` or ``partial_fit``.
-    t_ : int
-        Sequence updates made so far."""
-
-

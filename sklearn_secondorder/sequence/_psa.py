@@ -6,11 +6,11 @@ import numpy as np
 from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import LazyStepState, PSAOptions, psa_epochs
 from .._validation import check_eta0, check_psa_factors
-from ._base import _COMMON_ATTRS_DOC, _BaseSequenceTagger
+from ._base import _BaseSequenceTagger
 
 
 class PSASequenceTagger(_BaseSequenceTagger):
-    __doc__ = """Linear-chain CRF trained by Periodic Step-size Adaptation (PSA).
+    """Linear-chain CRF trained by Periodic Step-size Adaptation (PSA).
 
     PSA (Hsu, Chang, Huang and Lee, 2009, Algorithm 1) is SGD with one step
     size per weight, ``w <- w - eta o (alpha w - grad log p(y | x; w))``,
@@ -37,40 +37,85 @@ class PSASequenceTagger(_BaseSequenceTagger):
     rounding. The paper's defaults for CRFs are the defaults here;
     the method aims at a good model in a single pass (``max_iter=1``).
 
+    The update is `sklearn_secondorder._core._crf_psa.psa_epochs` (``_step``,
+    Algorithm 1 line 5) on ``LazyStepWeights`` (``_weights.pyx``); the
+    step-size adaptation (Eqs. 6-10) is ``skso_psa_factor`` in
+    ``_core/_psa_math.h``.
+
     Parameters
     ----------
     alpha : float, default=1e-4
         L2 strength (not PSA's alpha, which is ``psa_alpha``): the objective
         is ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``
-        (CRFsuite's ``c2 = alpha n / 2``).
+        (CRFsuite's ``c2 = alpha n / 2``). The bias and transitions are
+        penalised like the state weights.
     period : int, default=10
         ``b``: the step sizes adapt every ``2 b`` updates. The paper suggests
         ``b ~ 0.5 n / 1000`` for large ``n``.
     eta0 : float or 'auto', default=0.1
         Initial step size of every weight (the paper's CRF setting);
         ``'auto'`` calibrates it as the other taggers do.
-    psa_alpha, psa_beta : float, default=0.9999, 0.99
-        Largest and smallest discount ``v_i`` (Eq. 10), ``0 < psa_beta <
-        psa_alpha < 1``.
+    psa_alpha : float, default=0.9999
+        Largest discount ``v_i`` (Eq. 10), ``psa_beta < psa_alpha < 1``.
+    psa_beta : float, default=0.99
+        Smallest discount ``v_i`` (Eq. 10), ``0 < psa_beta < psa_alpha``.
     psa_kappa : float, default=0.9
         Bound on ``|g_i|`` (Eq. 7), ``0 < psa_kappa < 1``.
     max_iter : int, default=1
         Passes over the data in ``fit``.
     fit_intercept : bool, default=True
+        Add a per-label bias to every token's scores (like a constant
+        ``'bias'`` feature in sklearn-crfsuite; it is L2-penalised).
     shuffle : bool, default=True
+        Shuffle the sequences before each pass.
     random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles and the calibration sample.
     verbose : int, default=0
+        Print the mean negative log-likelihood after each pass.
 
     Attributes
-    ----------{attrs}
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        The labels, sorted.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` (non-zero weights), as sklearn-crfsuite.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}``, as sklearn-crfsuite.
+    attributes_ : list
+        Attribute names by column.
+    coef_ : ndarray of shape (n_labels, n_attributes)
+        The state weights.
+    intercept_ : ndarray of shape (n_labels,)
+        The per-label bias (zero unless ``fit_intercept``).
+    vocabulary_ : dict
+        Attribute name -> column (feature-dict input only). It grows in
+        ``partial_fit``: a growable vocabulary rather than hashing, so
+        ``state_features_`` keeps readable names and no two attributes
+        collide; a later batch's new attributes get zero weights and are
+        learned from then on.
+    n_features_in_ : int
+        Number of features of numeric input (not set for feature dicts).
+    eta0_ : float
+        The initial step size used (calibrated when ``eta0='auto'``).
+    n_iter_ : int
+        Passes made by the last call to ``fit`` or ``partial_fit``.
+    t_ : int
+        Sequence updates made so far.
+    pass_seconds_ : list of float
+        Wall time of every training pass so far.
     step_sizes_ : ndarray of shape (n_weights,)
         The current per-weight step sizes (flat layout).
+
+    See Also
+    --------
+    PSAClassifier : PSA for linear classifiers, on the same lazy core.
+    ASFSequenceTagger : Averaged SGD with feedback on the CRF core.
 
     References
     ----------
     C.-N. Hsu, Y.-M. Chang, H.-S. Huang, Y.-J. Lee. Periodic step-size
     adaptation for single-pass on-line learning. NIPS 2009.
-    """.format(attrs=_COMMON_ATTRS_DOC)
+    """
 
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,

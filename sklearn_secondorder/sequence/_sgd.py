@@ -1,10 +1,10 @@
 """SGDSequenceTagger: plain or averaged SGD on the CRF core (the tagger baseline)."""
 from .._core._crf_sgd import SGDOptions, sgd_epochs
-from ._base import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _BaseSequenceTagger
+from ._base import _BaseSequenceTagger
 
 
 class SGDSequenceTagger(_BaseSequenceTagger):
-    __doc__ = """Linear-chain CRF trained by plain or averaged SGD on the shared core.
+    """Linear-chain CRF trained by plain or averaged SGD on the shared core.
 
     The baselines ASF is measured against. One step on a sequence at counter
     ``t`` is ``w <- (1 - eta_t alpha) w + eta_t grad log p(y | x; w)`` with
@@ -16,18 +16,83 @@ class SGDSequenceTagger(_BaseSequenceTagger):
       t)^0.75`` (Bottou's ASGD) and the model is the average of all
       iterates, kept lazily in O(nnz) per step (no feedback).
 
+    The update is `sklearn_secondorder._core._crf_sgd.sgd_epochs` (``_pass``:
+    the shrink and the step) on ``ScaledWeights`` (``_core/_weights.pyx``,
+    which also keeps the running average); the gradient is
+    ``CRFContext.add_gradient`` (``_core/_crf_infer.pyx``).
+
     Parameters
-    ----------{params}
+    ----------
+    alpha : float, default=1e-4
+        L2 strength: the objective is
+        ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``.
+        CRFsuite minimises ``-sum log p + c2 ||w||^2``, so ``c2 = alpha n / 2``
+        for ``n`` training sequences. The bias and transitions are penalised
+        like the state weights.
+    max_iter : int, default=10
+        Passes over the data in ``fit`` (scikit-learn's meaning).
+    eta0 : 'auto' or float, default='auto'
+        Step size. ``'auto'`` calibrates it on (at most) 1000 sequences:
+        one constant-step pass from the current weights per candidate, the
+        candidate doubling or halving from 0.1 while the regularised objective
+        after the pass improves; the best is halved (Bottou's recipe). With
+        ``average=True`` the objective is taken at the average of the trial
+        pass's iterates, the model returned.
     average : bool, default=False
         Return the average of all iterates (averaged SGD).
+    fit_intercept : bool, default=True
+        Add a per-label bias to every token's scores (like a constant
+        ``'bias'`` feature in sklearn-crfsuite; it is L2-penalised).
+    shuffle : bool, default=True
+        Shuffle the sequences before each pass.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles and the calibration sample.
+    verbose : int, default=0
+        Print the mean negative log-likelihood after each pass.
 
     Attributes
-    ----------{attrs}
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        The labels, sorted.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` (non-zero weights), as sklearn-crfsuite.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}``, as sklearn-crfsuite.
+    attributes_ : list
+        Attribute names by column.
+    coef_ : ndarray of shape (n_labels, n_attributes)
+        The state weights.
+    intercept_ : ndarray of shape (n_labels,)
+        The per-label bias (zero unless ``fit_intercept``).
+    vocabulary_ : dict
+        Attribute name -> column (feature-dict input only). It grows in
+        ``partial_fit``: a growable vocabulary rather than hashing, so
+        ``state_features_`` keeps readable names and no two attributes
+        collide; a later batch's new attributes get zero weights and are
+        learned from then on.
+    n_features_in_ : int
+        Number of features of numeric input (not set for feature dicts).
+    eta0_ : float
+        The step size used (calibrated when ``eta0='auto'``).
+    n_iter_ : int
+        Passes made by the last call to ``fit`` or ``partial_fit``.
+    t_ : int
+        Sequence updates made so far.
+    pass_seconds_ : list of float
+        Wall time of every training pass so far.
 
     See Also
     --------
-    ASFSequenceTagger : averaged SGD with feedback on the same core.
-    """.format(params=_COMMON_PARAMS_DOC.format(max_iter=10), attrs=_COMMON_ATTRS_DOC)
+    ASFSequenceTagger : Averaged SGD with feedback on the same core.
+
+    Examples
+    --------
+    >>> from sklearn_secondorder import SGDSequenceTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> SGDSequenceTagger(random_state=0).fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
+    [['DET', 'N']]
+    """
 
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,
