@@ -10,7 +10,11 @@ from sklearn_secondorder._core._losses import (
     py_softmax_curvature,
     py_softmax_loss,
 )
-from sklearn_secondorder._core._sgd_fast import sgd_epochs
+from sklearn_secondorder._core._sgd_fast import (
+    LinearSGDOptions,
+    LinearSGDState,
+    sgd_epochs,
+)
 from sklearn_secondorder._core._weights import ScaledWeights
 
 
@@ -208,13 +212,13 @@ def test_sgd_epochs_match_numpy(sparse, K, loss_name, average):
     coef, intercept = np.zeros(8 * K), np.zeros(K)
     kw = dict(alpha=0.01, eta0=0.5, t0=3.0, fit_intercept=True)
     avg = (np.zeros(8 * K), np.zeros(K)) if average else (None, None)
-    info = sgd_epochs(RowDataset(X if sparse else Xd, y, sw), coef, intercept, loss=loss,
-                      n_outputs=K, n_epochs=3, shuffle=False, avg_coef=avg[0],
-                      avg_intercept=avg[1], **kw)
+    state = LinearSGDState(coef, intercept, avg_coef=avg[0], avg_intercept=avg[1])
+    sgd_epochs(RowDataset(X if sparse else Xd, y, sw), state,
+               LinearSGDOptions(shuffle=False, **kw), loss=loss, n_epochs=3)
     W, b, t = numpy_sgd(Xd, y, sw, K=K, loss=loss, n_epochs=3, average=average, **kw)
-    assert info["t"] == t == 3 * np.count_nonzero(sw)  # zero weights do not count
+    assert state.t == t == 3 * np.count_nonzero(sw)  # zero weights do not count
     if average:
-        coef, intercept = avg[0] / info["n_iterates"], avg[1] / info["n_iterates"]
+        coef, intercept = avg[0] / state.n_iterates, avg[1] / state.n_iterates
     assert_allclose(coef.reshape(8, K), W, rtol=1e-10, atol=1e-12)
     assert_allclose(intercept, b, rtol=1e-10, atol=1e-12)
 
@@ -222,25 +226,27 @@ def test_sgd_epochs_match_numpy(sparse, K, loss_name, average):
 def test_sgd_epochs_report_divergence():
     X = np.array([[1e300], [1e300]])
     coef, b = np.zeros(1), np.zeros(1)
-    info = sgd_epochs(RowDataset(X, np.array([1.0, -1.0]), np.ones(2)), coef, b,
-                      loss=LOSSES["squared_hinge"](), learning_rate="constant", eta0=1.0,
-                      alpha=1e-4, n_epochs=5, shuffle=False)
-    assert info["diverged"]
+    result = sgd_epochs(RowDataset(X, np.array([1.0, -1.0]), np.ones(2)),
+                        LinearSGDState(coef, b),
+                        LinearSGDOptions(learning_rate="constant", eta0=1.0, alpha=1e-4,
+                                         shuffle=False),
+                        loss=LOSSES["squared_hinge"](), n_epochs=5)
+    assert result.diverged
 
 
 # ---------------------------------------------------------------- calibration
 def test_calibration_picks_the_best_trial_and_halves_it():
     """eta0='auto' (Bottou's recipe) returns half of the trial step with the lowest
     objective, checked against an exhaustive run of the same trial passes."""
-    from sklearn_secondorder._calibration import calibrate_linear_eta0 as calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_linear_eta0
     from sklearn_secondorder._core._sgd_fast import trial_pass
     rng = np.random.RandomState(0)
     X = rng.randn(300, 5)
     y = np.where(X @ rng.randn(5) > 0, 1.0, -1.0)
     sw = np.ones(300)
     kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, alpha=1e-3, fit_intercept=True)
-    eta = calibrate_eta0(X, y, sw, np.zeros(5), np.zeros(1), random_state=np.random.RandomState(0),
-                         **kw)
+    eta = calibrate_linear_eta0(X, y, sw, np.zeros(5), np.zeros(1),
+                                random_state=np.random.RandomState(0), **kw)
     ds = RowDataset(X, y, sw)  # n <= 1000: the sample is all rows, in order
     grid = 0.1 * 2.0 ** np.arange(-20, 21)
     objs = [trial_pass(ds, np.zeros(5), np.zeros(1), eta=e, **kw) for e in grid]
@@ -249,9 +255,9 @@ def test_calibration_picks_the_best_trial_and_halves_it():
 
 
 def test_calibration_reports_divergence():
-    from sklearn_secondorder._calibration import calibrate_linear_eta0 as calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_linear_eta0
     X = np.array([[1e300], [1e300]])
     with pytest.raises(ValueError, match="calibration diverged"):
-        calibrate_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),
-                       loss=LOSSES["squared_hinge"](), n_outputs=1, alpha=1e-4,
-                       fit_intercept=True, random_state=np.random.RandomState(0))
+        calibrate_linear_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),
+                              loss=LOSSES["squared_hinge"](), n_outputs=1, alpha=1e-4,
+                              fit_intercept=True, random_state=np.random.RandomState(0))

@@ -13,17 +13,21 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 from scipy.special import logsumexp
 
-from sklearn_secondorder._core._crf_fast import (
+from sklearn_secondorder._core._crf_infer import (
     CRFContext,
-    CRFWeights,
-    SequenceData,
-    is_feedback_pass,
     label_marginals,
     loglik_gradient,
     objective,
-    sgd_epochs,
     viterbi_decode,
 )
+from sklearn_secondorder._core._crf_sgd import (
+    CRFState,
+    SGDOptions,
+    is_feedback_pass,
+    sgd_epochs,
+)
+from sklearn_secondorder._core._dataset import SequenceData
+from sklearn_secondorder._core._weights import ScaledWeights
 
 
 def brute_force(em, tr, n_latent=1, labels=None):
@@ -123,7 +127,7 @@ def test_emissions_and_decoding_follow_the_flat_layout():
     A, L = 5, 3
     X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
     flat = rng.normal(size=(A + L + 1) * L)
-    w = CRFWeights(flat.copy(), A, L)
+    w = ScaledWeights(flat.copy(), L)
     ds = to_data(X, offsets)
     pred = viterbi_decode(ds, w)
     P = label_marginals(ds, w)
@@ -145,11 +149,11 @@ def test_gradient_matches_finite_differences(n_latent, fit_intercept):
     flat = rng.normal(size=(A + H + 1) * H) * 0.5
     if not fit_intercept:
         flat[-H:] = 0.0
-    total, grad = loglik_gradient(ds, CRFWeights(flat.copy(), A, L, n_latent),
-                                  fit_intercept)
+    total, grad = loglik_gradient(ds, ScaledWeights(flat.copy(), H), n_latent,
+                                  fit_intercept=fit_intercept)
 
     def f(v):
-        return loglik_gradient(ds, CRFWeights(v, A, L, n_latent))[0]
+        return loglik_gradient(ds, ScaledWeights(v, H), n_latent)[0]
 
     eps = 1e-6
     num = np.empty_like(flat)
@@ -180,7 +184,7 @@ def test_gradient_is_sparse():
     X.eliminate_zeros()
     ds = to_data(X, offsets, labels)
     flat = rng.normal(size=(A + L + 1) * L)
-    _, grad = loglik_gradient(ds, CRFWeights(flat, A, L))
+    _, grad = loglik_gradient(ds, ScaledWeights(flat, L))
     assert np.all(grad[4 * L:5 * L] == 0.0)
     assert np.any(grad[:4 * L] != 0.0)
 
@@ -198,7 +202,7 @@ def numpy_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
             eta = eta0 / (1 + alpha * eta0 * t) ** power
             sub = to_data(X[offsets[s]:offsets[s + 1]], np.array([0, offsets[s + 1] - offsets[s]]),
                           labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, CRFWeights(w.copy(), A, L), fit_intercept)
+            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
             w = (1 - eta * alpha) * w + eta * g
             t += 1
             iterates.append(w.copy())
@@ -221,15 +225,17 @@ def test_trainer_matches_numpy_reference(mode):
                                        feedback=mode == "asf", **kw)
     v = np.zeros((A + L + 1) * L)
     u = np.zeros_like(v) if averaged else None
-    w = CRFWeights(v, A, L, 1, u)
-    info = sgd_epochs(to_data(X, offsets, labels), w, shuffle=False,
-                      feedback=mode == "asf", **kw)
-    assert info["epochs"] == 7 and info["t"] == 7 * 5 and not info["diverged"]
-    assert_allclose(w.weights(), ref_w, rtol=1e-10, atol=1e-12)
+    state = CRFState(coef=v, avg=u, n_states=L)
+    n_epochs = kw.pop("n_epochs")
+    result = sgd_epochs(to_data(X, offsets, labels), state,
+                        SGDOptions(shuffle=False, average=averaged, feedback=mode == "asf",
+                                   **kw), n_epochs=n_epochs)
+    assert result.epochs == 7 and state.t == 7 * 5 and not result.diverged
+    assert_allclose(state.coef, ref_w, rtol=1e-10, atol=1e-12)
     if averaged:
-        assert w.n_iterates == 35
-        assert_allclose(w.average(), ref_avg, rtol=1e-10, atol=1e-12)
-    assert info["feedbacks"] == ref_fb
+        assert state.n_iterates == 35
+        assert_allclose(state.model(), ref_avg, rtol=1e-10, atol=1e-12)
+    assert result.feedbacks == ref_fb
     if mode == "asf":
         assert ref_fb == [1, 3, 6]
 
@@ -240,19 +246,24 @@ def test_lazy_average_survives_folds_and_resets():
     A, L = 3, 2
     size = (A + L + 1) * L
     v, u = np.zeros(size), np.zeros(size)
-    w = CRFWeights(v, A, L, 1, u)
+    state = CRFState(coef=v, avg=u, n_states=L)
+    options = SGDOptions(eta0=0.5, power=0.0, alpha=0.0, shuffle=False, average=True)
     X, offsets, labels = make_problem(rng, n_seq=1, n_attr=A, n_labels=L, max_len=3)
     ds = to_data(X, offsets, labels)
     ctx_iterates = []
     for step in range(12):
         # a step through the trainer (one sequence, one pass), then a big shrink
-        sgd_epochs(ds, w, eta0=0.5, power=0.0, alpha=0.0, shuffle=False)
-        ctx_iterates.append(w.weights())
+        sgd_epochs(ds, state, options)
+        # (the trainer reads the arrays: the shrink's scale is folded into them)
+        w = state.weights(averaged=True)
+        ctx_iterates.append(w.weights().ravel())
         w.py_shrink(1e-5 if step % 3 == 0 else 0.7)
+        w.py_fold()
         if step == 6:
             w.py_reset_to_average()
-            assert_allclose(w.weights(), np.mean(ctx_iterates, axis=0), atol=1e-12)
-    assert_allclose(w.average(), np.mean(ctx_iterates, axis=0), rtol=1e-10, atol=1e-12)
+            assert_allclose(w.weights().ravel(), np.mean(ctx_iterates, axis=0), atol=1e-12)
+    assert_allclose(state.weights(averaged=True).average().ravel(),
+                    np.mean(ctx_iterates, axis=0), rtol=1e-10, atol=1e-12)
 
 
 def test_feedback_schedule():
@@ -266,10 +277,10 @@ def test_objective_matches_numpy():
     X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
     flat = rng.normal(size=(A + L + 1) * L)
     ds = to_data(X, offsets, labels)
-    total, _ = loglik_gradient(ds, CRFWeights(flat.copy(), A, L))
+    total, _ = loglik_gradient(ds, ScaledWeights(flat.copy(), L))
     n_seq = len(offsets) - 1
     expected = -total / n_seq + 0.5 * 0.1 * flat @ flat
-    assert_allclose(objective(ds, CRFWeights(flat.copy(), A, L), 0.1), expected)
+    assert_allclose(objective(ds, ScaledWeights(flat.copy(), L), 0.1), expected)
 
 
 def test_divergence_is_reported():
@@ -277,9 +288,10 @@ def test_divergence_is_reported():
     A, L = 4, 3
     X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
     X = X * 1e200
-    w = CRFWeights(np.zeros((A + L + 1) * L), A, L)
-    info = sgd_epochs(to_data(X, offsets, labels), w, eta0=1e100, alpha=0.0, n_epochs=3)
-    assert info["diverged"]
+    state = CRFState(coef=np.zeros((A + L + 1) * L), avg=None, n_states=L)
+    result = sgd_epochs(to_data(X, offsets, labels), state, SGDOptions(eta0=1e100, alpha=0.0),
+                        n_epochs=3)
+    assert result.diverged
 
 
 def test_sequence_data_validation():
@@ -309,7 +321,7 @@ def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
             sub = to_data(X[offsets[s]:offsets[s + 1]],
                           np.array([0, offsets[s + 1] - offsets[s]]),
                           labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, CRFWeights(w.copy(), A, L), fit_intercept)
+            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
             w = (1 - eta * lam) * w + eta * g
             t += 1
             if t % b == 0:
@@ -334,7 +346,8 @@ def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
 ])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
-    from sklearn_secondorder._core._psa_crf_fast import new_psa_state, psa_epochs
+    from sklearn_secondorder._core._crf_psa import psa_epochs
+    from sklearn_secondorder._core._weights import LazyStepState, PSAOptions
     rng = np.random.default_rng(8)
     A, L = 12, 3
     # sparse rows: most attributes sit idle for several windows
@@ -342,16 +355,16 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     kw = dict(a=0.9999, be=0.99, kappa=0.9)
     ref_w, ref_eta, t = numpy_psa(X, offsets, labels, A, L, eta0=eta0, lam=lam, b=b,
                                   n_epochs=4, fit_intercept=fit_intercept, **kw)
-    st = new_psa_state(A, L, eta0)
-    v, eta, last = st["ve"][:, 0], st["ve"][:, 1], st["last"]
+    st = LazyStepState.zeros(A + L + 1, L, eta0)
+    v, eta, last = st.ve[:, 0], st.ve[:, 1], st.last
     ds = to_data(X, offsets, labels)
-    psa_kw = dict(n_states=L, lam=lam, period=b, psa_alpha=kw["a"], psa_beta=kw["be"],
-                  kappa=kw["kappa"], n_epochs=2, shuffle=False, fit_intercept=fit_intercept)
-    # two calls (2 + 2 passes) as partial_fit would make them
-    info = psa_epochs(ds, st, **psa_kw)
-    st["t"], st["seed"] = info["t"], info["seed"]
-    info = psa_epochs(ds, st, **psa_kw)
-    assert info["t"] == t and not info["diverged"]
+    options = PSAOptions(lam=lam, period=b, psa_alpha=kw["a"], psa_beta=kw["be"],
+                         kappa=kw["kappa"])
+    psa_kw = dict(n_epochs=2, shuffle=False, fit_intercept=fit_intercept)
+    # two calls (2 + 2 passes) as partial_fit would make them (t, seed kept in st)
+    psa_epochs(ds, st, options, **psa_kw)
+    info = psa_epochs(ds, st, options, **psa_kw)
+    assert st.t == t and not info.diverged
     assert np.all(last == t)
     assert_allclose(v, ref_w, rtol=1e-9, atol=1e-12)
     assert_allclose(eta, ref_eta, rtol=1e-9)
@@ -364,18 +377,17 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
 
 def test_psa_idle_closed_form_many_windows():
     """A weight idle for hundreds of windows: the closed form equals stepping."""
-    # the CRF PSA's state (_psa_crf_fast.new_psa_state) on the shared lazy core
-    from sklearn_secondorder._core._psa_crf_fast import new_psa_state
-    from sklearn_secondorder._core._weights import LazyStepWeights
+    # the CRF PSA's state (A + L + 1 blocks of L) on the shared lazy core
+    from sklearn_secondorder._core._weights import LazyStepState, LazyStepWeights, PSAOptions
     L, b, lam, eta0 = 2, 3, 0.02, 0.4
     a, be, kappa = 0.9999, 0.99, 0.9
     size = (1 + L + 1) * L
-    state = new_psa_state(1, L, eta0)
-    state["ve"][:, 0] = np.linspace(-1, 1, size)
-    state["snaps"][:, 0] = state["snaps"][:, 1] = state["ve"][:, 0]
-    st = LazyStepWeights(state["ve"], state["snaps"], state["last"], state["next_event"],
-                         L, lam, b, a, be, kappa, -1)
-    v, eta = state["ve"][:, 0], state["ve"][:, 1]
+    state = LazyStepState.zeros(1 + L + 1, L, eta0)
+    state.ve[:, 0] = np.linspace(-1, 1, size)
+    state.snaps[:, 0] = state.snaps[:, 1] = state.ve[:, 0]
+    st = LazyStepWeights(state, PSAOptions(lam=lam, period=b, psa_alpha=a, psa_beta=be,
+                                           kappa=kappa), -1)
+    v, eta = state.ve[:, 0], state.ve[:, 1]
     T = 2 * b * 700 + 4
     st.py_catch_up_all(T)
     # dense: shrink every update, adapt every 2b from the ratio of snapshots

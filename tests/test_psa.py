@@ -12,8 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn_secondorder import PSAClassifier
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
-from sklearn_secondorder._core._psa_fast import new_psa_state, psa_epochs
-from sklearn_secondorder._core._weights import LazyStepWeights
+from sklearn_secondorder._core._psa_fast import psa_epochs
+from sklearn_secondorder._core._weights import LazyStepState, LazyStepWeights, PSAOptions
 
 from conftest import shared_data
 
@@ -79,21 +79,21 @@ def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, 
     skipped windows) and the sweep of every block -- == dense Algorithm 1."""
     X, y, sw = _problem(K)
     loss = LOSSES[loss_name]() if loss_name else None
-    state = new_psa_state(X.shape[1], K, eta0)
-    state.update(t=0, seed=1)
-    info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state, loss=loss,
-                      n_outputs=K, alpha=alpha, period=b, n_epochs=3, shuffle=False,
+    state = LazyStepState.zeros(X.shape[1] + 1, K, eta0)
+    state.t, state.seed = 0, 1
+    info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state,
+                      PSAOptions(lam=alpha, period=b), loss=loss, n_epochs=3, shuffle=False,
                       sweep_all=sweep_all)
     th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                                     n_epochs=3)
-    assert info["t"] == t
-    assert_allclose(state["ve"][:, 0], th, rtol=1e-10, atol=1e-13)
-    assert_allclose(state["ve"][:, 1], eta, rtol=1e-10, atol=0)
+    assert state.t == t
+    assert_allclose(state.ve[:, 0], th, rtol=1e-10, atol=1e-13)
+    assert_allclose(state.ve[:, 1], eta, rtol=1e-10, atol=0)
     # every factor applied lies in [beta, alpha] (the kernel's and the oracle's)
     all_f = np.concatenate(factors)
     assert 0.99 - 1e-15 <= all_f.min() and all_f.max() <= 0.9999 + 1e-15
-    assert 0.99 - 1e-15 <= info["min_factor"] <= info["max_factor"] <= 0.9999 + 1e-15
-    assert info["n_adaptations"] > 0
+    assert 0.99 - 1e-15 <= info.min_factor <= info.max_factor <= 0.9999 + 1e-15
+    assert info.n_adaptations > 0
 
 
 @pytest.mark.parametrize("K", [1, 5])
@@ -103,17 +103,16 @@ def test_lazy_catch_up_matches_eager_updates(K):
     With K > 1 the weights of one block mix both regimes and zero weights."""
     rng = np.random.RandomState(5)
     d, b, T = 12, 3, 400
-    lazy = new_psa_state(d, K, 0.0)
-    eager = new_psa_state(d, K, 0.0)
+    lazy = LazyStepState.zeros(d + 1, K, 0.0)
+    eager = LazyStepState.zeros(d + 1, K, 0.0)
     size = (d + 1) * K
     eta0 = rng.uniform(0.01, 3.0, size)  # mixes clipped (closed form) and replayed regimes
     v0 = rng.randn(size) * (rng.rand(size) > 0.3)       # and zero weights
     v0[(d - 1) * K] = 0.0
     for st in (lazy, eager):
-        st["ve"][:, 1] = eta0
-        st["ve"][:, 0] = v0
-    wl, we = (LazyStepWeights(s["ve"], s["snaps"], s["last"], s["next_event"], K, 0.02, b,
-                              unregularized=d)
+        st.ve[:, 1] = eta0
+        st.ve[:, 0] = v0
+    wl, we = (LazyStepWeights(s, PSAOptions(lam=0.02, period=b), unregularized=d)
               for s in (lazy, eager))
     for t in range(T):
         # (block d - 1 is never touched: idle throughout)
@@ -125,8 +124,8 @@ def test_lazy_catch_up_matches_eager_updates(K):
         we.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
     wl.py_catch_up_all(T)
     we.py_catch_up_all(T)
-    assert_allclose(lazy["ve"], eager["ve"], rtol=1e-12, atol=1e-300)
-    idle = lazy["ve"][(d - 1) * K:d * K]
+    assert_allclose(lazy.ve, eager.ve, rtol=1e-12, atol=1e-300)
+    idle = lazy.ve[(d - 1) * K:d * K]
     assert idle[0, 0] == 0.0 and idle[0, 1] == eta0[(d - 1) * K]    # 0/0 keeps eta
     assert K == 1 or np.any(idle[1:, 0] != 0.0)
     assert wl.n_adaptations == we.n_adaptations
@@ -138,9 +137,8 @@ def test_lazy_catch_up_matches_eager_updates(K):
 def test_vectorised_sweep_only_where_its_series_are_exact(alpha, b, expected):
     """taylor_ok: every decay over <= b steps is decay_factor's Taylor branch
     (b eta alpha < 5e-4) and log_decay its series (eta alpha < 1e-4)."""
-    st = new_psa_state(5, 1, 0.2)
-    w = LazyStepWeights(st["ve"], st["snaps"], st["last"], st["next_event"], 1, alpha, b,
-                        unregularized=5)
+    st = LazyStepState.zeros(5 + 1, 1, 0.2)
+    w = LazyStepWeights(st, PSAOptions(lam=alpha, period=b), unregularized=5)
     assert w.taylor_ok is expected
 
 
@@ -149,33 +147,33 @@ def test_vectorised_sweep_equals_the_scalar_sweep_bitwise():
     scalar sweep give identical bits: same formulas, no fused multiply-add."""
     rng = np.random.RandomState(3)
     d, b, lam = 40, 5, 1e-4
-    states = [new_psa_state(d, 1, 0.0) for _ in range(2)]
+    states = [LazyStepState.zeros(d + 1, 1, 0.0) for _ in range(2)]
     ve = np.column_stack([rng.randn(d + 1), rng.uniform(0.05, 0.5, d + 1)])
     snaps = rng.randn(d + 1, 2)
     ve[:3, 0] = snaps[:3] = 0.0              # never moved: 0/0 keeps eta
     for st in states:
-        st["ve"][:] = ve
-        st["snaps"][:] = snaps
-    ws = [LazyStepWeights(st["ve"], st["snaps"], st["last"], st["next_event"], 1, lam, b,
-                          unregularized=d) for st in states]
+        st.ve[:] = ve
+        st.snaps[:] = snaps
+    ws = [LazyStepWeights(st, PSAOptions(lam=lam, period=b), unregularized=d)
+          for st in states]
     assert ws[0].taylor_ok
     every = np.arange(d + 1, dtype=np.intp)
     ev0 = 2 * b
     last0 = ev0 - rng.randint(0, b + 1, d + 1)
     for st in states:
-        st["last"][:] = last0
-        st["next_event"][:] = ev0
+        st.last[:] = last0
+        st.next_event[:] = ev0
     for ev in range(ev0, 12 * b, b):                 # window ends and mid-windows
         ws[0].py_sweep_all(ev)
         ws[1].py_sweep(ev, every)
         for key in ("ve", "snaps", "last", "next_event"):
-            assert_array_equal(states[0][key], states[1][key])
+            assert_array_equal(getattr(states[0], key), getattr(states[1], key))
         # touches before the next event: some weights move and are current later
         touched = rng.rand(d + 1) < 0.3
         step, when = 0.1 * rng.randn(d + 1), ev + rng.randint(1, b + 1, d + 1)
         for st in states:
-            st["ve"][touched, 0] += step[touched]
-            st["last"][touched] = when[touched]
+            st.ve[touched, 0] += step[touched]
+            st.last[touched] = when[touched]
     assert ws[0].n_adaptations == ws[1].n_adaptations > 0
     assert (ws[0].min_factor, ws[0].max_factor) == (ws[1].min_factor, ws[1].max_factor)
 
@@ -184,13 +182,13 @@ def test_untouched_zero_coordinates_keep_their_step():
     """0/0: a coordinate that never moves keeps eta0 exactly."""
     X, y, sw = _problem(1)
     X = sp.hstack([X, sp.csr_matrix((X.shape[0], 3))], format="csr")
-    state = new_psa_state(X.shape[1], 1, 0.2)
-    state.update(t=0, seed=1)
-    psa_epochs(RowDataset(X, y, sw), state, loss=LOSSES["log_loss"](), alpha=0.01,
-               period=2, n_epochs=2, shuffle=False)
-    assert_array_equal(state["ve"][-4:-1, 1], 0.2)
-    assert_array_equal(state["ve"][-4:-1, 0], 0.0)
-    assert np.all(state["ve"][:-4, 1] < 0.2)
+    state = LazyStepState.zeros(X.shape[1] + 1, 1, 0.2)
+    state.t, state.seed = 0, 1
+    psa_epochs(RowDataset(X, y, sw), state, PSAOptions(lam=0.01, period=2),
+               loss=LOSSES["log_loss"](), n_epochs=2, shuffle=False)
+    assert_array_equal(state.ve[-4:-1, 1], 0.2)
+    assert_array_equal(state.ve[-4:-1, 0], 0.0)
+    assert np.all(state.ve[:-4, 1] < 0.2)
 
 
 def _data(n_classes=2, n=300, seed=0):

@@ -12,7 +12,9 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
-from sklearn_secondorder._core._crf_fast import CRFWeights, SequenceData, loglik_gradient, objective
+from sklearn_secondorder._core._crf_infer import loglik_gradient, objective
+from sklearn_secondorder._core._dataset import SequenceData
+from sklearn_secondorder._core._weights import ScaledWeights
 from sklearn_secondorder.metrics import chunk_f1_score, chunk_f1_scorer
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2000"
@@ -342,15 +344,15 @@ def test_reaches_the_crfsuite_lbfgs_optimum():
     batch = ours._to_data(X, y, fitting=True)
     lab_idx = np.searchsorted(ours.classes_, batch[4]).astype(np.int32)
     ds = SequenceData(batch[0], batch[1], batch[2], batch[3], lab_idx, A)
-    _, grad = loglik_gradient(ds, CRFWeights(flat.copy(), A, L), False)
+    _, grad = loglik_gradient(ds, ScaledWeights(flat.copy(), L), fit_intercept=False)
     full_grad = alpha * flat - grad / len(X)
     full_grad[-L:] = 0.0  # no bias
     assert np.abs(full_grad).max() < 1e-4
-    f_crfsuite = objective(ds, CRFWeights(flat.copy(), A, L), alpha)
-    f_ours = objective(ds, CRFWeights(ours._model.copy(), A, L), alpha)
+    f_crfsuite = objective(ds, ScaledWeights(flat.copy(), L), alpha)
+    f_ours = objective(ds, ScaledWeights(ours._model.copy(), L), alpha)
     assert f_ours >= f_crfsuite - 1e-9
     assert f_ours - f_crfsuite < 1e-3 * f_crfsuite
-    assert st["n_attributes"] == A
+    assert st.crf.n_attributes == A
 
 
 def load_conll(path, n):
@@ -413,8 +415,8 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     """Doubling from 0.1 while the objective after a constant-step trial pass
     improves (else halving), best candidate halved; checked against the
     objectives of the candidates computed independently."""
-    from sklearn_secondorder._core._crf_fast import sgd_epochs
-    from sklearn_secondorder._calibration import calibrate_crf_eta0 as calibrate_eta0
+    from sklearn_secondorder._calibration import calibrate_crf_eta0
+    from sklearn_secondorder._core._crf_sgd import CRFState, SGDOptions, sgd_epochs
     X, y = toy_chunks(40, seed=3)
     tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
     batch = tagger._to_data(X, y, fitting=True)
@@ -425,11 +427,12 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
 
     def obj(eta):
         v = np.zeros((A + L + 1) * L)
-        w = CRFWeights(v, A, L, 1, np.zeros_like(v) if averaged else None)
-        if sgd_epochs(ds, w, eta0=eta, alpha=alpha, shuffle=False)["diverged"]:
+        state = CRFState(coef=v, avg=np.zeros_like(v) if averaged else None, n_states=L)
+        options = SGDOptions(eta0=eta, alpha=alpha, shuffle=False, average=averaged)
+        if sgd_epochs(ds, state, options).diverged:
             return np.inf
-        flat = w.average() if averaged else w.weights()
-        return objective(ds, CRFWeights(flat, A, L), alpha)
+        flat = state.model() if averaged else state.coef
+        return objective(ds, ScaledWeights(flat, L), alpha)
 
     grid = {k: obj(0.1 * 2.0 ** k) for k in range(-8, 9)}
     k = 0
@@ -439,8 +442,8 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     else:
         while grid[k - 1] < grid[k]:
             k -= 1
-    eta = calibrate_eta0(ds, np.zeros((A + L + 1) * L), n_attributes=A, n_labels=L,
-                         n_latent=1, alpha=alpha, fit_intercept=True, averaged=averaged)
+    eta = calibrate_crf_eta0(ds, np.zeros((A + L + 1) * L), n_states=L, n_latent=1,
+                             alpha=alpha, fit_intercept=True, averaged=averaged)
     assert_allclose(eta, 0.1 * 2.0 ** k / 2)
 
 

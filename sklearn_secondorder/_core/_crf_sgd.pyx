@@ -18,11 +18,13 @@ period ``c`` runs ``c`` passes.
 from dataclasses import dataclass, field
 
 import numpy as np
-from libc.math cimport pow, sqrt, isfinite, NAN
+cimport cython
+from libc.math cimport sqrt, isfinite
 
 from ._crf_infer cimport CRFContext, context_for
 from ._dataset cimport SequenceData
 from ._numeric cimport now_seconds
+from ._sgd_fast cimport CONSTANT, POWER, Schedule, SGDSteps, sgd_pass, step_size
 from ._weights cimport ScaledWeights
 
 
@@ -159,33 +161,29 @@ def is_feedback_pass(long long p):
     return bool(_is_triangular(p))
 
 
-cdef double _pass(SequenceData ds, ScaledWeights w, CRFContext ctx, double eta0, double power,
-                  double alpha, long long* t, bint fit_intercept) noexcept nogil:
-    """One pass in the current order; returns the summed ``-log p(y|x)``, or
-    NaN when a sequence's likelihood is not finite (divergence)."""
-    cdef Py_ssize_t k, s
-    cdef double eta, ll, loss_sum = 0.0
-    cdef const int* y
-    for k in range(ds.n_sequences):
-        s = ds.order[k]
-        if power == 0.0:
-            eta = eta0
-        else:
-            eta = eta0 / pow(1.0 + alpha * eta0 * <double>t[0], power)
-        y = &ds.labels[0] + ds.offsets[s]
-        ctx.load_transitions(w)
-        ctx.load_emissions(ds, s, w)
-        ctx.finish_emissions()
-        ll = ctx.loglik(y)
+@cython.final
+cdef class SequenceSteps(SGDSteps):
+    """SGD steps on the sequences of a ``SequenceData`` (module docstring)."""
+
+    cdef SequenceData ds
+    cdef CRFContext ctx
+    cdef bint fit_intercept
+
+    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
+                   double* loss) noexcept nogil:
+        cdef Py_ssize_t s = self.ds.order[k]
+        cdef double eta = step_size(sched, t), ll
+        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        self.ctx.load_transitions(w)
+        self.ctx.load_emissions(self.ds, s, w)
+        self.ctx.finish_emissions()
+        ll = self.ctx.loglik(y)
+        loss[0] = -ll
         if not isfinite(ll):
-            return NAN
-        loss_sum -= ll
-        w.shrink(1.0 - eta * alpha)
-        ctx.add_gradient(ds, s, y, w, eta / w.scale, fit_intercept)
-        t[0] += 1
-        if w.averaged:
-            w.count_iterate(1.0)
-    return loss_sum
+            return True                # (the pass stops: divergence)
+        w.shrink(1.0 - eta * sched.alpha)
+        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        return True
 
 
 def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=1):
@@ -215,9 +213,14 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
     cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
     if ds.n_features > ctx.n_attributes:
         raise ValueError("the data have more attributes than the weights")
-    cdef double eta0 = options.eta0, power = options.power, alpha = options.alpha
-    cdef bint fit_intercept = options.fit_intercept, shuffle = options.shuffle
-    cdef bint feedback = options.feedback
+    cdef SequenceSteps steps = SequenceSteps()
+    steps.ds, steps.ctx, steps.n_examples = ds, ctx, ds.n_sequences
+    steps.fit_intercept = options.fit_intercept
+    cdef Schedule sched
+    sched.kind = CONSTANT if options.power == 0.0 else POWER
+    sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, 0.0,
+                                                      options.power)
+    cdef bint shuffle = options.shuffle, feedback = options.feedback
     cdef long long t = state.t, passes = state.passes
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef int _epoch, epochs_run = 0
@@ -229,7 +232,7 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
             t_start = now_seconds()
             if shuffle:
                 ds.shuffle(&rng)
-            loss_sum = _pass(ds, w, ctx, eta0, power, alpha, &t, fit_intercept)
+            loss_sum = sgd_pass(steps, w, &sched, &t)
             if loss_sum != loss_sum:
                 diverged = True
                 break

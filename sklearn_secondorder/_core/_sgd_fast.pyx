@@ -14,6 +14,8 @@ the loss is the multinomial log loss over K scores.
 from dataclasses import dataclass
 
 import numpy as np
+cimport cython
+from libc.math cimport isfinite, NAN
 from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, fetch_row
@@ -46,6 +48,114 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
     if fit_intercept:
         for k in range(K):
             b[k] += grad[k] * intercept_decay
+
+
+cdef class SGDSteps:
+    """The examples of an SGD pass and the step on one (abstract).
+
+    ``step(k, w, sched, t, &loss)`` makes update ``t`` on the ``k``-th example
+    in the current order, writes its loss at the pre-step weights (0 when the
+    trainer does not track it) and returns whether it stepped (an example of
+    weight 0 does not); ``count_iterate`` adds any state kept beside ``w``
+    (the intercept) to the running sums.
+    """
+
+    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
+                   double* loss) noexcept nogil:
+        return False
+
+    cdef void count_iterate(self) noexcept nogil:
+        pass
+
+
+cdef double sgd_pass(SGDSteps steps, ScaledWeights w, const Schedule* sched,
+                     long long* t) noexcept nogil:
+    """One SGD pass over ``steps`` in their current order, on the weights ``w``.
+
+    Each step advances ``t``; with averaging on, every iterate after a step
+    joins the lazy running sum (``ScaledWeights.count_iterate``). Returns the
+    summed loss, NaN when an example's loss is not finite (divergence: the
+    pass stops there).
+    """
+    cdef Py_ssize_t k
+    cdef double loss, total = 0.0
+    for k in range(steps.n_examples):
+        if not steps.step(k, w, sched, t[0], &loss):
+            continue
+        if not isfinite(loss):
+            return NAN
+        total += loss
+        t[0] += 1
+        if w.averaged:
+            w.count_iterate(1.0)
+            steps.count_iterate()
+    return total
+
+
+@cython.final
+cdef class RowSteps(SGDSteps):
+    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
+
+    cdef RowDataset ds
+    cdef Loss loss
+    cdef double* b               # the intercept (n_outputs,)
+    cdef double* b_sum           # its running sum, or NULL
+    cdef double* scores          # (n_outputs,) work buffers
+    cdef double* grad
+    cdef int K
+    cdef bint fit_intercept
+    cdef double intercept_decay
+    cdef object _arrays          # keeps b and b_sum alive
+
+    def __cinit__(self):
+        self.scores = NULL
+        self.grad = NULL
+
+    def __dealloc__(self):
+        free(self.scores)
+        free(self.grad)
+
+    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
+                   double* loss) noexcept nogil:
+        cdef const double* x
+        cdef const int* ind
+        cdef int nnz
+        cdef double y, sw
+        fetch_row(self.ds, k, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            return False
+        _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
+                  self.fit_intercept, self.intercept_decay, self.scores, self.grad)
+        loss[0] = 0.0
+        return True
+
+    cdef void count_iterate(self) noexcept nogil:
+        cdef int k
+        if self.b_sum != NULL:
+            for k in range(self.K):
+                self.b_sum[k] += self.b[k]
+
+
+cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum, bint fit_intercept,
+                       double intercept_decay):
+    """The steps of a pass over ``ds`` with intercept ``b`` (and its running
+    sum ``b_sum``, or None)."""
+    cdef RowSteps steps = RowSteps()
+    cdef double[::1] bs
+    steps.ds, steps.loss, steps.n_examples = ds, loss, ds.n_samples
+    steps.K = b.shape[0]
+    steps.b = &b[0]
+    steps.b_sum = NULL
+    if b_sum is not None:
+        bs = b_sum
+        steps.b_sum = &bs[0]
+    steps._arrays = (b, b_sum)
+    steps.fit_intercept, steps.intercept_decay = fit_intercept, intercept_decay
+    steps.scores = <double*>malloc(steps.K * sizeof(double))
+    steps.grad = <double*>malloc(steps.K * sizeof(double))
+    if steps.scores == NULL or steps.grad == NULL:
+        raise MemoryError()
+    return steps
 
 
 @dataclass
@@ -146,49 +256,29 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         raise ValueError("a binary loss is required when n_outputs == 1")
     if state.coef.shape[0] != ds.n_features * K:
         raise ValueError("coef/intercept shapes do not match the data")
-    cdef bint averaged = state.avg_coef is not None
     cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates)
     cdef double[::1] b = state.intercept
-    cdef double[::1] bsum = state.avg_intercept if averaged else np.zeros(K)
-    cdef bint constant = options.learning_rate == "constant"
-    cdef double alpha = options.alpha, eta0 = options.eta0, t0 = options.t0
-    cdef double intercept_decay = options.intercept_decay
-    cdef bint shuffle = options.shuffle, fit_intercept = options.fit_intercept
-    cdef double* scores = <double*>malloc(K * sizeof(double))
-    cdef double* grad = <double*>malloc(K * sizeof(double))
-    cdef const double* x
-    cdef const int* ind
-    cdef int nnz, k, _epoch, epochs_run = 0
-    cdef Py_ssize_t i
-    cdef double y, sw, eta
+    cdef RowSteps steps = row_steps(ds, loss, b, state.avg_intercept, options.fit_intercept,
+                                    options.intercept_decay)
+    cdef Schedule sched
+    sched.kind = CONSTANT if options.learning_rate == "constant" else OPTIMAL
+    sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, options.t0,
+                                                      0.0)
+    cdef bint shuffle = options.shuffle
+    cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     cdef long long t = state.t
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    try:
-        with nogil:
-            for _epoch in range(n_epochs):
-                if shuffle:
-                    ds.shuffle(&rng)
-                for i in range(ds.n_samples):
-                    fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
-                    if sw == 0.0:
-                        continue
-                    eta = eta0 if constant else 1.0 / (alpha * (<double>t + t0))
-                    _sgd_step(w, &b[0], loss, x, ind, nnz, y, sw, eta, alpha,
-                              fit_intercept, intercept_decay, scores, grad)
-                    t += 1
-                    if averaged:
-                        w.count_iterate(1.0)
-                        for k in range(K):
-                            bsum[k] += b[k]
-                epochs_run += 1
-                if not w.is_finite() or not all_finite(&b[0], K):
-                    diverged = True
-                    break
-            w.fold()
-    finally:
-        free(scores)
-        free(grad)
+    with nogil:
+        for _epoch in range(n_epochs):
+            if shuffle:
+                ds.shuffle(&rng)
+            sgd_pass(steps, w, &sched, &t)
+            epochs_run += 1
+            if not w.is_finite() or not all_finite(&b[0], K):
+                diverged = True
+                break
+        w.fold()
     state.t, state.seed, state.n_iterates = t, rng, w.n_iterates
     return SGDResult(epochs=epochs_run, diverged=diverged)
 
@@ -204,44 +294,36 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     cdef int K = n_outputs
     coef_c = np.array(coef, dtype=np.float64)
     intercept_c = np.array(intercept, dtype=np.float64)
-    cdef double[::1] cc = coef_c
     cdef double[::1] ic = intercept_c
-    cdef ScaledWeights w = ScaledWeights(cc, K)
-    cdef double* scores = <double*>malloc(K * sizeof(double))
-    cdef double* grad = <double*>malloc(K * sizeof(double))
+    cdef ScaledWeights w = ScaledWeights(coef_c, K)
+    cdef RowSteps steps = row_steps(ds, loss, ic, None, fit_intercept, 1.0)
+    cdef Schedule sched
+    sched.kind, sched.eta0, sched.alpha, sched.t0, sched.power = CONSTANT, eta, alpha, 0.0, 0.0
     cdef const double* x
     cdef const int* ind
     cdef int nnz, k
     cdef Py_ssize_t i
+    cdef long long t = 0
     cdef double y, sw, obj = 0.0, wsum = 0.0, val
-    try:
-        with nogil:
+    with nogil:
+        sgd_pass(steps, w, &sched, &t)
+        w.fold()
+        if not w.is_finite() or not all_finite(&ic[0], K):
+            obj = 1e300
+        else:
             for i in range(ds.n_samples):
                 fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
-                if sw == 0.0:
-                    continue
-                _sgd_step(w, &ic[0], loss, x, ind, nnz, y, sw, eta, alpha,
-                          fit_intercept, 1.0, scores, grad)
-            w.fold()
-            if not w.is_finite() or not all_finite(&ic[0], K):
-                obj = 1e300
-            else:
-                for i in range(ds.n_samples):
-                    fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
-                    w.dot(x, ind, nnz, scores)
-                    for k in range(K):
-                        scores[k] += ic[k]
-                    if K == 1:
-                        val = loss.loss(scores[0], y)
-                    else:
-                        val = softmax_loss(scores, <int>y, K, grad)
-                    obj += sw * val
-                    wsum += sw
-                if wsum > 0:
-                    obj /= wsum
-    finally:
-        free(scores)
-        free(grad)
+                w.dot(x, ind, nnz, steps.scores)
+                for k in range(K):
+                    steps.scores[k] += ic[k]
+                if K == 1:
+                    val = loss.loss(steps.scores[0], y)
+                else:
+                    val = softmax_loss(steps.scores, <int>y, K, steps.grad)
+                obj += sw * val
+                wsum += sw
+            if wsum > 0:
+                obj /= wsum
     if obj >= 1e300 or not np.isfinite(obj):
         return np.inf
     return obj + 0.5 * alpha * float(np.dot(coef_c, coef_c))

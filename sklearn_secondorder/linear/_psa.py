@@ -8,7 +8,8 @@ from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
-from .._core._psa_fast import LazyStepState, PSAOptions, psa_epochs
+from .._core._psa_fast import psa_epochs
+from .._core._weights import LazyStepState, PSAOptions
 from .._validation import check_eta0, check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
 

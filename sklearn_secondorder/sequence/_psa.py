@@ -4,7 +4,8 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._compat import Interval, check_is_fitted
-from .._core._crf_psa import LazyStepState, PSAOptions, psa_epochs
+from .._core._crf_psa import psa_epochs
+from .._core._weights import LazyStepState, PSAOptions
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger
 
