@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import shared_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
@@ -14,8 +15,6 @@ from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
 from sklearn_secondorder._core._psa_fast import psa_epochs
 from sklearn_secondorder._core._weights import LazyStepState, LazyStepWeights, PSAOptions
-
-from conftest import shared_data
 
 
 def numpy_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
@@ -206,7 +205,23 @@ def _data(n_classes=2, n=300, seed=0):
             "(as for scikit-learn's SGDClassifier)",
         "check_sample_weight_equivalence_on_sparse_data": "same as on dense data"})
 def test_sklearn_compatible(estimator, check):
+    if estimator.loss == "squared_hinge" and _check_name(check) in _UNSCALED_CHECKS:
+        # These checks fit X ~ N(100, 1) unscaled: the squared hinge's calibrated
+        # step is then far too large (its trial objectives are finite but huge)
+        # and the estimator says so rather than returning a bad model silently
+        # (with class weights 1000 vs 1e-4, the calibration also reaches its limit).
+        with pytest.warns(UserWarning, match="implausibly large|calibration stopped at its limit"):
+            check(estimator)
+        return
     check(estimator)
+
+
+_UNSCALED_CHECKS = {"check_estimators_partial_fit_n_features", "check_class_weight_classifiers",
+                    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in"}
+
+
+def _check_name(check):
+    return getattr(check, "func", check).__name__
 
 
 @pytest.mark.parametrize("loss", ["log_loss", "squared_hinge", "hinge", "modified_huber"])
