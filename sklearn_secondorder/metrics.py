@@ -264,77 +264,8 @@ def sequence_accuracy_score(y_true, y_pred):
     return float(np.mean([list(a) == list(b) for a, b in zip(y_true, y_pred)]))
 
 
+#: Scorers for ``GridSearchCV`` / ``cross_val_score`` (``scoring=chunk_f1_scorer``):
+#: ``make_scorer`` of the metric of the same name; greater is better.
 chunk_f1_scorer = make_scorer(chunk_f1_score)
-chunk_f1_scorer.__doc__ = """Score a fitted tagger by chunk-level F1 (conlleval).
-
-A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=chunk_f1_scorer``),
-made by ``sklearn.metrics.make_scorer(chunk_f1_score)``; greater is better.
-
-Parameters
-----------
-estimator : object
-    A fitted sequence tagger.
-X : list of sequences, or {array-like, sparse matrix}
-    The sequences to tag.
-y_true : list of list of str
-    The gold label sequences.
-sample_weight : None, default=None
-    Not supported by ``chunk_f1_score``: leave it None.
-**kwargs : dict
-    Metadata to route to the metric; ``chunk_f1_score`` takes none.
-
-Returns
--------
-score : float
-    ``chunk_f1_score(y_true, estimator.predict(X))``.
-"""
-
 flat_accuracy_scorer = make_scorer(flat_accuracy_score)
-flat_accuracy_scorer.__doc__ = """Score a fitted tagger by token accuracy.
-
-A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=flat_accuracy_scorer``),
-made by ``sklearn.metrics.make_scorer(flat_accuracy_score)``; greater is better.
-
-Parameters
-----------
-estimator : object
-    A fitted sequence tagger.
-X : list of sequences, or {array-like, sparse matrix}
-    The sequences to tag.
-y_true : list of list of str
-    The gold label sequences.
-sample_weight : None, default=None
-    Not supported by ``flat_accuracy_score``: leave it None.
-**kwargs : dict
-    Metadata to route to the metric; ``flat_accuracy_score`` takes none.
-
-Returns
--------
-score : float
-    ``flat_accuracy_score(y_true, estimator.predict(X))``.
-"""
-
 sequence_accuracy_scorer = make_scorer(sequence_accuracy_score)
-sequence_accuracy_scorer.__doc__ = """Score a fitted tagger by sequence accuracy.
-
-A scorer for ``GridSearchCV`` / ``cross_val_score`` (``scoring=sequence_accuracy_scorer``),
-made by ``sklearn.metrics.make_scorer(sequence_accuracy_score)``; greater is better.
-
-Parameters
-----------
-estimator : object
-    A fitted sequence tagger.
-X : list of sequences, or {array-like, sparse matrix}
-    The sequences to tag.
-y_true : list of list of str
-    The gold label sequences.
-sample_weight : None, default=None
-    Not supported by ``sequence_accuracy_score``: leave it None.
-**kwargs : dict
-    Metadata to route to the metric; ``sequence_accuracy_score`` takes none.
-
-Returns
--------
-score : float
-    ``sequence_accuracy_score(y_true, estimator.predict(X))``.
-"""

@@ -170,44 +170,30 @@ cdef class CRFContext:
             for h in range(H):
                 e[h] *= w.scale
 
-    cdef void finish_emissions(self) noexcept nogil:
-        """``state[t, h] = exp(emit[t, h] - max_h emit[t, h])``."""
-        cdef int H = self.n_states
-        cdef int t, h
-        cdef double m
-        cdef double* e
-        cdef double* st
-        for t in range(self.T):
-            e = self.emit + <Py_ssize_t>t * H
-            st = self.state + <Py_ssize_t>t * H
-            m = e[0]
-            for h in range(1, H):
-                if e[h] > m:
-                    m = e[h]
-            self.rowmax[t] = m
-            for h in range(H):
-                st[h] = exp(e[h] - m)
-
-    cdef void finish_emissions_constrained(self, const int* labels) noexcept nogil:
-        """As ``finish_emissions`` over the states of ``labels[t]`` only (the
-        others get 0), with the maximum taken over those states, so that the
-        label-constrained lattice cannot underflow where the free one would not."""
+    cdef void finish_emissions(self, const int* labels) noexcept nogil:
+        """``state[t, h] = exp(emit[t, h] - max emit[t, .])`` over the states of
+        label ``labels[t]`` (the others get 0), or over all states when
+        ``labels`` is NULL (the free lattice). The maximum is taken over those
+        states, so that the label-constrained lattice cannot underflow where
+        the free one would not."""
         cdef int H = self.n_states, nl = self.n_latent
-        cdef int t, h, lab
+        cdef int t, h, lo = 0, hi = H
         cdef double m
         cdef double* e
         cdef double* st
         for t in range(self.T):
             e = self.emit + <Py_ssize_t>t * H
             st = self.state + <Py_ssize_t>t * H
-            lab = labels[t]
-            m = e[lab * nl]
-            for h in range(lab * nl + 1, (lab + 1) * nl):
+            if labels != NULL:
+                lo = labels[t] * nl
+                hi = lo + nl
+            m = e[lo]
+            for h in range(lo + 1, hi):
                 if e[h] > m:
                     m = e[h]
             self.rowmax[t] = m
             for h in range(H):
-                st[h] = exp(e[h] - m) if h // nl == lab else 0.0
+                st[h] = exp(e[h] - m) if lo <= h < hi else 0.0
 
     cdef double forward(self, const int* labels) noexcept nogil:
         """Normalised forward pass; returns ``log Z`` (free lattice when
@@ -369,9 +355,9 @@ cdef class CRFContext:
         if self.n_latent == 1:
             logz = self.forward_backward(NULL, self.marg, self.edge)
             return self.path_score(labels) - logz
-        self.finish_emissions_constrained(labels)
+        self.finish_emissions(labels)
         logz_c = self.forward_backward(labels, self.marg_c, self.edge_c)
-        self.finish_emissions()
+        self.finish_emissions(NULL)
         if not isfinite(logz_c):
             return logz_c
         logz = self.forward_backward(NULL, self.marg, self.edge)
@@ -488,14 +474,14 @@ cdef class CRFContext:
         self.trans_max = m
         for i in range(H * H):
             self.exp_trans[i] = exp(self.trans[i] - m)
-        self.finish_emissions()
+        self.finish_emissions(NULL)
         out = {}
         if labels is not None:
             lab = np.ascontiguousarray(labels, dtype=np.int32)
             if self.n_latent > 1:
-                self.finish_emissions_constrained(&lab[0])
+                self.finish_emissions(&lab[0])
                 out["log_z_c"] = self.forward_backward(&lab[0], self.marg_c, self.edge_c)
-                self.finish_emissions()
+                self.finish_emissions(NULL)
                 out["marginals_c"] = np.array(<double[:T * H]>self.marg_c).reshape(T, H)
                 out["edge_c"] = np.array(<double[:H * H]>self.edge_c).reshape(H, H)
             else:
@@ -560,7 +546,7 @@ def label_marginals(SequenceData ds, ScaledWeights w, int n_latent=1):
         ctx.load_transitions(w)
         for s in range(ds.n_sequences):
             ctx.load_emissions(ds, s, w)
-            ctx.finish_emissions()
+            ctx.finish_emissions(NULL)
             logz = ctx.forward_backward(NULL, ctx.marg, ctx.edge)
             if not isfinite(logz):
                 bad = True
@@ -593,7 +579,7 @@ def loglik_gradient(SequenceData ds, ScaledWeights w, int n_latent=1, bint fit_i
         ctx.load_transitions(w)
         for s in range(ds.n_sequences):
             ctx.load_emissions(ds, s, w)
-            ctx.finish_emissions()
+            ctx.finish_emissions(NULL)
             total += ctx.loglik(lab + ds.offsets[s])
             ctx.add_gradient(ds, s, lab + ds.offsets[s], g, 1.0, fit_intercept)
     return total, grad
@@ -610,13 +596,13 @@ def objective(SequenceData ds, ScaledWeights w, double alpha, int n_latent=1):
         ctx.load_transitions(w)
         for s in range(ds.n_sequences):
             ctx.load_emissions(ds, s, w)
-            ctx.finish_emissions()
+            ctx.finish_emissions(NULL)
             y = lab + ds.offsets[s]
             logz = ctx.forward(NULL)
             if ctx.n_latent == 1:
                 ll = ctx.path_score(y) - logz
             else:
-                ctx.finish_emissions_constrained(y)
+                ctx.finish_emissions(y)
                 logz_c = ctx.forward(y)
                 ll = logz_c - logz
             total -= ll

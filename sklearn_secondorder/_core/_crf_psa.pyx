@@ -192,7 +192,7 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
             _prefetch_sequence(ds, ds.order[k + 1], w, A)
         _shared_rows_to(w, sw, ctx, t[0], b)
         _emissions_at(w, ds, s, ctx, t[0])
-        ctx.finish_emissions()
+        ctx.finish_emissions(NULL)
         ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
         if not isfinite(ll):
             return ll

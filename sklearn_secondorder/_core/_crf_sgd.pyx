@@ -176,7 +176,7 @@ cdef class SequenceSteps(SGDSteps):
         cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
         self.ctx.load_transitions(w)
         self.ctx.load_emissions(self.ds, s, w)
-        self.ctx.finish_emissions()
+        self.ctx.finish_emissions(NULL)
         ll = self.ctx.loglik(y)
         loss[0] = -ll
         if not isfinite(ll):
