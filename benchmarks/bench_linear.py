@@ -2,7 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_linear.py [--methods psa,sgdqn,sbm] [--datasets a9a,w8a,letter,conll_tokens]
+    python benchmarks/bench_linear.py [--methods psa,sgdqn,sbm] \
+        [--datasets a9a,w8a,letter,conll_tokens]
 
 Each method's rows live in ``benchmarks/linear_<method>.py`` with a function
 ``run(name, data, alpha) -> list of dict`` that times its estimator and its

@@ -219,7 +219,7 @@ def plot(task, curves, refs, path):
     for name, rows in curves.items():
         axes[0].plot([r["pass"] for r in rows], [r["f1"] for r in rows], "o-", label=name)
         axes[1].plot([r["seconds"] for r in rows], [r["f1"] for r in rows], "o-", label=name)
-    for name, (x_pass, x_sec, val) in refs.items():
+    for name, (_, x_sec, val) in refs.items():
         axes[0].axhline(val, ls="--", lw=1, color="gray")
         axes[0].annotate(name, (1, val), fontsize=8, va="bottom")
         if x_sec is not None:
@@ -330,7 +330,7 @@ def main(argv=None):
                          f"{r['sec_per_pass'] / ref_l2sgd:>9.2f}{r['train_seconds']:>9.1f}"
                          f"{r['n_params']:>10}")
         if timing:
-            lines.append(f"interleaved rounds, min s/pass: " + ", ".join(
+            lines.append("interleaved rounds, min s/pass: " + ", ".join(
                 f"{k} {v:.3f}" for k, v in timing.items()) +
                 f"; ASF / l2sgd = {timing['ASF'] / timing['crfsuite l2sgd']:.2f}, "
                 f"SGD / l2sgd = {timing['SGD'] / timing['crfsuite l2sgd']:.2f}, "

@@ -11,9 +11,9 @@ import time
 import warnings
 
 import numpy as np
+from _common import best_time, epoch_time, print_table, save_curves
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 
-from _common import best_time, epoch_time, print_table, save_curves
 from sklearn_secondorder import PlainSGDClassifier, PSAClassifier
 
 PASSES = 5

@@ -16,8 +16,8 @@ Run ``python benchmarks/psa_tagger_cost.py [--rounds 3]``.
 import argparse
 
 import numpy as np
-
 from bench_tagger import make_task
+
 from sklearn_secondorder import PSASequenceTagger, SGDSequenceTagger
 
 NO_EVENTS = 10 ** 9
@@ -42,7 +42,7 @@ def event_crossings(X, b, seed=0):
         cross = seen & ((t // b) > (prev // b))
         touches += int(seen.sum())
         crossing += int(cross.sum())
-        windows.append((t // (2 * b) - prev[cross] // (2 * b)))
+        windows.append(t // (2 * b) - prev[cross] // (2 * b))
         last[r] = t
     return len(ids), touches, crossing, float(np.concatenate(windows).mean())
 

@@ -13,11 +13,11 @@ Run ``python benchmarks/sgdqn_t0_sweep.py [--seeds 4]``.
 import argparse
 import warnings
 
+import _datasets
 import numpy as np
+from linear_sgdqn import primal
 from sklearn.svm import LinearSVC
 
-import _datasets
-from linear_sgdqn import primal
 from sklearn_secondorder import SGDQNLinearSVC
 
 GRID = (1e6, 2e6, 3e6, 5e6, 1e7, 2e7, 5e7, 1e8, 3e8)

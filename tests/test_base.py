@@ -4,6 +4,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import shared_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_iris, make_classification
 from sklearn.linear_model import SGDClassifier
@@ -13,8 +14,6 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import PlainSGDClassifier
-
-from conftest import shared_data
 
 EXPECTED_FAILURES = {
     "check_sample_weight_equivalence_on_dense_data":
@@ -203,8 +202,7 @@ def test_a9a_baseline_matches_sgdclassifier():
 # ---- failed calls leave no half-updated model; inputs checked up front -----------
 from sklearn.exceptions import NotFittedError  # noqa: E402
 
-from sklearn_secondorder import (  # noqa: E402
-    PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC)
+from sklearn_secondorder import PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC  # noqa: E402
 
 ALL_LINEAR = [PSAClassifier, PlainSGDClassifier, SGDQNLinearSVC, SBMLogisticRegression]
 

@@ -146,7 +146,7 @@ def test_loss_derivatives_finite_differences(name):
 
 def test_losses_pickle():
     import pickle
-    for name, cls in LOSSES.items():
+    for cls in LOSSES.values():
         assert type(pickle.loads(pickle.dumps(cls()))) is cls
 
 

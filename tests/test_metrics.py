@@ -1,8 +1,8 @@
 """conlleval chunk scores, token and sequence accuracy, scorers (hand-computed)."""
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
 from numpy.testing import assert_allclose
+from sklearn.base import BaseEstimator
 
 from sklearn_secondorder.metrics import (
     chunk_f1_score,

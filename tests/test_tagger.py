@@ -281,7 +281,7 @@ def test_unfitted():
     with pytest.raises(NotFittedError):
         tagger.predict([[{"a": 1}]])
     with pytest.raises(NotFittedError):
-        tagger.state_features_
+        _ = tagger.state_features_
     assert not hasattr(tagger, "transition_features_")
 
 

@@ -198,7 +198,8 @@ def subset(data, indices, indptr, offsets, labels, rows):
     rows = np.asarray(rows)
     starts, ends = offsets[rows], offsets[rows + 1]
     tok = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
-    M = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, int(indices.max(initial=-1)) + 1))
+    n_columns = int(indices.max(initial=-1)) + 1
+    M = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n_columns))
     sub = M[tok]
     new_offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
     return csr_arrays(sub) + (new_offsets, labels[tok] if labels is not None else None)
