@@ -29,15 +29,16 @@ pass, the paper's Figure 3) are written to ``results/sbm_<data>_*.png``.
 import time
 import warnings
 
+import _common
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import accuracy_score, log_loss
 
-import _common
 from sklearn_secondorder import SBMLogisticRegression
 from sklearn_secondorder._core._dataset import RowDataset
-from sklearn_secondorder._core._sbm_fast import sbm_full_epochs
+from sklearn_secondorder._core._sbm_bound import SBMOptions
+from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
 from sklearn_secondorder.linear._sbm import _one_blas_thread
 
 N_PASSES = 5
@@ -96,11 +97,12 @@ def _bbm_per_pass(Xtr, ytr, Xte, yte, classes, alpha, n_passes=N_PASSES):
     out = []
     for _ in range(n_passes):
         t = time.perf_counter()
-        M, mu, phi = np.eye(P) / lam, np.zeros(P), np.zeros(P)
+        state = FullRankState.zeros(d, K, True)      # M = I / lam, mu = 0 after start
+        state.theta[:] = theta
+        state.start(n, lam, 0.0)
         with _one_blas_thread():       # as the estimator runs the kernel
-            sbm_full_epochs(ds, theta.copy(), M, mu, phi, n_outputs=K, fit_intercept=True,
-                            alpha=alpha, eta=0.0, n_epochs=1, shuffle=False)
-        theta -= phi
+            full_epochs(ds, state, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1, shuffle=False))
+        theta -= state.phi
         dt = time.perf_counter() - t
         W = theta.reshape(d + 1, K)
         scores = np.asarray(Xte @ W[:d]) + W[d]

@@ -16,10 +16,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import SBMLogisticRegression
-from sklearn_secondorder.linear import _sbm
 from sklearn_secondorder._core._dataset import RowDataset
-from sklearn_secondorder._core._sbm_fast import (
-    advance_py, beta_py, bound, merge_py, sbm_full_epochs, sbm_lowrank_epochs, woodbury_py)
+from sklearn_secondorder._core._sbm_bound import SBMOptions, beta_py, bound
+from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
+from sklearn_secondorder._core._sbm_lowrank import (
+    LowRankState,
+    advance_py,
+    lowrank_epochs,
+    merge_py,
+    woodbury_py,
+)
+from sklearn_secondorder.linear import _sbm
 
 
 # ---------------------------------------------------------------------------
@@ -220,25 +227,23 @@ def _problem(rng, K, n=30, d=6, zero_frac=0.4):
 
 def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, seed):
     n, d = X.shape
-    P = (d + fi) * K
-    slots = np.full(d + 1, -1, np.int32)
-    slots[head] = np.arange(len(head))
-    feats = list(head) + ([d] if fi else [])
-    if fi:
-        slots[d] = len(head)
-    hc = (np.asarray(feats, dtype=int)[:, None] * K + np.arange(K)).ravel()
-    H = hc.size
-    k = min(k, H)
-    V = np.zeros((k + 1, H))
-    V[np.arange(k), np.arange(k)] = 1
-    S = np.zeros((k, k))
-    th, mu, D = theta0.copy(), np.zeros(P), np.full(P, n * alpha)
-    thh, muh, Dh = th[hc].copy(), np.zeros(H), np.full(H, n * alpha)
-    sbm_lowrank_epochs(RowDataset(X, yk, sw), th, mu, D, thh, muh, Dh, V, S, slots,
-                       np.zeros(d, np.int64), n_outputs=K, fit_intercept=fi, alpha=alpha,
-                       eta=eta, batch_size=bs, n_epochs=n_epochs, seed=seed)
-    th[hc], mu[hc], D[hc] = thh, muh, Dh
-    return th, mu, D, V[:k].T @ S @ V[:k]
+    st = LowRankState.zeros(d, K, fi, seed=seed)
+    st.theta[:] = theta0
+    st.start(n, n * alpha, eta, head, k)       # V: the first k unit vectors, S = 0, D = lam
+    lowrank_epochs(RowDataset(X, yk, sw), st,
+                   SBMOptions(alpha=alpha, eta=eta, batch_size=bs, n_epochs=n_epochs))
+    hc, k = st.head_coords, st.S.shape[0]
+    th, mu, D = st.theta.copy(), st.mu.copy(), st.D.copy()
+    mu[hc], D[hc] = st.mu_head, st.D_head
+    return th, mu, D, st.V[:k].T @ st.S @ st.V[:k]
+
+
+def _full_state(theta, K, fit_intercept, n, alpha, eta, seed):
+    """A started full-rank state: ``theta``, ``M = I / (n alpha)``, ``mu = phi = 0``."""
+    st = FullRankState.zeros(theta.size // K - fit_intercept, K, fit_intercept, seed=seed)
+    st.theta[:] = theta
+    st.start(n, n * alpha, eta)
+    return st
 
 
 # ---------------------------------------------------------------------------
@@ -316,11 +321,11 @@ def test_full_rank_matches_paper_oracle(K, fit_intercept, batch_size, sparse):
     theta0 = 0.3 * rng.randn(P)
     ref = ref_full(X, yk, sw, K, alpha, eta, fit_intercept, theta0,
                    _orders(X, yk, sw, 7, 2), batch_size)
-    th, M, mu, phi = theta0.copy(), np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P)
-    info = sbm_full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), th, M,
-                           mu, phi, n_outputs=K, fit_intercept=fit_intercept, alpha=alpha,
-                           eta=eta, batch_size=batch_size, n_epochs=2, seed=7)
-    assert info["t"] == 2 * (n - 1) and not info["diverged"]
+    st = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=7)
+    info = full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), st,
+                       SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, n_epochs=2))
+    th, M, mu, phi = st.theta, st.M, st.mu, st.phi
+    assert info.t == 2 * (n - 1) and not info.diverged
     for got, want in zip((th, M, mu, phi), ref):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(phi, M @ mu, rtol=1e-9, atol=1e-12)   # phi == M mu
@@ -336,9 +341,9 @@ def test_eta_zero_gives_batch_majorization_step(K):
     alpha = 0.1
     P = (d + 1) * K
     theta = 0.5 * rng.randn(P)
-    th, M, mu, phi = theta.copy(), np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P)
-    sbm_full_epochs(RowDataset(X, yk, sw), th, M, mu, phi, n_outputs=K, fit_intercept=True,
-                    alpha=alpha, eta=0.0, n_epochs=1, seed=1)
+    st = _full_state(theta, K, True, n, alpha, 0.0, seed=1)
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    th, M, phi = st.theta, st.M, st.phi
     np.testing.assert_array_equal(th, theta)
     Xt = np.hstack([X, np.ones((n, 1))])
     F = _table(K)
@@ -373,8 +378,8 @@ def test_surrogate_update_matches_oracle(K, fit_intercept, batch_size):
                                 batch_size=batch_size, fit_intercept=fit_intercept,
                                 random_state=0)
     clf.fit(X, classes[yk.astype(int)] if K > 1 else yk, sample_weight=sw)
-    theta = np.concatenate([clf._states[0]["coef"], clf._states[0]["intercept"]
-                            if fit_intercept else []])
+    coef, intercept = clf._states[0].weights()
+    theta = np.concatenate([coef, intercept if fit_intercept else []])
     np.testing.assert_allclose(theta, want, rtol=1e-9, atol=1e-11)
 
 
@@ -388,10 +393,10 @@ def test_surrogate_and_paper_agree_at_eta_zero(K):
     theta = 0.5 * rng.randn(P)
     phis = []
     for surrogate in (False, True):
-        th, M, mu, phi = theta.copy(), np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P)
-        sbm_full_epochs(RowDataset(X, yk, sw), th, M, mu, phi, n_outputs=K,
-                        fit_intercept=True, alpha=alpha, eta=0.0, seed=1,
-                        surrogate=surrogate, lam=n * alpha)
+        st = _full_state(theta, K, True, n, alpha, 0.0, seed=1)   # lam_total = n alpha
+        full_epochs(RowDataset(X, yk, sw), st,
+                    SBMOptions(alpha=alpha, eta=0.0, surrogate=surrogate))
+        M, phi = st.M, st.phi
         phis.append(phi)
     # the paper's mu lacks alpha theta for the skipped (sw = 0) row; the surrogate's
     # regulariser is n alpha theta: the difference is exactly M alpha theta_reg
@@ -497,10 +502,9 @@ def test_low_rank_dominates_full(K, n_head):
     alpha = 0.05
     P = (d + 1) * K
     theta = 0.4 * rng.randn(P)
-    th, M, mu, phi = theta.copy(), np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P)
-    sbm_full_epochs(RowDataset(X, yk, sw), th, M, mu, phi, n_outputs=K, fit_intercept=True,
-                    alpha=alpha, eta=0.0, n_epochs=1, seed=3)
-    full = np.linalg.inv(M)
+    st = _full_state(theta, K, True, n, alpha, 0.0, seed=3)
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    mu, full = st.mu, np.linalg.inv(st.M)
     head = np.arange(n_head)
     _, mu_l, D, lowhead = _run_lowrank(X, yk, sw, K, True, alpha, 0.0, theta, head, 2, 1, 1, 3)
     feats = list(head) + [d]
@@ -639,10 +643,10 @@ def test_eta_default_and_lambda_documented(multiclass):
     X, y = multiclass
     clf = SBMLogisticRegression(max_iter=1, alpha=0.01, random_state=0).fit(X, y)
     st = clf._states[0]
-    assert st["eta"] == pytest.approx(1 / X.shape[0])
-    assert st["lam"] == pytest.approx(0.01 * X.shape[0])
+    assert st.eta == pytest.approx(1 / X.shape[0])
+    assert st.lam == pytest.approx(0.01 * X.shape[0])
     clf = SBMLogisticRegression(max_iter=1, update="surrogate").fit(X, y)
-    assert clf._states[0]["eta"] == 1.0
+    assert clf._states[0].eta == 1.0
 
 
 def test_sample_weight_zero_rows_are_skipped(multiclass):

@@ -5,11 +5,13 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from .._validation import diverged_error
-from ._base import LinearClassifierBase
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
-from .._core._sbm_fast import sbm_full_epochs, sbm_lowrank_epochs
+from .._core._sbm_bound import SBMOptions
+from .._core._sbm_full import FullRankState, full_epochs, surrogate_epochs
+from .._core._sbm_lowrank import LowRankState, lowrank_epochs
+from .._validation import diverged_error
+from ._base import LinearClassifierBase
 
 _CONTROLLER = None
 
@@ -50,6 +52,13 @@ class SBMLogisticRegression(LinearClassifierBase):
     the multinomial model ``f(y) = e_y (x) x``, whose per-example curvature is
     ``S_j (x) x x^T`` with a ``K x K`` matrix ``S_j`` (used as such: one rank-K
     Woodbury step per example instead of K Sherman-Morrison steps).
+
+    The update is ``_core._sbm_full.full_pass`` at full rank (per example
+    ``absorb_curvature`` puts the curvature into ``M``, ``add_gradient`` the
+    gradient into ``mu``; ``full_step`` moves ``theta``) and
+    ``_core._sbm_lowrank.lowrank_example`` with the Woodbury step
+    ``_core._sbm_lowrank.lowrank_step`` at low rank; Algorithm 1 is
+    ``_core._sbm_bound.partition_bound``.
 
     Parameters
     ----------
@@ -93,15 +102,23 @@ class SBMLogisticRegression(LinearClassifierBase):
         mini-batches: the bound of every example of a batch is formed at
         the same weights). The bound and ``M`` are still updated per example.
     fit_intercept : bool, default=True
+        Whether to fit an intercept (not penalised; its curvature starts at
+        ``lam`` like every coordinate's).
     max_iter : int, default=5
         Passes over the data in ``fit``.
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles; an int gives reproducible fits.
     class_weight : dict, 'balanced' or None, default=None
+        Weight of each class, multiplied into ``sample_weight``:
+        ``{label: weight}``, or ``'balanced'`` for
+        ``n_samples / (n_classes * count(label))`` (``fit`` only).
     warm_start : bool, default=False
         Keep the state (weights, ``M``, ``mu``) across calls to ``fit``.
     verbose : int, default=0
+        Print the passes made and the mean log loss of the last one after
+        each call.
 
     Attributes
     ----------
@@ -118,8 +135,8 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     See Also
     --------
-    sklearn.linear_model.LogisticRegression : the batch solver of the same objective.
-    sklearn.linear_model.SGDClassifier : first-order stochastic peer (``loss='log_loss'``).
+    sklearn.linear_model.LogisticRegression : The batch solver of the same objective.
+    sklearn.linear_model.SGDClassifier : First-order stochastic peer (``loss='log_loss'``).
 
     Notes
     -----
@@ -135,21 +152,19 @@ class SBMLogisticRegression(LinearClassifierBase):
     How far one pass gets is limited by the bound's curvature, which
     ``Sigma_j`` overstates relative to the Hessian, the more so as there are
     more classes. Batch bound majorization (Eq. 2, ``eta = 1``, fresh bounds
-    on all rows at every step) is the reference: on a9a (2 classes) it is
-    within 2% of the optimum's test log-loss after 5 steps, and one pass of
-    ``update='surrogate'`` gets there too. On letter (26 classes, the bound's
-    trace several times the Hessian's) it is still 1.25x the optimum after 30
-    steps, so no single pass built on these bounds gets close. Algorithm 2
-    with ``eta = 1/n`` does worse than one batch step after a pass: ``mu``
-    keeps every gradient at the weights it was computed at.
-    ``benchmarks/linear_sbm.py`` prints these curves.
+    on all rows at every step) is the reference for what these bounds allow:
+    a single stochastic pass built on them is not expected to beat many
+    batch steps. Algorithm 2 with ``eta = 1/n`` does worse than one batch
+    step after a pass, because ``mu`` keeps every gradient at the weights it
+    was computed at; ``update='surrogate'`` corrects those stale gradients.
+    ``benchmarks/linear_sbm.py`` prints these curves (figures in
+    ``benchmarks/RESULTS.md``).
 
     Low rank: an example costs ``O(k K nnz)`` for the row plus ``O(k H)`` to
     merge each of its ``r <= K`` factors (``H``: head coordinates) and a
     ``(k+1) x (k+1)`` eigenvector, plus ``O(k^2 H)`` for the Woodbury solve
-    before each step on ``theta``. With ``k = 5`` and ``H = 17`` that is more
-    than a thousand flops per example, tens of times the work of an SGD step
-    on a row with a dozen non-zeros.
+    before each step on ``theta``: many times the work of an SGD step on the
+    same row.
 
     References
     ----------
@@ -202,121 +217,67 @@ class SBMLogisticRegression(LinearClassifierBase):
         return True
 
     # ---- state ------------------------------------------------------------------
-    def _init_problem(self, n_features, n_outputs):
+    def _init_problem(self, n_features, n_outputs, seed):
         if self.update == "surrogate" and self.rank is not None:
             raise ValueError("update='surrogate' is implemented for rank=None only; use "
                              "update='paper' with rank=k.")
-        P = (n_features + int(self.fit_intercept)) * n_outputs
-        state = {"coef": np.zeros(n_features * n_outputs), "intercept": np.zeros(n_outputs),
-                 "n_ref": None}
-        if self.rank is None:
-            need = 8 * P * P
-            if need > FULL_RANK_MAX_BYTES:
-                raise ValueError(
-                    f"rank=None (full rank) needs M = Sigma^-1 of {P} x {P} float64 "
-                    f"({need / 2 ** 20:.0f} MiB) for {n_features} features and "
-                    f"{n_outputs} output(s), above the {FULL_RANK_MAX_BYTES / 2 ** 20:.0f} MiB "
-                    "budget (sklearn_secondorder._sbm.FULL_RANK_MAX_BYTES); pass rank=k "
-                    "(e.g. rank=5) for the low-rank bound of Section 3.2."
-                )
-            state.update(M=np.eye(P), mu=np.zeros(P), phi=np.zeros(P))
-        return state
+        if self.rank is not None:
+            return LowRankState.zeros(n_features, n_outputs, self.fit_intercept, seed)
+        P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
+        need = 8 * P * P
+        if need > FULL_RANK_MAX_BYTES:
+            raise ValueError(
+                f"rank=None (full rank) needs M = Sigma^-1 of {P} x {P} float64 "
+                f"({need / 2 ** 20:.0f} MiB) for {n_features} features and "
+                f"{n_outputs} output(s), above the {FULL_RANK_MAX_BYTES / 2 ** 20:.0f} MiB "
+                "budget (sklearn_secondorder.linear._sbm.FULL_RANK_MAX_BYTES); pass rank=k "
+                "(e.g. rank=5) for the low-rank bound of Section 3.2."
+            )
+        return FullRankState.zeros(n_features, n_outputs, self.fit_intercept, seed)
 
     def _start(self, X, sample_weight, state):
         """Fix ``n`` (hence ``lam = n alpha`` and the default ``eta = 1/n``) on the
         first pass: the rows with non-zero weight (rows of weight 0 take no part,
-        as if they were left out)."""
+        as if they were left out). Low rank: choose the head features too."""
         n = max(int(np.count_nonzero(sample_weight)), 1)
-        state["n_ref"] = n
-        state["lam"] = n * self.alpha
         default = 1.0 / n if self.update == "paper" else 1.0
-        state["eta"] = default if self.eta is None else float(self.eta)
-        state["lam_total"] = state["lam"]        # regulariser curvature inside M
-        K = state["intercept"].size
-        d = X.shape[1]
-        P = (d + int(self.fit_intercept)) * K
+        eta = default if self.eta is None else float(self.eta)
         if self.rank is None:
-            state["M"] *= 1.0 / state["lam"]
-            return
-        counts = (np.bincount(X.indices[X.data != 0], minlength=d) if sp.issparse(X)
-                  else np.count_nonzero(X, axis=0))
-        order = np.lexsort((np.arange(d), -counts))
-        head = np.sort(order[:min(self.rank_features, d)][counts[order[:self.rank_features]] > 0])
-        slots = np.full(d + 1, -1, dtype=np.int32)
-        slots[head] = np.arange(head.size, dtype=np.int32)
-        feats = list(head)
-        if self.fit_intercept:
-            slots[d] = head.size
-            feats.append(d)
-        feats = np.asarray(feats, dtype=np.intp)
-        H = feats.size * K
-        k = min(self.rank, H)
-        V = np.zeros((k + 1, H))
-        V[np.arange(k), np.arange(k)] = 1.0
-        state.update(
-            head_slot=slots,
-            head_coords=(feats[:, None] * K + np.arange(K)).ravel(),
-            mu=np.zeros(P), D=np.full(P, state["lam"]), mu_h=np.zeros(H),
-            D_h=np.full(H, state["lam"]), V=V, S=np.zeros((k, k)),
-            tau=np.zeros(d, dtype=np.int64))
-
-    def _run_surrogate(self, ds, theta, state, kw, n_epochs, m):
-        """Pass by pass: before a pass, grow the regulariser's curvature in ``M`` to
-        ``lam (rows seen after the pass) / n`` (the sum form of the mean objective
-        over the rows seen); then run the pass."""
-        info = {"epochs": 0}
-        kw = dict(kw, n_epochs=1, surrogate=True)
-        for _ in range(n_epochs):
-            seen = state.get("rows_seen", 0) + m
-            delta = state["lam"] * seen / state["n_ref"] - state["lam_total"]
-            with _one_blas_thread():
-                # (one BLAS thread here too: idle threads of a threaded solve keep
-                # spinning and slow the single-threaded pass that follows)
-                if delta > 0:
-                    M = state["M"]
-                    M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
-                    M[:] = 0.5 * (M + M.T)
-                    state["lam_total"] += delta
-                one = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"],
-                                      lam=state["lam_total"], **kw)
-            state["rows_seen"] = seen
-            kw.update(seed=one["seed"], t=one["t"])
-            info = dict(one, epochs=info["epochs"] + one["epochs"])
-            if one["diverged"]:
-                break
-        return info
+            state.start(n, n * self.alpha, eta)
+        else:
+            state.start(n, n * self.alpha, eta, _most_frequent_features(X, self.rank_features),
+                        self.rank)
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        if state["n_ref"] is None:
+        if not state.started:
             self._start(X, sample_weight, state)
-        K = state["intercept"].size
-        theta = np.concatenate([state["coef"], state["intercept"] if self.fit_intercept
-                                else np.zeros(0)])
         ds = RowDataset(X, y, sample_weight)
-        kw = dict(n_outputs=K, fit_intercept=self.fit_intercept, alpha=self.alpha,
-                  eta=state["eta"], batch_size=self.batch_size, n_epochs=n_epochs,
-                  shuffle=self.shuffle, seed=state["seed"], t=state["t"])
-        if self.rank is None and self.update == "surrogate":
-            info = self._run_surrogate(ds, theta, state, kw, n_epochs,
-                                       np.count_nonzero(sample_weight))
-        elif self.rank is None:
-            with _one_blas_thread():
-                info = sbm_full_epochs(ds, theta, state["M"], state["mu"], state["phi"], **kw)
+        opts = SBMOptions(alpha=self.alpha, eta=state.eta, batch_size=self.batch_size,
+                          n_epochs=n_epochs, shuffle=self.shuffle,
+                          surrogate=self.update == "surrogate")
+        if self.rank is not None:
+            result = lowrank_epochs(ds, state, opts)
         else:
-            hc = state["head_coords"]
-            th_h = theta[hc].copy()
-            info = sbm_lowrank_epochs(
-                ds, theta, state["mu"], state["D"], th_h, state["mu_h"], state["D_h"],
-                state["V"], state["S"], state["head_slot"], state["tau"], **kw)
-            theta[hc] = th_h
-        if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"], remedy="lower eta")
-        n_coef = state["coef"].size
-        state["coef"][:] = theta[:n_coef]
-        if self.fit_intercept:
-            state["intercept"][:] = theta[n_coef:]
-        state.update(t=info["t"], seed=info["seed"], mean_loss=info["mean_loss"])
+            # (one BLAS thread for the surrogate's solve too: idle threads of a
+            # threaded solve keep spinning and slow the single-threaded pass after it)
+            with _one_blas_thread():
+                result = (surrogate_epochs if opts.surrogate else full_epochs)(ds, state, opts)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, result.epochs, remedy="lower eta")
         if self.verbose:
-            print(f"-- {type(self).__name__}: {info['epochs']} pass(es), t={info['t']}, "
-                  f"mean log loss of the last pass {info['mean_loss']:.6g}")
-        return info["epochs"]
+            print(f"-- {type(self).__name__}: {result.epochs} pass(es), t={result.t}, "
+                  f"mean log loss of the last pass {result.mean_loss:.6g}")
+        return result.epochs
+
+    def _final_weights(self, state):
+        return state.weights()
+
+
+def _most_frequent_features(X, n_head):
+    """The ``n_head`` features with the most non-zeros in ``X`` (ties: the lower
+    index), sorted; features that are all zero are left out."""
+    d = X.shape[1]
+    counts = (np.bincount(X.indices[X.data != 0], minlength=d) if sp.issparse(X)
+              else np.count_nonzero(X, axis=0))
+    order = np.lexsort((np.arange(d), -counts))
+    return np.sort(order[:min(n_head, d)][counts[order[:n_head]] > 0])

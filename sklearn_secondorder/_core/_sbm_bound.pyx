@@ -1,0 +1,131 @@
+"""Stochastic bound majorization (SBM): Algorithm 1 and what both kernels share.
+
+Choromanska & Jebara, "Stochastic Bound Majorization" (arXiv 2013):
+Algorithm 1 (the quadratic bound on a partition function, Theorem 1) is in
+``_sbm_bound.pxd``, inlined into the two kernels: ``_sbm_full`` (Algorithm 2,
+full rank) and ``_sbm_lowrank`` (Section 3.2). This module holds their
+options and result types and the test hooks of the bound.
+
+Model. A linear model with ``K`` outputs over the augmented row
+``xt = (x, 1)`` (the 1 only with an intercept); parameters ``theta`` are the
+C-order ``(n_features + fit_intercept, K)`` block, so coordinate ``i*K + a``
+is feature ``i``, output ``a``.
+
+- Multinomial (``K > 2`` classes): labels ``y = 0..K-1``, ``f(y) = e_y (x) xt``.
+- Binary (``K = 1``): labels ``{-1, +1}``, ``f(-1) = 0``, ``f(+1) = xt``
+  (the logistic model ``p(+1) = sigmoid(theta . xt)``).
+
+In both cases ``f(y) = F[y] (x) xt`` for a small table ``F`` (``n_y x K``),
+so Algorithm 1 runs on the coefficients: ``g = c (x) xt`` and
+``l = (F[y] - c) (x) xt``, and one example's curvature is the Kronecker
+product ``S_j (x) xt xt^T`` with ``S_j = sum_y beta_y u_y u_y^T`` (``K x K``,
+``u_y = F[y] - c`` before the update). The kernels keep ``S_j`` as its
+rank-one factors ``sqrt(beta_y) u_y`` (the first term has ``beta = 0``).
+
+Objective. Sum form of scikit-learn's ``mean_i s_i loss_i + alpha/2 ||w||^2``:
+``J = sum_i s_i loss_i + lam/2 ||w||^2`` with ``lam = n alpha`` (the paper's
+lambda in Eq. 1; ``n`` rows per pass). Per example the gradient term
+``s_i (c - F[y_i]) (x) xt + alpha w`` enters ``mu`` once (Algorithm 2 as
+printed adds ``-f_j + lam theta / t`` once per label ``y``, which counts it
+``|Omega|`` times). The intercept is not penalised: no ``alpha w`` term; its
+curvature starts at ``lam`` like every coordinate (``M = I / lam``), which is
+a proximal term and keeps the quadratic an upper bound.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class SBMOptions:
+    """How an SBM kernel runs its passes (the state is separate: ``FullRankState``,
+    ``LowRankState``).
+
+    Attributes
+    ----------
+    alpha : float
+        L2 strength per example (``lam / n``): each example adds
+        ``alpha theta`` (intercept excluded) to ``mu``.
+    eta : float
+        Step ``theta -= eta phi`` (the paper's ``1/t``).
+    batch_size : int
+        Examples between two steps on ``theta`` (a pass also ends with one).
+    n_epochs : int
+        Passes over the rows.
+    shuffle : bool
+        Shuffle the rows before each pass.
+    surrogate : bool
+        Full rank only: incremental majorization-minimisation instead of
+        Algorithm 2's ``mu`` (see ``_sbm_full.full_epochs``).
+    """
+
+    alpha: float
+    eta: float
+    batch_size: int = 1
+    n_epochs: int = 1
+    shuffle: bool = True
+    surrogate: bool = False
+
+
+@dataclass
+class SBMResult:
+    """What an SBM kernel reports about its passes.
+
+    Attributes
+    ----------
+    t : int
+        Examples processed so far (the state's ``t`` after the passes).
+    seed : int
+        The shuffling RNG state after the passes.
+    epochs : int
+        Passes made, the one that diverged included.
+    mean_loss : float
+        Weighted mean log loss of the last pass at the pre-step weights.
+    diverged : bool
+        The weights overflowed (non-finite values), or a curvature update
+        lost positive definiteness.
+    """
+
+    t: int
+    seed: int
+    epochs: int
+    mean_loss: float
+    diverged: bool
+
+
+def bound(F, logalpha):
+    """Algorithm 1 (test hook): ``(log z, g, Sigma)`` for ``f(y) = F[y]``.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n_y, dim)
+        The feature vectors ``f(y)``.
+    logalpha : ndarray of shape (n_y,)
+        ``log h(y) + theta~ . f(y)``.
+
+    Returns
+    -------
+    logz : float
+    g : ndarray of shape (dim,)
+    Sigma : ndarray of shape (dim, dim)
+        With these, ``logz + d.g + d.Sigma.d / 2 >= log sum_y h(y) exp(theta.f(y))``
+        for every ``theta`` (``d = theta - theta~``), Theorem 1.
+    """
+    cdef double[:, ::1] Fv = np.ascontiguousarray(F, dtype=np.float64)
+    cdef double[::1] la = np.ascontiguousarray(logalpha, dtype=np.float64)
+    cdef int n_y = Fv.shape[0], dim = Fv.shape[1]
+    if la.shape[0] != n_y or n_y == 0:
+        raise ValueError("F and logalpha must have the same (non-zero) length")
+    cdef double[::1] c = np.zeros(dim)
+    U = np.zeros((n_y, dim))
+    beta = np.zeros(n_y)
+    cdef double[:, ::1] Uv = U
+    cdef double[::1] bv = beta
+    cdef double logz = partition_bound(n_y, dim, &Fv[0, 0], &la[0], &c[0], &Uv[0, 0],
+                                       &bv[0])
+    return logz, np.asarray(c), (U.T * beta) @ U
+
+
+def beta_py(double r):
+    """``tanh(r/2) / (2 r)`` with its limits (test hook of ``bound_beta``)."""
+    return bound_beta(r)

@@ -1,0 +1,243 @@
+# The low-rank bound on the curvature of Section 3.2, ``Sigma_head <= V^T S V +
+# diag(Dh)`` (``V``: ``k`` orthonormal rows over the ``H`` head coordinates),
+# and the three operations the low-rank kernel (``_sbm_lowrank``) applies to
+# it: absorbing a rank-one term (``merge``), the Woodbury solve of Algorithm
+# 2's step (``woodbury_solve``) and the per-pass re-orthonormalisation.
+# Inline: ``merge`` runs for every factor of every example.
+from libc.math cimport fabs, sqrt
+from libc.stdlib cimport free, malloc
+
+from ._linalg cimport (
+    axpy, dot, householder_rows, householder_sandwich, scal, smallest_eigvec, solve_small)
+
+
+cdef struct LowRank:
+    int k              # rank kept
+    int H              # head dimension
+    double* V          # (k + 1) x H: rows 0..k-1 = V, row k = work row
+    double* S          # k x k, positive semi-definite
+    double* Dh         # H, the diagonal
+    # scratch
+    double* T          # (k+1)^2
+    double* T2         # (k+1)^2
+    double* e          # k+1
+    double* ywork      # k+1
+    double* p          # k+1
+    double* hv         # H + 1
+    double* G          # k x k (+1): V D^-1 V^T
+    double* a          # k+1
+    double* dinv_mu    # H + 1
+    const int* zi      # merge: the non-zero entries of z (nzi of them), or nzi < 0: dense
+    int nzi
+
+
+cdef inline int lowrank_scratch_alloc(LowRank* lr) noexcept nogil:
+    """Allocate the scratch of ``lr`` for its ``k`` and ``H`` (its pointers
+    NULL before); 0 when out of memory."""
+    cdef int n1 = lr.k + 1, H = lr.H, k = lr.k
+    lr.T = <double*>malloc(n1 * n1 * sizeof(double))
+    lr.T2 = <double*>malloc(n1 * n1 * sizeof(double))
+    lr.e = <double*>malloc(n1 * sizeof(double))
+    lr.ywork = <double*>malloc(n1 * sizeof(double))
+    lr.p = <double*>malloc(n1 * sizeof(double))
+    lr.hv = <double*>malloc((H + 1) * sizeof(double))
+    lr.G = <double*>malloc((k * k + 1) * sizeof(double))
+    lr.a = <double*>malloc(n1 * sizeof(double))
+    lr.dinv_mu = <double*>malloc((H + 1) * sizeof(double))
+    return not (lr.T == NULL or lr.T2 == NULL or lr.e == NULL or lr.ywork == NULL
+                or lr.p == NULL or lr.hv == NULL or lr.G == NULL or lr.a == NULL
+                or lr.dinv_mu == NULL)
+
+
+cdef inline void lowrank_scratch_free(LowRank* lr) noexcept nogil:
+    free(lr.T)
+    free(lr.T2)
+    free(lr.e)
+    free(lr.ywork)
+    free(lr.p)
+    free(lr.hv)
+    free(lr.G)
+    free(lr.a)
+    free(lr.dinv_mu)
+
+
+cdef inline void fold_into_diagonal(int H, double scale, const double* b,
+                                    double* Dh) noexcept nogil:
+    """``Dh += scale ||b||_1 |b|``: a dropped term ``scale b b^T`` bounded by
+    ``scale ||b||_1 diag(|b|)`` (Gershgorin: the difference is diagonally
+    dominant), so the quadratic stays an upper bound."""
+    cdef int h
+    cdef double nb1 = 0.0
+    for h in range(H):
+        nb1 += fabs(b[h])
+    for h in range(H):
+        Dh[h] += scale * nb1 * fabs(b[h])
+
+
+cdef inline void merge(LowRank* lr, double* z) noexcept nogil:
+    """``V^T S V + D + z z^T <= V'^T S' V' + D'`` (one rank-one term, Section 3.2).
+
+    With ``p = V z``, ``w = (z - V^T p) / rho`` the sum is exactly
+    ``[V; w]^T T [V; w] + D`` with ``T = [[S + p p^T, rho p], [rho p^T, rho^2]]``.
+    A Householder reflector ``Q`` sends an (approximate) eigenvector of the
+    smallest eigenvalue of ``T`` to the last axis: ``Q T Q = [[A, c], [c^T, l]]
+    <= [[A + |c| I, 0], [0, l + |c|]]``. The first ``k`` rows of ``Q [V; w]``
+    become ``V'`` with ``S' = A + |c| I``; the last row ``b`` is dropped into
+    ``D`` through ``(l + |c|) b b^T <= (l + |c|) ||b||_1 diag(|b|)``.
+    """
+    cdef int k = lr.k, H = lr.H, n = lr.k + 1, i, j, h
+    cdef double* V = lr.V
+    cdef double* w = lr.V + <size_t>k * H
+    cdef double* T = lr.T
+    cdef double* p = lr.p
+    cdef double* e = lr.e
+    cdef double rho, v, bq, lam_d, cn
+    cdef double* Tv = lr.ywork
+    if k == 0:
+        # no low-rank part: the whole term goes to the diagonal
+        fold_into_diagonal(H, 1.0, z, lr.Dh)
+        return
+    if lr.nzi >= 0:
+        # p = V z over the non-zeros of z (a row's head features)
+        for i in range(k):
+            v = 0.0
+            for j in range(lr.nzi):
+                h = lr.zi[j]
+                v += V[<size_t>i * H + h] * z[h]
+            p[i] = v
+    else:
+        for i in range(k):
+            p[i] = dot(H, V + <size_t>i * H, z)
+    for h in range(H):
+        w[h] = z[h]
+    for i in range(k):
+        axpy(H, -p[i], V + <size_t>i * H, w)
+    rho = sqrt(dot(H, w, w))
+    if rho == 0.0:
+        # z is in the span of V: the term is exact in S
+        for i in range(k):
+            for j in range(k):
+                lr.S[i * k + j] += p[i] * p[j]
+        return
+    scal(H, 1.0 / rho, w)
+    for i in range(k):
+        for j in range(k):
+            T[i * n + j] = lr.S[i * k + j] + p[i] * p[j]
+        T[i * n + k] = rho * p[i]
+        T[k * n + i] = rho * p[i]
+    T[k * n + k] = rho * rho
+    if not smallest_eigvec(n, T, lr.T2, e, Tv):
+        for i in range(n):
+            e[i] = 0.0
+        e[k] = 1.0
+    # Householder vector v = e + sign(e_k) e_k  (so Q e = -sign(e_k) e_k)
+    if e[k] >= 0:
+        e[k] += 1.0
+    else:
+        e[k] -= 1.0
+    bq = householder_sandwich(n, T, e, Tv)
+    cn = 0.0
+    for i in range(k):
+        cn += T[i * n + k] * T[i * n + k]
+    cn = sqrt(cn)
+    for i in range(k):
+        for j in range(k):
+            lr.S[i * k + j] = 0.5 * (T[i * n + j] + T[j * n + i])
+        lr.S[i * k + i] += cn
+    lam_d = T[k * n + k] + cn
+    householder_rows(n, H, bq, e, V, lr.hv)        # the rows [V; w] <- Q [V; w]
+    if lam_d > 0.0:
+        fold_into_diagonal(H, lam_d, w, lr.Dh)    # the dropped row b = V[k]
+
+
+cdef inline int woodbury_solve(LowRank* lr, const double* mu, double* phi) noexcept nogil:
+    """``phi = (V^T S V + D)^-1 mu``: the head block of Algorithm 2's step.
+
+    Woodbury in the form ``D^-1 mu - D^-1 V^T (I + S V D^-1 V^T)^-1 S V
+    D^-1 mu``, which needs no ``S^-1`` (``S`` may be singular, e.g. while the
+    rank is not used up). Returns 0 when the ``k x k`` system is singular.
+    """
+    cdef int k = lr.k, H = lr.H, i, j, m, h
+    cdef double v
+    cdef double* V = lr.V
+    cdef double* y = lr.ywork
+    cdef double* dinv = lr.hv
+    cdef double* G = lr.G
+    cdef double* a = lr.a
+    cdef double* dinv_mu = lr.dinv_mu
+    for h in range(H):
+        dinv[h] = 1.0 / lr.Dh[h]
+        dinv_mu[h] = mu[h] * dinv[h]
+    if k == 0:
+        for h in range(H):
+            phi[h] = dinv_mu[h]
+        return 1
+    for i in range(k):
+        y[i] = dot(H, V + <size_t>i * H, dinv_mu)
+        # (row k of V is workspace: V_i * D^-1 into it, then dot with the rows j <= i)
+        for h in range(H):
+            V[<size_t>k * H + h] = V[<size_t>i * H + h] * dinv[h]
+        for j in range(i + 1):
+            v = dot(H, V + <size_t>j * H, V + <size_t>k * H)
+            G[i * k + j] = v
+            G[j * k + i] = v
+    # A = I + S G (stored in lr.T2, k x k), rhs = S y
+    for i in range(k):
+        for j in range(k):
+            v = 0.0
+            for m in range(k):
+                v += lr.S[i * k + m] * G[m * k + j]
+            lr.T2[i * k + j] = v + (1.0 if i == j else 0.0)
+        v = 0.0
+        for m in range(k):
+            v += lr.S[i * k + m] * y[m]
+        a[i] = v
+    if not solve_small(k, lr.T2, a):
+        return 0
+    for h in range(H):
+        phi[h] = mu[h]
+    for i in range(k):
+        axpy(H, -a[i], V + <size_t>i * H, phi)
+    for h in range(H):
+        phi[h] *= dinv[h]
+    return 1
+
+
+cdef inline void orthonormalize(LowRank* lr) noexcept nogil:
+    """Re-orthonormalise the rows of ``V`` (modified Gram-Schmidt, ``V = L Q``)
+    and change basis exactly: ``V^T S V = Q^T (L^T S L) Q``. Once per pass:
+    the merges keep ``V`` orthonormal only up to rounding."""
+    cdef int k = lr.k, H = lr.H, i, j, m
+    cdef double* V = lr.V
+    cdef double* L = lr.T2        # k x k lower (T2 has room: (k+1)^2)
+    cdef double* W = lr.T         # k x k scratch
+    cdef double nrm, v
+    for i in range(k * k):
+        L[i] = 0.0
+    for i in range(k):
+        for j in range(i):
+            v = dot(H, V + <size_t>j * H, V + <size_t>i * H)
+            L[i * k + j] = v
+            axpy(H, -v, V + <size_t>j * H, V + <size_t>i * H)
+        nrm = sqrt(dot(H, V + <size_t>i * H, V + <size_t>i * H))
+        L[i * k + i] = nrm
+        if nrm > 0.0:
+            scal(H, 1.0 / nrm, V + <size_t>i * H)
+    # S <- L^T S L
+    for i in range(k):
+        for j in range(k):
+            v = 0.0
+            for m in range(k):
+                v += lr.S[i * k + m] * L[m * k + j]
+            W[i * k + j] = v
+    for i in range(k):
+        for j in range(k):
+            v = 0.0
+            for m in range(k):
+                v += L[m * k + i] * W[m * k + j]
+            lr.S[i * k + j] = v
+    for i in range(k):
+        for j in range(i):
+            v = 0.5 * (lr.S[i * k + j] + lr.S[j * k + i])
+            lr.S[i * k + j] = v
+            lr.S[j * k + i] = v
