@@ -34,6 +34,7 @@ from .._compat import (
     Interval,
     StrOptions,
     _check_sample_weight,
+    _fit_context,
     check_is_fitted,
     validate_data,
 )
@@ -80,6 +81,9 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Whether more than two classes are fitted jointly (default: never)."""
         return False
 
+    def _more_validate_params(self, for_partial_fit=False):
+        """Cross-parameter checks, after the constraints (none by default)."""
+
     def _check_state_params(self):
         """Check the parameters against the state before a later ``partial_fit``
         changes anything (default: nothing to check)."""
@@ -90,6 +94,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     # ---- fitting --------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model with ``max_iter`` passes over the data.
 
@@ -111,7 +116,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        self._validate_params()
+        self._more_validate_params()
         keep_state = self.warm_start and hasattr(self, "_states")
         old = (self.classes_, self.coef_.shape[1]) if keep_state else None
         saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
@@ -135,6 +140,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                 self._reset_state(X.shape[1])
             return self._fit_epochs(X, y, sample_weight, self.max_iter)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass over the given rows, continuing the current state.
 
@@ -160,8 +166,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         self : object
             The updated estimator.
         """
-        self._validate_params()
         first = not hasattr(self, "classes_")
+        if not first:
+            # (_fit_context validates a first call only: the parameters may
+            # have been set since, and a bad one must not touch the state)
+            self._validate_params()
+        self._more_validate_params(for_partial_fit=True)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")

@@ -166,8 +166,7 @@ class PSAClassifier(LinearClassifierBase):
     def _is_multinomial(self):
         return self.loss == "log_loss"
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _more_validate_params(self, for_partial_fit=False):
         check_eta0(self)
         check_psa_factors(self)
 

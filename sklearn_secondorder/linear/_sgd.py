@@ -132,8 +132,7 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _is_multinomial(self):
         return self.loss == "log_loss"
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _more_validate_params(self, for_partial_fit=False):
         if self.learning_rate == "constant":
             # ('optimal': eta_t = 1/(alpha (t + t0)) keeps every later shrink
             # positive; only the first step, on zero weights, can reach 0)

@@ -16,7 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._calibration import calibrate_crf_eta0
-from .._compat import Interval, StrOptions, check_is_fitted, validate_data
+from .._compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
 from .._core._dataset import SequenceData
@@ -151,6 +151,9 @@ class _BaseSequenceTagger(BaseEstimator):
             check_classification_targets(labels)
         return data, indices, indptr, offsets, labels, n_features, kind
 
+    def _more_validate_params(self, for_partial_fit=False):
+        """Cross-parameter checks, after the constraints (none by default)."""
+
     # ---- state ------------------------------------------------------------------
     def _n_states(self):
         return self.classes_.size * self._n_latent()
@@ -189,6 +192,7 @@ class _BaseSequenceTagger(BaseEstimator):
                                   fit_intercept=self.fit_intercept, averaged=self._averaged)
 
     # ---- fitting ------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the CRF with ``max_iter`` passes over the sequences.
 
@@ -207,13 +211,14 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
             The fitted tagger.
         """
-        self._validate_params()
+        self._more_validate_params()
         remove_fitted(self, self._private_state)
         with unfit_on_error(self, self._private_state):
             batch = self._to_data(X, y, fitting=True, first=True)
             self.classes_ = self._check_labels(np.unique(batch[4]))
             return self._fit_batch(batch, self.max_iter, first=True)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
         """One pass over the given sequences, continuing the current state.
 
@@ -242,8 +247,12 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
             The updated tagger.
         """
-        self._validate_params()
         first = not hasattr(self, "_state")
+        if not first:
+            # (_fit_context validates a first call only: the parameters may
+            # have been set since, and a bad one must not touch the state)
+            self._validate_params()
+        self._more_validate_params(for_partial_fit=True)
         if classes is not None:
             classes = check_classes_arg(classes)
         if not first:

@@ -141,8 +141,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _more_validate_params(self, for_partial_fit=False):
         check_psa_factors(self)
 
     def _grow(self, n_attributes):
