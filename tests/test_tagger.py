@@ -13,7 +13,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
 from sklearn_secondorder._core._crf_infer import loglik_gradient, objective
-from sklearn_secondorder._core._dataset import SequenceData
 from sklearn_secondorder._core._weights import ScaledWeights
 from sklearn_secondorder.metrics import chunk_f1_score, chunk_f1_scorer
 
@@ -342,8 +341,8 @@ def test_reaches_the_crfsuite_lbfgs_optimum():
         flat[A * L + labels.index(a) * L + labels.index(b)] = coef
     st = ours._state
     batch = ours._to_data(X, y, fitting=True)
-    lab_idx = np.searchsorted(ours.classes_, batch[4]).astype(np.int32)
-    ds = SequenceData(batch[0], batch[1], batch[2], batch[3], lab_idx, A)
+    lab_idx = np.searchsorted(ours.classes_, batch.labels).astype(np.int32)
+    ds = batch.sequence_data(A, lab_idx)
     _, grad = loglik_gradient(ds, ScaledWeights(flat.copy(), L), fit_intercept=False)
     full_grad = alpha * flat - grad / len(X)
     full_grad[-L:] = 0.0  # no bias
@@ -421,8 +420,8 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
     batch = tagger._to_data(X, y, fitting=True)
     A, L = len(tagger.attributes_), tagger.classes_.size
-    lab = np.searchsorted(tagger.classes_, batch[4]).astype(np.int32)
-    ds = SequenceData(batch[0], batch[1], batch[2], batch[3], lab, A)
+    lab = np.searchsorted(tagger.classes_, batch.labels).astype(np.int32)
+    ds = batch.sequence_data(A, lab)
     alpha = 1e-3
 
     def obj(eta):

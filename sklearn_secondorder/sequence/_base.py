@@ -13,18 +13,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 
 from .._calibration import calibrate_crf_eta0
-from .._compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
+from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
-from .._core._dataset import SequenceData
 from .._core._weights import ScaledWeights
 from .._validation import (
     check_classes_arg,
     check_eta0,
-    check_label_types,
     diverged_error,
     draw_seed,
     remove_fitted,
@@ -32,15 +29,10 @@ from .._validation import (
     warn_if_implausible,
 )
 from ._input import (
-    KIND_ARRAYS,
     KIND_DICTS,
     KIND_FLAT,
-    csr_arrays,
     flatten_labels,
-    input_kind,
-    stack_arrays,
-    subset,
-    vectorize_dicts,
+    read_sequences,
 )
 
 
@@ -108,48 +100,8 @@ class _BaseSequenceTagger(BaseEstimator):
 
     # ---- input ------------------------------------------------------------------
     def _to_data(self, X, y=None, *, fitting=False, first=False):
-        """``X`` (and ``y``) -> ``(SequenceData, kind, offsets)``.
-
-        ``fitting`` grows the vocabulary; ``first`` resets the input kind and
-        the feature checks (``fit`` and the first ``partial_fit``).
-        """
-        kind = input_kind(X)
-        if first:
-            for attr in ("n_features_in_", "feature_names_in_", "vocabulary_"):
-                if hasattr(self, attr):
-                    delattr(self, attr)
-            self._kind = kind
-        elif (kind == KIND_DICTS) != (self._kind == KIND_DICTS):
-            raise ValueError(
-                f"the model was fitted on {self._kind!r} input but X is {kind!r}: numeric "
-                "arrays and feature dicts cannot be mixed.")
-        labels = None
-        if kind == KIND_FLAT:
-            if fitting:
-                check_label_types(y, "y")
-                X, yy = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                                      reset=first)
-                check_classification_targets(yy)
-                labels = np.asarray(yy)
-            else:
-                X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            data, indices, indptr = csr_arrays(X)
-            offsets = np.arange(X.shape[0] + 1, dtype=np.int64)
-            n_features = X.shape[1]
-        elif kind == KIND_ARRAYS:
-            expected = None if first else getattr(self, "n_features_in_", None)
-            data, indices, indptr, offsets, n_features = stack_arrays(X, expected)
-            if first:
-                self.n_features_in_ = n_features
-        else:
-            if first:
-                self.vocabulary_ = {}
-            data, indices, indptr, offsets = vectorize_dicts(X, self.vocabulary_, grow=fitting)
-            n_features = len(self.vocabulary_)
-        if fitting and kind != KIND_FLAT:
-            labels = flatten_labels(y, np.diff(offsets))
-            check_classification_targets(labels)
-        return data, indices, indptr, offsets, labels, n_features, kind
+        """``X`` (and ``y``) as a ``SequenceBatch`` (``read_sequences``)."""
+        return read_sequences(self, X, y, fitting=fitting, first=first)
 
     def _more_validate_params(self, for_partial_fit=False):
         """Cross-parameter checks, after the constraints (none by default)."""
@@ -179,14 +131,14 @@ class _BaseSequenceTagger(BaseEstimator):
             crf.add_attributes(n_attributes - crf.n_attributes,
                                self._latent_init(self._state.rng))
 
-    def _eta0(self, data, indices, indptr, offsets, labels):
+    def _eta0(self, batch, label_idx):
         if self.eta0 != "auto":
             return float(self.eta0)
         st = self._state
-        n = offsets.size - 1
+        n = batch.n_sequences
         rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
-        d, i, p, o, lab = subset(data, indices, indptr, offsets, labels, rows)
-        ds = SequenceData(d, i, p, o, lab, st.crf.n_attributes)
+        sample, sample_labels = batch.sample(rows, label_idx)
+        ds = sample.sequence_data(st.crf.n_attributes, sample_labels)
         return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), alpha=self.alpha,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged)
@@ -215,7 +167,7 @@ class _BaseSequenceTagger(BaseEstimator):
         remove_fitted(self, self._private_state)
         with unfit_on_error(self, self._private_state):
             batch = self._to_data(X, y, fitting=True, first=True)
-            self.classes_ = self._check_labels(np.unique(batch[4]))
+            self.classes_ = self._check_labels(np.unique(batch.labels))
             return self._fit_batch(batch, self.max_iter, first=True)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -265,8 +217,8 @@ class _BaseSequenceTagger(BaseEstimator):
         try:
             batch = self._to_data(X, y, fitting=True, first=first)
             all_classes = (self.classes_ if not first else self._check_labels(
-                np.unique(batch[4]) if classes is None else classes))
-            unseen = np.setdiff1d(np.unique(batch[4]), all_classes)
+                np.unique(batch.labels) if classes is None else classes))
+            unseen = np.setdiff1d(np.unique(batch.labels), all_classes)
             if unseen.size:
                 raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
                                  f"{unseen[:5]!r}; pass all the labels as `classes` on "
@@ -292,20 +244,19 @@ class _BaseSequenceTagger(BaseEstimator):
         return classes
 
     def _fit_batch(self, batch, n_epochs, first):
-        data, indices, indptr, offsets, labels, n_features, kind = batch
-        label_idx = np.searchsorted(self.classes_, labels).astype(np.int32)
+        label_idx = np.searchsorted(self.classes_, batch.labels).astype(np.int32)
         if first:
-            self._new_state(n_features, check_random_state(self.random_state))
+            self._new_state(batch.n_features, check_random_state(self.random_state))
         else:
-            self._grow(n_features)
+            self._grow(batch.n_features)
         if first:
-            self.eta0_ = self._eta0(data, indices, indptr, offsets, label_idx)
+            self.eta0_ = self._eta0(batch, label_idx)
         crf = self._state.crf
-        ds = SequenceData(data, indices, indptr, offsets, label_idx, crf.n_attributes)
+        ds = batch.sequence_data(crf.n_attributes, label_idx)
         self.n_iter_ = self._run_passes(ds, n_epochs)
         self.t_ = crf.t
         self._model = self._final_flat()
-        self._check_weight_scale(float(np.mean(np.diff(offsets))))
+        self._check_weight_scale(batch.n_tokens / batch.n_sequences)
         return self
 
     def _check_weight_scale(self, mean_length):
@@ -347,9 +298,8 @@ class _BaseSequenceTagger(BaseEstimator):
 
     def _predict_data(self, X):
         check_is_fitted(self)
-        data, indices, indptr, offsets, _, _, kind = self._to_data(X)
-        ds = SequenceData(data, indices, indptr, offsets, None, self._state.crf.n_attributes)
-        return ds, offsets, kind
+        batch = self._to_data(X)
+        return batch.sequence_data(self._state.crf.n_attributes), batch.offsets, batch.kind
 
     def predict(self, X):
         """Best label sequence of each sequence (Viterbi).

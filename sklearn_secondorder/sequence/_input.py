@@ -16,11 +16,17 @@ Internally the tokens of all sequences are stacked into one CSR matrix and
 private: it is not sample-aligned).
 """
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from numbers import Number, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
+from sklearn.utils.multiclass import check_classification_targets
+
+from .._compat import validate_data
+from .._core._dataset import SequenceData
+from .._validation import check_label_types
 
 KIND_DICTS = "dicts"
 KIND_ARRAYS = "arrays"
@@ -193,13 +199,101 @@ def flatten_labels(y, lengths):
     return np.asarray(flat)
 
 
-def subset(data, indices, indptr, offsets, labels, rows):
-    """The sequences ``rows`` of a stacked batch, as a new stacked batch."""
-    rows = np.asarray(rows)
-    starts, ends = offsets[rows], offsets[rows + 1]
-    tok = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
-    n_columns = int(indices.max(initial=-1)) + 1
-    M = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n_columns))
-    sub = M[tok]
-    new_offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
-    return csr_arrays(sub) + (new_offsets, labels[tok] if labels is not None else None)
+@dataclass
+class SequenceBatch:
+    """Sequences stacked as one CSR matrix of token rows plus offsets.
+
+    Attributes
+    ----------
+    data, indices, indptr : ndarray
+        The CSR arrays of the ``(n_tokens, n_features)`` token matrix
+        (float64, int32, int64).
+    offsets : int64 ndarray of shape (n_sequences + 1,)
+        Sequence ``s`` holds token rows ``offsets[s]:offsets[s + 1]``.
+    labels : ndarray of shape (n_tokens,) or None
+        The label of every token (training only).
+    n_features : int
+    kind : {'dicts', 'arrays', 'flat'}
+        The input form (``input_kind``).
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    offsets: np.ndarray
+    labels: object
+    n_features: int
+    kind: str
+
+    @property
+    def n_sequences(self):
+        return self.offsets.size - 1
+
+    @property
+    def n_tokens(self):
+        return self.indptr.size - 1
+
+    def sequence_data(self, n_attributes, label_idx=None):
+        """The kernels' ``SequenceData`` (label indices for training)."""
+        return SequenceData(self.data, self.indices, self.indptr, self.offsets, label_idx,
+                            n_attributes)
+
+    def sample(self, rows, label_idx):
+        """The sequences ``rows`` (and their tokens' ``label_idx``) as a new batch
+        and label array."""
+        rows = np.asarray(rows)
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        tok = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
+        n_columns = int(self.indices.max(initial=-1)) + 1
+        M = sp.csr_matrix((self.data, self.indices, self.indptr),
+                          shape=(self.n_tokens, n_columns))
+        data, indices, indptr = csr_arrays(M[tok])
+        offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
+        return (SequenceBatch(data, indices, indptr, offsets, None, self.n_features, self.kind),
+                label_idx[tok])
+
+
+def read_sequences(est, X, y=None, *, fitting=False, first=False):
+    """``X`` (and ``y``) as a ``SequenceBatch``, with ``est``'s input checks.
+
+    ``fitting`` grows the vocabulary (``est.vocabulary_``); ``first`` resets
+    the input kind and the feature checks (``fit`` and the first
+    ``partial_fit``).
+    """
+    kind = input_kind(X)
+    if first:
+        for attr in ("n_features_in_", "feature_names_in_", "vocabulary_"):
+            if hasattr(est, attr):
+                delattr(est, attr)
+        est._kind = kind
+    elif (kind == KIND_DICTS) != (est._kind == KIND_DICTS):
+        raise ValueError(
+            f"the model was fitted on {est._kind!r} input but X is {kind!r}: numeric "
+            "arrays and feature dicts cannot be mixed.")
+    labels = None
+    if kind == KIND_FLAT:
+        if fitting:
+            check_label_types(y, "y")
+            X, yy = validate_data(est, X, y, accept_sparse="csr", dtype=np.float64,
+                                  reset=first)
+            check_classification_targets(yy)
+            labels = np.asarray(yy)
+        else:
+            X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        data, indices, indptr = csr_arrays(X)
+        offsets = np.arange(X.shape[0] + 1, dtype=np.int64)
+        n_features = X.shape[1]
+    elif kind == KIND_ARRAYS:
+        expected = None if first else getattr(est, "n_features_in_", None)
+        data, indices, indptr, offsets, n_features = stack_arrays(X, expected)
+        if first:
+            est.n_features_in_ = n_features
+    else:
+        if first:
+            est.vocabulary_ = {}
+        data, indices, indptr, offsets = vectorize_dicts(X, est.vocabulary_, grow=fitting)
+        n_features = len(est.vocabulary_)
+    if fitting and kind != KIND_FLAT:
+        labels = flatten_labels(y, np.diff(offsets))
+        check_classification_targets(labels)
+    return SequenceBatch(data, indices, indptr, offsets, labels, n_features, kind)
