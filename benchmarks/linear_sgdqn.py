@@ -11,8 +11,8 @@ with ``C = 1 / (alpha n)`` (C = 1 for alpha = 1/n); its intercept is
 penalised through ``intercept_scaling``, set to 100 so the penalty is
 negligible (primal solver, tol=1e-8), except on data with more columns than
 rows (conll_tokens), where the dual solver with tol=1e-4 and
-``intercept_scaling=1`` is used for time. Multiclass data are one-vs-rest for all three; the objective
-reported is the mean of the binary objectives over the classes.
+``intercept_scaling=1`` is used for time. Multiclass data are one-vs-rest for
+all three; the objective reported is the mean of the binary objectives over the classes.
 
 Figures (paper's Figures 3-4 style): primal cost (as log10 relative
 suboptimality against LinearSVC's, clipped at 1) and test error after passes
@@ -27,11 +27,10 @@ import time
 import warnings
 
 import numpy as np
+from _common import best_time, print_table, save_curves, sgdclassifier_epoch_time
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
-
-from _common import best_time, print_table, save_curves, sgdclassifier_epoch_time
 
 from sklearn_secondorder import PlainSGDClassifier, SGDQNLinearSVC
 

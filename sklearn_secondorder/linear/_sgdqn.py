@@ -5,12 +5,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import diverged_error
-from ._base import LinearClassifierBase
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
-from .._core._sgdqn_fast import primal_objective, sgdqn_epochs
+from .._core._sgdqn_fast import SGDQNOptions, SGDQNState, primal_objective, sgdqn_epochs
+from .._validation import diverged_error
+from ._base import LinearClassifierBase
 
 #: Candidate values of t0 tried by ``t0='auto'`` (libsgdqn's grid, 1 .. 1e10).
 T0_GRID = tuple(10.0 ** k for k in range(11))
@@ -84,6 +84,10 @@ class SGDQNLinearSVC(LinearClassifierBase):
     the first-order schedule of SVMSGD2 (Figure 1), and ``B_i`` never exceeds
     ``1 / (alpha t0)``.
 
+    The update is in :func:`sklearn_secondorder._core._sgdqn_fast.sgdqn_epochs`
+    (its per-example loop, ``_epochs_nogil`` in ``_core/_sgdqn_fast.pyx``),
+    which continues one ``SGDQNState`` per binary problem.
+
     Parameters
     ----------
     loss : {'squared_hinge', 'hinge', 'log_loss'}, default='squared_hinge'
@@ -120,8 +124,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
         error, ``alpha t0 < c max_i s_i (||x_i||^2 + 1) / 2`` with ``c`` the
         loss curvature bound: 2 for the squared hinge, 1/4 for the log loss,
         0 for the hinge) are not tried: on a 10% sample they can look best
-        and then blow up on the full data (seen on w8a, whose rows have 9 to
-        113 non-zeros).
+        and then blow up on the full data, whose heaviest rows the sample may
+        miss.
     max_curvature : float, default=100.0
         Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
         (libsgdqn's ``cmax``; the lower clip is ``alpha``, the curvature of
@@ -143,6 +147,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
     n_jobs : int, default=None
         Threads for the one-vs-rest problems (the kernel releases the GIL).
     verbose : int, default=0
+        Print the ``skip`` and ``t0`` chosen on the first call; above 1, also
+        the primal cost of each ``t0`` candidate tried by ``t0='auto'``.
 
     Attributes
     ----------
@@ -166,8 +172,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
 
     See Also
     --------
-    sklearn.linear_model.SGDClassifier : first-order SGD.
-    sklearn.svm.LinearSVC : batch solver of the same objective
+    sklearn.linear_model.SGDClassifier : First-order SGD.
+    sklearn.svm.LinearSVC : Batch solver of the same objective
         (``C = 1 / (alpha n_samples)``).
 
     Notes
@@ -223,21 +229,17 @@ class SGDQNLinearSVC(LinearClassifierBase):
         self.verbose = verbose
 
     # ---- state ----------------------------------------------------------------
-    def _init_problem(self, n_features, n_outputs):
-        d = n_features
-        return {"coef": np.zeros(d), "intercept": np.zeros(1), "B": np.ones(d + 1),
-                "invB": np.ones(d + 1), "v": np.zeros(d + 1), "count": None,
-                "update_b": False, "t0": None, "skip": None}
+    def _init_problem(self, n_features, n_outputs, seed):
+        # one binary problem per state: one-vs-rest for more than two classes
+        return SGDQNState.zeros(n_features, seed)
 
-    @staticmethod
-    def _start(state, t0, alpha, skip):
-        """Fresh SGD-QN state for ``t0``: ``B = 1/(alpha t0)``, zero weights."""
-        state["coef"][:] = 0.0
-        state["intercept"][:] = 0.0
-        state["v"][:] = 0.0
-        state["invB"][:] = alpha * t0
-        state["B"][:] = 1.0 / (alpha * t0)
-        state.update(t0=t0, skip=skip, count=skip, update_b=False)
+    def _final_weights(self, state):
+        return state.coef, state.intercept
+
+    def _options(self):
+        return SGDQNOptions(loss=LOSSES[self.loss](), alpha=self.alpha,
+                            fit_intercept=self.fit_intercept, shuffle=self.shuffle,
+                            r_max=self.max_curvature)
 
     def _auto_skip(self, X):
         """``16 n_features / mean non-zeros per row`` (16 on dense data).
@@ -262,7 +264,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         rng = np.random.RandomState(seed)
         rows = np.sort(rng.choice(n, size=m, replace=False))
         ds = RowDataset(X[rows], y[rows], sample_weight[rows])
-        loss = LOSSES[self.loss]()
+        options = self._options()
         lower = t0_lower_bound(X, sample_weight, loss=self.loss, alpha=self.alpha,
                                fit_intercept=self.fit_intercept)
         if not np.isfinite(lower):
@@ -273,18 +275,12 @@ class SGDQNLinearSVC(LinearClassifierBase):
         candidates = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
         best_t0, best_cost = None, np.inf
         for t0 in candidates:
-            state = self._init_problem(X.shape[1], 1)
-            self._start(state, t0, self.alpha, skip)
-            info = sgdqn_epochs(ds, state["coef"], state["intercept"], state["B"],
-                                state["invB"], state["v"], loss=loss, alpha=self.alpha,
-                                skip=skip, count=skip, update_b=False, n_epochs=1,
-                                shuffle=self.shuffle, seed=seed,
-                                fit_intercept=self.fit_intercept,
-                                r_max=self.max_curvature)
-            if info["diverged"]:
+            # each trial shuffles from the problem's seed but leaves the problem untouched
+            trial = SGDQNState.zeros(X.shape[1], seed)
+            trial.start(t0, self.alpha, skip)
+            if sgdqn_epochs(ds, trial, options, n_epochs=1).diverged:
                 continue
-            cost = primal_objective(ds, state["coef"], float(state["intercept"][0]),
-                                    loss=loss, alpha=self.alpha)
+            cost = primal_objective(ds, trial, options)
             if self.verbose > 1:
                 print(f"[SGDQNLinearSVC] t0={t0:g}: primal cost {cost:.6g}")
             if cost < best_cost:
@@ -297,28 +293,22 @@ class SGDQNLinearSVC(LinearClassifierBase):
         return best_t0
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        if state["t0"] is None:
+        if not state.started:
+            # skip and t0 come from the first data seen and stay for partial_fit
             skip = self._auto_skip(X) if self.skip == "auto" else int(self.skip)
-            t0 = (self._select_t0(X, y, sample_weight, skip, state["seed"])
+            t0 = (self._select_t0(X, y, sample_weight, skip, state.seed)
                   if self.t0 == "auto" else float(self.t0))
-            self._start(state, t0, self.alpha, skip)
+            state.start(t0, self.alpha, skip)
             if self.verbose:
                 print(f"[SGDQNLinearSVC] skip={skip}, t0={t0:g}")
-        info = sgdqn_epochs(
-            RowDataset(X, y, sample_weight), state["coef"], state["intercept"],
-            state["B"], state["invB"], state["v"], loss=LOSSES[self.loss](),
-            alpha=self.alpha, skip=state["skip"], count=state["count"],
-            update_b=state["update_b"], t=state["t"], n_epochs=n_epochs,
-            shuffle=self.shuffle, seed=state["seed"], fit_intercept=self.fit_intercept,
-            r_max=self.max_curvature)
-        if info["diverged"]:
-            raise diverged_error(type(self).__name__, info["epochs"], remedy="increase t0")
-        state.update(t=info["t"], seed=info["seed"], count=info["count"],
-                     update_b=info["update_b"])
-        return info["epochs"]
+        result = sgdqn_epochs(RowDataset(X, y, sample_weight), state, self._options(),
+                              n_epochs=n_epochs)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, result.epochs, remedy="increase t0")
+        return result.epochs
 
     def _export(self):
         super()._export()
-        self.t0_ = np.array([s["t0"] for s in self._states])
-        self.skip_ = int(self._states[0]["skip"])
-        self.B_ = np.vstack([s["B"] for s in self._states])
+        self.t0_ = np.array([s.t0 for s in self._states])
+        self.skip_ = int(self._states[0].skip)
+        self.B_ = np.vstack([s.B for s in self._states])
