@@ -529,6 +529,8 @@ def test_a_later_partial_fit_checks_parameters_before_changing_anything(Tagger):
         assert_array_equal(tagger.coef_, model)
 
 
+# scikit-learn's type_of_target casts the NaN label to int while checking it
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("classes, message", [
     (["D", "N", np.nan], "mixes string labels"), ([0, 1, np.nan], "NaN"),
     ([0, 1, 2.5], "continuous"), ([["D", "N"], ["V", "O"]], "1d array")])

@@ -136,8 +136,8 @@ cdef class RowSteps(SGDSteps):
                 self.b_sum[k] += self.b[k]
 
 
-cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum, bint fit_intercept,
-                       double intercept_decay):
+cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
+                        bint fit_intercept, double intercept_decay):
     """The steps of a pass over ``ds`` with intercept ``b`` (and its running
     sum ``b_sum``, or None)."""
     cdef RowSteps steps = RowSteps()
