@@ -18,13 +18,12 @@ period ``c`` runs ``c`` passes.
 from dataclasses import dataclass, field
 
 import numpy as np
-cimport cython
-from libc.math cimport sqrt, isfinite
+from libc.math cimport sqrt
 
 from ._crf_infer cimport CRFContext, context_for
 from ._dataset cimport SequenceData
 from ._numeric cimport now_seconds
-from ._sgd_fast cimport CONSTANT, POWER, Schedule, SGDSteps, sgd_pass, step_size
+from ._sgd_fast cimport CONSTANT, POWER, Schedule, SequenceSteps, sgd_pass_sequences
 from ._weights cimport ScaledWeights
 
 
@@ -161,31 +160,6 @@ def is_feedback_pass(long long p):
     return bool(_is_triangular(p))
 
 
-@cython.final
-cdef class SequenceSteps(SGDSteps):
-    """SGD steps on the sequences of a ``SequenceData`` (module docstring)."""
-
-    cdef SequenceData ds
-    cdef CRFContext ctx
-    cdef bint fit_intercept
-
-    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
-                   double* loss) noexcept nogil:
-        cdef Py_ssize_t s = self.ds.order[k]
-        cdef double eta = step_size(sched, t), ll
-        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
-        self.ctx.load_transitions(w)
-        self.ctx.load_emissions(self.ds, s, w)
-        self.ctx.finish_emissions(NULL)
-        ll = self.ctx.loglik(y)
-        loss[0] = -ll
-        if not isfinite(ll):
-            return True                # (the pass stops: divergence)
-        w.shrink(1.0 - eta * sched.alpha)
-        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
-        return True
-
-
 def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=1):
     """Run ``n_epochs`` SGD passes on the CRF log-likelihood.
 
@@ -232,7 +206,7 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
             t_start = now_seconds()
             if shuffle:
                 ds.shuffle(&rng)
-            loss_sum = sgd_pass(steps, w, &sched, &t)
+            loss_sum = sgd_pass_sequences(steps, w, &sched, &t)
             if loss_sum != loss_sum:
                 diverged = True
                 break

@@ -1,5 +1,10 @@
 # SGD on ScaledWeights: the step-size schedules and the pass, shared by the
 # linear (rows) and CRF (sequences) trainers.
+cimport cython
+
+from ._crf_infer cimport CRFContext
+from ._dataset cimport RowDataset, SequenceData
+from ._losses cimport Loss
 from ._weights cimport ScaledWeights
 
 
@@ -29,15 +34,38 @@ cdef inline double step_size(const Schedule* s, long long t) noexcept nogil:
 from libc.math cimport pow as pow_
 
 
-cdef class SGDSteps:
-    # The examples an SGD pass visits (rows or sequences, in their current
-    # order) and the step on one: subclasses implement ``step``.
+@cython.final
+cdef class RowSteps:
+    # plain SGD steps on the rows of a RowDataset
     cdef Py_ssize_t n_examples
+    cdef RowDataset ds
+    cdef Loss loss
+    cdef double* b               # the intercept (n_outputs,)
+    cdef double* b_sum           # its running sum, or NULL
+    cdef double* scores          # (n_outputs,) work buffers
+    cdef double* grad
+    cdef int K
+    cdef bint fit_intercept
+    cdef double intercept_decay
+    cdef object _arrays          # keeps b and b_sum alive
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil
+    cdef void count_iterate(self) noexcept nogil
+
+
+@cython.final
+cdef class SequenceSteps:
+    # SGD steps on the sequences of a SequenceData (a linear-chain CRF)
+    cdef Py_ssize_t n_examples
+    cdef SequenceData ds
+    cdef CRFContext ctx
+    cdef bint fit_intercept
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil
     cdef void count_iterate(self) noexcept nogil
 
 
-cdef double sgd_pass(SGDSteps steps, ScaledWeights w, const Schedule* sched,
-                     long long* t) noexcept nogil
+cdef double sgd_pass_sequences(SequenceSteps steps, ScaledWeights w, const Schedule* sched,
+                               long long* t) noexcept nogil

@@ -1,4 +1,9 @@
-"""Plain SGD on the shared core: the baseline every method here is compared to.
+"""SGD on ``ScaledWeights``, for rows and for sequences: the baseline every
+method here is compared to.
+
+The schedules (``step_size``) and the pass (``sgd_pass``) are written once,
+for both stacks; a pass visits ``RowSteps`` (linear models, here) or
+``SequenceSteps`` (CRFs, whose epochs ``_crf_sgd`` runs).
 
 One step on row ``x`` (label ``y``, sample weight ``s``) at counter ``t``::
 
@@ -50,41 +55,35 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
             b[k] += grad[k] * intercept_decay
 
 
-cdef class SGDSteps:
-    """The examples of an SGD pass and the step on one (abstract).
-
-    ``step(k, w, sched, t, &loss)`` makes update ``t`` on the ``k``-th example
-    in the current order, writes its loss at the pre-step weights (0 when the
-    trainer does not track it) and returns whether it stepped (an example of
-    weight 0 does not); ``count_iterate`` adds any state kept beside ``w``
-    (the intercept) to the running sums.
-    """
-
-    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
-                   double* loss) noexcept nogil:
-        return False
-
-    cdef void count_iterate(self) noexcept nogil:
-        pass
+ctypedef fused Steps:
+    RowSteps
+    SequenceSteps
 
 
-cdef double sgd_pass(SGDSteps steps, ScaledWeights w, const Schedule* sched,
-                     long long* t) noexcept nogil:
-    """One SGD pass over ``steps`` in their current order, on the weights ``w``.
+cdef inline double sgd_pass(Steps steps, ScaledWeights w, const Schedule* sched,
+                            long long* t) noexcept nogil:
+    """One SGD pass over ``steps`` (rows or sequences, in their current order)
+    on the weights ``w``.
 
-    Each step advances ``t``; with averaging on, every iterate after a step
-    joins the lazy running sum (``ScaledWeights.count_iterate``). Returns the
-    summed loss, NaN when an example's loss is not finite (divergence: the
-    pass stops there).
+    ``steps.step(k, w, sched, t, &loss)`` makes update ``t`` on the ``k``-th
+    example, writes its loss at the pre-step weights (0 when the trainer does
+    not track it) and returns whether it stepped (an example of weight 0 does
+    not). Each step advances ``t``; with averaging on, every iterate after a
+    step joins the lazy running sum (``ScaledWeights.count_iterate``, and
+    ``steps.count_iterate`` for state kept beside ``w``, the intercept).
+    Returns the summed loss, NaN when an example's loss is not finite
+    (divergence: the pass stops there). A fused function: each kind of steps
+    gets its own compiled loop, with direct calls.
     """
     cdef Py_ssize_t k
     cdef double loss, total = 0.0
     for k in range(steps.n_examples):
         if not steps.step(k, w, sched, t[0], &loss):
             continue
-        if not isfinite(loss):
-            return NAN
-        total += loss
+        if Steps is SequenceSteps:     # (the row steps track no loss)
+            if not isfinite(loss):
+                return NAN
+            total += loss
         t[0] += 1
         if w.averaged:
             w.count_iterate(1.0)
@@ -92,20 +91,40 @@ cdef double sgd_pass(SGDSteps steps, ScaledWeights w, const Schedule* sched,
     return total
 
 
-@cython.final
-cdef class RowSteps(SGDSteps):
-    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
+cdef double sgd_pass_sequences(SequenceSteps steps, ScaledWeights w, const Schedule* sched,
+                               long long* t) noexcept nogil:
+    """``sgd_pass`` over sequences (for ``_crf_sgd``)."""
+    return sgd_pass(steps, w, sched, t)
 
-    cdef RowDataset ds
-    cdef Loss loss
-    cdef double* b               # the intercept (n_outputs,)
-    cdef double* b_sum           # its running sum, or NULL
-    cdef double* scores          # (n_outputs,) work buffers
-    cdef double* grad
-    cdef int K
-    cdef bint fit_intercept
-    cdef double intercept_decay
-    cdef object _arrays          # keeps b and b_sum alive
+
+@cython.final
+cdef class SequenceSteps:
+    """SGD steps on the sequences of a ``SequenceData`` (``_crf_sgd``): the
+    CRF log-likelihood's gradient by ``CRFContext.add_gradient``."""
+
+    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
+                   double* loss) noexcept nogil:
+        cdef Py_ssize_t s = self.ds.order[k]
+        cdef double eta = step_size(sched, t), ll
+        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        self.ctx.load_transitions(w)
+        self.ctx.load_emissions(self.ds, s, w)
+        self.ctx.finish_emissions(NULL)
+        ll = self.ctx.loglik(y)
+        loss[0] = -ll
+        if not isfinite(ll):
+            return True                # (the pass stops: divergence)
+        w.shrink(1.0 - eta * sched.alpha)
+        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        return True
+
+    cdef void count_iterate(self) noexcept nogil:
+        pass
+
+
+@cython.final
+cdef class RowSteps:
+    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
 
     def __cinit__(self):
         self.scores = NULL
@@ -115,8 +134,8 @@ cdef class RowSteps(SGDSteps):
         free(self.scores)
         free(self.grad)
 
-    cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
-                   double* loss) noexcept nogil:
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
         cdef const double* x
         cdef const int* ind
         cdef int nnz
@@ -126,7 +145,6 @@ cdef class RowSteps(SGDSteps):
             return False
         _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
                   self.fit_intercept, self.intercept_decay, self.scores, self.grad)
-        loss[0] = 0.0
         return True
 
     cdef void count_iterate(self) noexcept nogil:

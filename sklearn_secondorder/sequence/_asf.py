@@ -22,8 +22,9 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     One step on a sequence ``(x, y)`` is
     ``w <- (1 - eta0 alpha) w + eta0 grad log p(y | x; w)``.
 
-    The update is `sklearn_secondorder._core._crf_sgd.sgd_epochs` (``_pass``:
-    the shrink and the step) on ``ScaledWeights``; the gradient is
+    The update is ``SequenceSteps.step`` in ``_core/_sgd_fast.pyx`` (the shrink
+    and the step; the pass is ``sgd_pass``, the epochs
+    `sklearn_secondorder._core._crf_sgd.sgd_epochs`) on ``ScaledWeights``; the gradient is
     ``CRFContext.add_gradient`` (``_core/_crf_infer.pyx``) and the feedback
     ``ScaledWeights.reset_to_average`` (``_core/_weights.pyx``).
 

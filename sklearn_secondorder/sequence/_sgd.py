@@ -16,8 +16,9 @@ class SGDSequenceTagger(_BaseSequenceTagger):
       t)^0.75`` (Bottou's ASGD) and the model is the average of all
       iterates, kept lazily in O(nnz) per step (no feedback).
 
-    The update is `sklearn_secondorder._core._crf_sgd.sgd_epochs` (``_pass``:
-    the shrink and the step) on ``ScaledWeights`` (``_core/_weights.pyx``,
+    The update is ``SequenceSteps.step`` in ``_core/_sgd_fast.pyx`` (the shrink
+    and the step; the pass is ``sgd_pass``, the epochs
+    `sklearn_secondorder._core._crf_sgd.sgd_epochs`) on ``ScaledWeights`` (``_core/_weights.pyx``,
     which also keeps the running average); the gradient is
     ``CRFContext.add_gradient`` (``_core/_crf_infer.pyx``).
 
