@@ -65,7 +65,6 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef Py_ssize_t j, d = rp.d
     cdef long long tau
     cdef double s = 0.0
-    cdef bint lazy = not rp.sweeping
     # (fields read into locals: the extensions are compiled with
     # -fno-strict-aliasing, so every store would otherwise reload them)
     cdef double* v = w.v
@@ -73,16 +72,23 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef long long* last = w.last
     cdef const long long* next_event = w.next_event
     if K == 1:
-        for q in range(nnz):
-            j = ind[q]
-            if lazy and next_event[j] <= t:
-                w.catch_up(j, t)
-            else:
-                # no event to cross: one decay (a factor of exactly 1 when
-                # tau == t or without L2)
+        if rp.sweeping:
+            # every block is current at the last event: one decay (a factor
+            # of exactly 1 when tau == t or without L2)
+            for q in range(nnz):
+                j = ind[q]
                 tau = last[j]
                 last[j] = t
                 v[2 * j] *= decay_factor(rate[j], t - tau)
+        else:
+            for q in range(nnz):
+                j = ind[q]
+                if next_event[j] <= t:
+                    w.catch_up(j, t)
+                else:                      # no event to cross: one decay
+                    tau = last[j]
+                    last[j] = t
+                    v[2 * j] *= decay_factor(rate[j], t - tau)
         # (a separate loop: the decays above are independent)
         for q in range(nnz):
             s += v[2 * ind[q]] * x[q]
