@@ -16,7 +16,7 @@ from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._dataset cimport RowDataset
-from ._linalg cimport axpy, cholesky, lower_solve_rows
+from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, example_alloc, example_bound, example_free, read_row)
@@ -226,19 +226,11 @@ cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
             for j in range(ex.nz):
                 v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
             C[a * K + b] = v
-    # G = I + L^T C L (r x r)
+    # G = I + L^T C L (r x r), with L^T = Lt (r x K)
+    matmul(r, K, K, ex.Lt, K, 1, C, K, 1, tmp)
+    matmul(r, r, K, tmp, K, 1, ex.Lt, 1, K, G)
     for f in range(r):
-        for b in range(K):
-            v = 0.0
-            for a in range(K):
-                v += ex.Lt[f * K + a] * C[a * K + b]
-            tmp[f * K + b] = v
-    for f in range(r):
-        for j in range(r):
-            v = 0.0
-            for b in range(K):
-                v += tmp[f * K + b] * ex.Lt[j * K + b]
-            G[f * r + j] = v + (1.0 if f == j else 0.0)
+        G[f * r + f] += 1.0
     if not cholesky(r, G):
         return 0
     lower_solve_rows(r, G, P, Rt)         # T^T = chol(G)^-1 R^T
@@ -256,7 +248,7 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
     bound minus its curvature times the weights it was formed at, so that
     ``b`` and ``M`` define the sum of the bounds as a quadratic.
     """
-    cdef int K = kr.K, r = ex.r, j, a, b, f, row
+    cdef int K = kr.K, r = ex.r, j, a, b, row
     cdef Py_ssize_t p, n_reg = kr.n_reg
     cdef double v, sc, alpha = kr.alpha
     cdef double* mup = kr.mu
@@ -265,9 +257,7 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
         for a in range(K):
             v = 0.0
             for b in range(K):
-                sc = 0.0
-                for f in range(r):
-                    sc += ex.Lt[f * K + a] * ex.Lt[f * K + b]
+                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)     # (L L^T)_ab
                 v += sc * ex.scores[b]
             ex.c[a] = ex.gcoef[a] - v           # (c is free after example_bound)
         for j in range(ex.nz):
