@@ -19,9 +19,8 @@ from ._dataset cimport RowDataset
 from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
-    Example, PassTotals, example_alloc, example_bound, example_free, read_row)
-
-from ._sbm_bound import SBMResult
+    Example, PassTotals, example_alloc, example_bound, example_free, finish_passes, read_row,
+    start_totals)
 
 
 @dataclass
@@ -393,10 +392,7 @@ def full_epochs(RowDataset ds, state, opts):
     cdef bint shuffle = opts.shuffle, diverged = False
     cdef unsigned int seed = state.seed
     cdef unsigned int rng = seed if seed != 0 else 1
-    cdef PassTotals tot
-    tot.loss_sum = 0.0
-    tot.w_sum = 0.0
-    tot.t = state.t
+    cdef PassTotals tot = start_totals(state.t)
     cdef Example ex
     cdef FullRankWork w
     memset(&ex, 0, sizeof(Example))
@@ -418,11 +414,7 @@ def full_epochs(RowDataset ds, state, opts):
     finally:
         example_free(&ex)
         work_free(&w)
-    state.t = tot.t
-    state.seed = rng
-    return SBMResult(t=tot.t, seed=rng, epochs=epochs_run + (1 if diverged else 0),
-                     mean_loss=tot.loss_sum / tot.w_sum if tot.w_sum > 0 else 0.0,
-                     diverged=diverged)
+    return finish_passes(state, tot, rng, epochs_run, diverged)
 
 
 def surrogate_epochs(RowDataset ds, state, opts):
