@@ -403,6 +403,23 @@ def test_tagger_train_predict_evaluate(tmp_path, monkeypatch):
                     [marg[c] for c in saved.estimator.classes_], rtol=1e-5)
 
 
+def test_sentences_through_the_shuffle_buffer(tmp_path, monkeypatch):
+    path = tmp_path / "train.conll"
+    path.write_text(conll_text(50, seed=3))
+    spy = Spy(monkeypatch, PSASequenceTagger)
+    code, _, err = run("train", path, "--model", "psa-tagger", "--out", tmp_path / "t.skso",
+                       "--chunk-size", 30, "--first-chunk-size", 30, "--shuffle-buffer", 20,
+                       "--hash-bits", 8, "--progress", "none", "--param", "eta0=0.05")
+    assert code == 0, err
+    # whole sentences, each once, their labels with them, in a new order
+    sent = [tuple(s) for X, y, _ in spy.calls for s in y]
+    expected = [tuple(ln.split()[-1] for ln in s.splitlines())
+                for s in conll_text(50, seed=3).strip().split("\n\n")]
+    assert sorted(sent) == sorted(expected) and sent != expected
+    for X, y, _ in spy.calls:
+        assert [x.shape[0] for x in X] == [len(s) for s in y]
+
+
 def test_template_file_and_word_only_files(tmp_path):
     path = tmp_path / "train.conll.gz"
     with gzip.open(path, "wt") as f:          # word + label only: the 'words' template
@@ -538,6 +555,33 @@ def test_passes_and_shuffle_buffer(tmp_path, binary_file, monkeypatch):
     assert_array_equal(labels[key], y[ref])
     assert not np.array_equal(seen, X.toarray())
     assert load_model(out).header["training"]["passes"] == 2
+
+
+def test_classes_skip_the_scan_and_estimate_the_rows(tmp_path):
+    X, y = make_rows(n=3000, d=30)
+    path = tmp_path / "big.svm.gz"
+    buf = io.BytesIO()
+    dump_svmlight_file(X, y, buf, zero_based=False)
+    path.write_bytes(gzip.compress(buf.getvalue()))
+    models = []
+    for extra in ([], ["--classes=-1,1", "--n-features", "30"]):
+        out = tmp_path / f"m{len(models)}.skso"
+        code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size",
+                           200, "--first-chunk-size", 400, *extra)
+        assert code == 0, err
+        models.append(load_model(out))
+    assert "(about 3,0" in err and "rows not scanned" in err   # ~3000 rows from 400
+    assert not models[1].header["training"]["scanned"]
+    assert_array_equal(models[0].estimator.coef_, models[1].estimator.coef_)
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1,1")
+    assert code == 2 and "give --n-features too" in err
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1", "--n-features", "30")
+    assert code == 2 and "single label" in err
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1,2", "--n-features", "30")
+    assert code == 2 and "y contains labels not in classes_" in err
 
 
 # ---- errors: a clear message, exit code 2, nothing written ------------------------------

@@ -30,13 +30,16 @@ from ._model import load_model, save_model
 from ._stream import (
     FORMATS,
     DataError,
+    ScanResult,
     detect_format,
     featurizer_from_dict,
     file_size,
+    iter_blocks,
     iter_chunks,
     make_featurizer,
     scan,
     shuffled,
+    text_size,
 )
 from ._templates import BUILTIN_TEMPLATES
 
@@ -105,9 +108,10 @@ def build_parser():
     _add_format_args(tr)
     tr.add_argument("--passes", type=_positive_int, default=1,
                     help="passes over the files (each re-reads them; default 1)")
-    tr.add_argument("--chunk-size", type=_positive_int, default=10000,
+    tr.add_argument("--chunk-size", type=_positive_int, default=None,
                     help="lines per chunk given to partial_fit (CoNLL: whole sentences of at "
-                         "least that many lines; default 10000)")
+                         "least that many lines; default: 10000, or a tenth of the number of "
+                         "features up to 100000, as each call costs O(features))")
     tr.add_argument("--first-chunk-size", type=_positive_int, default=20000,
                     help="lines of the first chunk, on which the estimators calibrate their "
                          "step size (default 20000)")
@@ -126,6 +130,12 @@ def build_parser():
     est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="any other constructor parameter, e.g. --param psa_kappa=0.5 "
                           "(repeatable; VALUE read as a Python literal)")
+    tr.add_argument("--classes", metavar="LABELS",
+                    help="all the labels, comma-separated: skips the pre-scan of the files "
+                         "(the rows are then estimated from the first chunk; svmlight also "
+                         "needs --n-features, and indices are one-based unless --zero-based)")
+    tr.add_argument("--n-features", type=_positive_int,
+                    help="svmlight: the number of features (with --classes)")
     tr.add_argument("--progress", choices=["auto", "bar", "lines", "none"], default="auto",
                     help="progress display: a tqdm bar (needs the 'cli' extra), plain lines, "
                          "or nothing; auto: a bar on a terminal, else lines")
@@ -266,9 +276,9 @@ def _literal(text):
         return text
 
 
-def make_estimator(args, scanned):
+def make_estimator(args, n):
     """The estimator of ``--model`` with the command line's parameters, the
-    size-dependent ones set from the whole data (``scanned``)."""
+    size-dependent ones set from the rows of the whole data (``n``)."""
     cls, kind = MODELS[args.model]
     names = set(cls().get_params())
     params = {}
@@ -287,7 +297,6 @@ def make_estimator(args, scanned):
     if unknown:
         raise UsageError(f"--model {args.model} ({cls.__name__}) has no parameter(s) "
                          f"{', '.join(unknown)}; its parameters: {', '.join(sorted(names))}")
-    n = scanned.n_rows
     if args.model == "psa" and "period" not in params:
         # the paper's guideline (Sec. 5.1.4), b ~ 0.5 |D| / 1000, from the
         # whole file: the estimator would take |D| from the first chunk only
@@ -350,6 +359,36 @@ def _resolve_format(args, paths):
     return fmts.pop()
 
 
+def _no_scan(args, paths, fmt):
+    """What the scan would give, from --classes (and --n-features): the rows
+    are estimated at the first chunk."""
+    names = [c.strip() for c in args.classes.split(",") if c.strip()]
+    if fmt == "conll":
+        classes = np.unique(np.asarray(names, dtype=str))
+        first = _first_data_line(paths[0])
+        return ScanResult(0, 0, classes, n_columns=len(first.split()))
+    try:
+        classes = np.unique(np.asarray([float(c) for c in names]))
+    except ValueError:
+        raise UsageError(f"--classes {args.classes!r}: {fmt} labels are numbers") from None
+    if fmt == "svmlight":
+        if args.n_features is None:
+            raise UsageError("--classes skips the scan of the files: give --n-features too "
+                             "(svmlight files do not say how many features they have)")
+        zb = bool(args.zero_based)
+        return ScanResult(0, 0, classes, min_index=0 if zb else 1,
+                          max_index=args.n_features - (1 if zb else 0))
+    return ScanResult(0, 0, classes)
+
+
+def _first_data_line(path):
+    for block in iter_blocks(path, 16):
+        for line in block.data.decode("utf-8", errors="replace").splitlines():
+            if line.strip():
+                return line
+    raise DataError(f"{path}: empty file (no data line)")
+
+
 def cmd_train(args, out):
     paths = [str(p) for p in args.data]
     for p in paths:
@@ -359,22 +398,32 @@ def cmd_train(args, out):
     kind = MODELS[args.model][1]
     _check_model_data(kind, fmt)
     t0 = time.perf_counter()
-    scanned = scan(paths, fmt)
+    if args.classes is None:
+        scanned = scan(paths, fmt)
+    else:
+        scanned = _no_scan(args, paths, fmt)
     featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
                                  zero_based=args.zero_based, template=args.template)
     t_scan = time.perf_counter() - t0
-    est, kind = make_estimator(args, scanned)
     classes = scanned.classes
     if classes.size < 2:
         raise DataError(f"the data have a single label ({classes[0]!r}): nothing to learn")
+    cls = MODELS[args.model][0]
     sizes = [file_size(p) for p in paths]
     total = sum(sizes) * args.passes
     fb = Feedback(args.progress, total, out)
     unit = "sentences" if fmt == "conll" else "rows"
-    fb.write(f"skso train: {args.model} ({type(est).__name__}) on {scanned.n_rows:,} rows"
-             + (f" ({scanned.n_units:,} sentences)" if fmt == "conll" else "")
+    size = (f"{scanned.n_rows:,} rows" if scanned.n_rows else "rows not scanned")
+    fb.write(f"skso train: {args.model} ({cls.__name__}) on {size}"
+             + (f" ({scanned.n_units:,} sentences)" if fmt == "conll" and scanned.n_rows
+                else "")
              + f", {featurizer.n_features:,} features, {classes.size} classes, "
                f"{fmt}; scan {t_scan:.2f}s")
+    if args.chunk_size is None:
+        args.chunk_size = max(10_000, min(100_000, featurizer.n_features // 10))
+    est = None
+    if scanned.n_rows:
+        est, kind = make_estimator(args, scanned.n_rows)
     if not args.no_progressive:
         fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} {'since last':>10} "
                  f"{'rows':>11} {'rows/s':>10} {'done':>6} {'left':>8}")
@@ -393,6 +442,13 @@ def cmd_train(args, out):
             if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
                 raise DataError(f"{block.path}, lines from {block.first_line}: a row without "
                                 "a label (training needs labels)")
+            if est is None:
+                # no scan: the rows of the whole data estimated from this
+                # first block's rows per byte
+                scanned.n_rows = max(1, int(round(
+                    chunk.n_rows * sum(map(text_size, paths)) / max(block.end, 1))))
+                est, kind = make_estimator(args, scanned.n_rows)
+                fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
             if fitted and p == 0 and not args.no_progressive:
                 progressive.add(*chunk_scores(est, kind, chunk)[:3])
             # (classes on the first call only: later calls are checked against it)
@@ -429,6 +485,7 @@ def cmd_train(args, out):
         "featurizer": featurizer.to_dict(),
         "classes": [_jsonable(c) for c in est.classes_],
         "training": {"files": paths, "rows": rows, unit: units, "passes": args.passes,
+                     "scanned": args.classes is None,
                      "seconds": seconds, "scan_seconds": t_scan,
                      "progressive_loss": progressive.loss / progressive.w
                      if progressive.w else None,

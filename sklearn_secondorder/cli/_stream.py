@@ -68,13 +68,15 @@ class _Source:
 
 @dataclass
 class Block:
-    """Whole lines of a file: ``data`` from line ``first_line`` on, and the
-    bytes of the file read so far (compressed bytes for gzip)."""
+    """Whole lines of a file: ``data`` from line ``first_line`` on, the bytes
+    of the file read so far (``position``, compressed bytes for gzip) and
+    the offset of the block's end in the (decompressed) text (``end``)."""
 
     data: bytes
     first_line: int
     path: str
     position: int
+    end: int = 0
 
 
 def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
@@ -86,8 +88,8 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
     ----------
     path : str
         The file (gzip is detected by its magic bytes).
-    max_lines : int
-        Lines per block.
+    max_lines : int or None
+        Lines per block; None: whatever whole lines each read brings.
     first_max_lines : int, default=None
         Lines of the first block (None: ``max_lines``).
     sentences : bool, default=False
@@ -102,31 +104,41 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
     src = _Source(path)
     try:
         pending = b""
+        nl = np.zeros(0, dtype=np.int64)   # newline positions in pending
+        before = 0                         # text bytes before pending
         line = 1
         eof = False
         while not eof:
             data = src.read(block_bytes)
             eof = not data
-            pending += data
-            nl = np.flatnonzero(np.frombuffer(pending, dtype=np.uint8) == 10)
+            if data:
+                fresh = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+                nl = np.concatenate((nl, fresh + len(pending)))
+                pending += data
             if sentences:
                 # a blank line follows newline j when the next newline is
                 # right after it (or after a lone '\r')
                 gap = np.diff(nl)
-                blank = np.flatnonzero((gap == 1) | ((gap == 2) & (
-                    np.frombuffer(pending, dtype=np.uint8)[np.minimum(nl[:-1] + 1,
-                                                                      len(pending) - 1)]
-                    == 13)))
+                after = np.frombuffer(pending, dtype=np.uint8)[
+                    np.minimum(nl[:-1] + 1, max(len(pending) - 1, 0))]
+                blank = np.flatnonzero((gap == 1) | ((gap == 2) & (after == 13)))
             start, k0 = 0, 0
-            while True:
+            while start < len(pending):
                 limit = first_max_lines or max_lines
-                if sentences:
+                if limit is None:                 # everything up to the last newline
+                    if nl.size > k0:
+                        cut, n_lines = int(nl[-1]) + 1, nl.size - k0
+                    elif eof:
+                        cut, n_lines = len(pending), 1
+                    else:
+                        break
+                elif sentences:
                     j = np.searchsorted(blank, k0 + limit - 1)
                     if j < blank.size:
                         cut_line = blank[j] + 1          # the blank line's newline
                         cut = int(nl[cut_line]) + 1
                         n_lines = cut_line + 1 - k0
-                    elif eof and start < len(pending):
+                    elif eof:
                         cut, n_lines = len(pending), nl.size - k0 + 1
                     else:
                         break
@@ -134,18 +146,18 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
                     if nl.size - k0 >= limit:
                         cut = int(nl[k0 + limit - 1]) + 1
                         n_lines = limit
-                    elif eof and start < len(pending):
+                    elif eof:
                         cut, n_lines = len(pending), nl.size - k0 + 1
                     else:
                         break
-                yield Block(pending[start:cut], line, src.path, src.tell())
+                yield Block(pending[start:cut], line, src.path, src.tell(), before + cut)
                 first_max_lines = None
                 line += n_lines
                 k0 += n_lines
                 start = cut
-                if start >= len(pending):
-                    break
             pending = pending[start:]
+            nl = nl[k0:] - start
+            before += start
     finally:
         src.close()
 
@@ -153,6 +165,22 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
 def file_size(path):
     """Bytes of the file on disk."""
     return os.stat(path).st_size
+
+
+def text_size(path):
+    """Bytes of the text: the file's size, or for gzip the size its trailer
+    records (modulo 2**32, so at least the file's size is taken)."""
+    src = _Source(path)
+    try:
+        if not src.gzipped or src.size < 18:
+            return src.size
+        src.raw.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(src.raw.read(4), "little")
+    finally:
+        src.close()
+    while isize < src.size:
+        isize += 1 << 32
+    return isize
 
 
 def _first_lines(path, n=20):
@@ -441,7 +469,7 @@ class ScanResult:
     n_columns: int = 0
 
 
-def scan(paths, fmt, *, featurizer=None, block_lines=1 << 18):
+def scan(paths, fmt, *, featurizer=None):
     """Rows, classes (and svmlight's index range / CoNLL's columns) of the files.
 
     Compiled scans for svmlight and VW (no feature parsing); CoNLL files are
@@ -457,7 +485,9 @@ def scan(paths, fmt, *, featurizer=None, block_lines=1 << 18):
                 raise DataError(f"{path}: a CoNLL file needs at least 2 columns (features "
                                 "and the label)")
             featurizer = ConllFeaturizer(10, n_columns, "U:%x[0,0]")
-        for block in iter_blocks(path, block_lines, sentences=fmt == "conll"):
+        blocks = (iter_blocks(path, 1 << 16, sentences=True) if fmt == "conll" else
+                  iter_blocks(path, None, block_bytes=1 << 24))
+        for block in blocks:
             if fmt == "svmlight":
                 try:
                     labels, a, b = scan_svmlight(block.data, block.first_line)

@@ -10,13 +10,16 @@ A template file has one template a line (CRF++'s syntax)::
 ``%x[r,c]`` is column ``c`` of the token ``r`` positions away within the
 sentence; outside it, CRF++'s padding ``_B-1``, ``_B-2``... (before) and
 ``_B+1``... (after). The feature of a ``U`` template at a token is the line
-with every ``%x[r,c]`` replaced (``U05:He/is``), hashed to a column. ``B``
+with every ``%x[r,c]`` replaced (``U05:He/is``, ``feature_strings``). ``B``
 lines (CRF++'s label bigrams) are accepted and add nothing: the taggers'
 linear-chain CRF always has its label-transition weights. Observation-
 conditioned bigrams (``B01:%x[0,0]``) are not supported.
 
-Every template is expanded for all the tokens of a chunk at once with
-NumPy's string functions, never a Python step per feature.
+The features are hashed without building their strings
+(``feature_hashes``): each column value is hashed once per chunk and a
+feature's column is the hash of its pieces' hashes, so every template is a
+few NumPy operations over all the tokens of a chunk, never a Python step
+per feature.
 """
 import re
 
