@@ -431,3 +431,13 @@ def test_lbfgs_parameter_errors():
         LBFGSSequenceTagger(linesearch="Armijo").fit(X, y)
     with pytest.raises(ValueError, match="l1_ratio"):
         LBFGSSequenceTagger(l1_ratio=1.5).fit(X, y)
+
+
+@pytest.mark.parametrize("Tagger", ONLINE)
+def test_an_overflowing_online_fit_raises_and_leaves_the_tagger_unfitted(Tagger):
+    X = [np.array([[1e300, -1e300], [1e300, 1e300]]), np.array([[-1e300, 1e300]])]
+    y = [["a", "b"], ["b"]]
+    est = Tagger(max_iter=5, random_state=0)
+    with pytest.raises(ValueError, match="overflowed .non-finite values. during pass"):
+        est.fit(X, y)
+    assert not hasattr(est, "classes_")

@@ -44,7 +44,7 @@ exist, and ``collect`` ignores the others, which stay at zero.
 from dataclasses import dataclass, field
 
 import numpy as np
-from libc.math cimport sqrt
+from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport malloc, calloc, free
 
 from ._crf_infer cimport CRFContext, context_for
@@ -101,7 +101,7 @@ class OnlineResult:
     epochs : int
         Passes completed.
     diverged : bool
-        The weights overflowed.
+        The weights or the token scores overflowed.
     stopped : bool
         The ``epsilon`` test ended the passes.
     losses : list of float
@@ -257,6 +257,10 @@ def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
                         trans_stale = False
                     ctx.load_emissions(ds, s, w)
                     sv = ctx.viterbi()
+                    if not isfinite(sv):
+                        # overflowing token scores: the best path is arbitrary
+                        diverged = True
+                        break
                     y = lab + ds.offsets[s]
                     T = ctx.T
                     d = 0
@@ -278,6 +282,9 @@ def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
                             for q in range(dl.n_active):
                                 dk = dl.val[dl.active[q]]
                                 norm2 += dk * dk
+                            if not isfinite(norm2):
+                                diverged = True      # ||delta||^2 overflowed: tau would be 0
+                                break
                             if pa_type == 0:
                                 tau = cost / norm2 if norm2 > 0.0 else 0.0
                             elif pa_type == 1:
@@ -312,6 +319,8 @@ def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
                     if averaging:
                         w.count_iterate(1.0)
                     tcount += 1
+                if diverged:
+                    break
                 epochs_run += 1
                 passes += 1
                 with gil:

@@ -544,7 +544,7 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
                              max_linesearch=self.max_linesearch, callback=report)
         if not np.all(np.isfinite(res.x)) or not np.isfinite(res.fun):
             raise diverged_error(type(self).__name__, res.n_iter + 1,
-                                 remedy="scale the feature values")
+                                 remedy="check the feature values")
         crf.coef[:] = 0.0
         crf.coef[idx] = res.x
         self._state.pass_seconds.extend(res.seconds)

@@ -12,7 +12,6 @@ from sklearn.utils import check_random_state
 
 from .._compat import Interval, check_is_fitted
 from .._core._crf_online import OnlineMethod, OnlineOptions, online_epochs
-from .._validation import diverged_error
 from ._base import TaggerState, _BaseSequenceTagger
 from ._feature_set import observed_weights
 
@@ -149,8 +148,10 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
         st.pass_seconds.extend(result.seconds)
         st.losses.extend(result.losses)
         if result.diverged:
-            raise diverged_error(type(self).__name__, n_before + result.epochs,
-                                 remedy="scale the feature values")
+            raise ValueError(
+                f"{type(self).__name__}: the weights or the token scores overflowed "
+                f"(non-finite values) during pass {n_before + result.epochs + 1}; scale the "
+                "features (e.g. StandardScaler).")
         if self.verbose:
             for p, loss in enumerate(result.losses, start=n_before + 1):
                 print(f"-- pass {p}: loss {loss:.6g}")
