@@ -441,3 +441,18 @@ def test_an_overflowing_online_fit_raises_and_leaves_the_tagger_unfitted(Tagger)
     with pytest.raises(ValueError, match="overflowed .non-finite values. during pass"):
         est.fit(X, y)
     assert not hasattr(est, "classes_")
+
+
+def test_lbfgs_penalty_and_l1_ratio():
+    """``l1_ratio`` alone sets the mix (the crfsuite facade's mapping);
+    ``penalty`` forces pure L2 or L1."""
+    X, y = random_sequences()
+    kw = {"alpha": 0.05, "max_iter": 30}
+    mix = LBFGSSequenceTagger(l1_ratio=0.4, **kw).fit(X, y)
+    assert_allclose(mix._model, LBFGSSequenceTagger(penalty="elasticnet", l1_ratio=0.4,
+                                                    **kw).fit(X, y)._model)
+    assert np.count_nonzero(mix._model == 0) > 0
+    l2 = LBFGSSequenceTagger(penalty="l2", l1_ratio=0.4, **kw).fit(X, y)
+    assert_allclose(l2._model, LBFGSSequenceTagger(**kw).fit(X, y)._model)
+    l1 = LBFGSSequenceTagger(penalty="l1", **kw).fit(X, y)
+    assert_allclose(l1._model, LBFGSSequenceTagger(l1_ratio=1.0, **kw).fit(X, y)._model)

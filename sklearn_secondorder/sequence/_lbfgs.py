@@ -342,9 +342,10 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
     ``alpha * (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) + mean over
     sequences of -log p(y | x)``
 
-    (scikit-learn's elastic net; ``l1_ratio = 0`` unless ``penalty`` is
-    ``'l1'`` or ``'elasticnet'``) by L-BFGS (Nocedal 1980), or by OWL-QN
-    (Andrew and Gao, ICML 2007) when there is an L1 term. Each evaluation of
+    (scikit-learn's elastic net: ``l1_ratio`` sets the mix, as in
+    ``LogisticRegression``; ``penalty`` may force pure L2 or L1) by L-BFGS
+    (Nocedal 1980), or by OWL-QN (Andrew and Gao, ICML 2007) when there is an
+    L1 term. Each evaluation of
     the objective is one forward-backward pass over all the sequences in
     Cython (``compact_loglik_gradient``, ``_core/_crf_compact.pyx``); the two-loop
     recursion is NumPy over BLAS and the orthant-wise steps are
@@ -359,20 +360,21 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
     (``_core/_crf_compact.pyx``) work on those only, as CRFsuite's do.
 
     CRFsuite's ``lbfgs`` with ``c1``, ``c2`` on ``n`` sequences is
-    ``alpha = (c1 + 2 c2) / n``, ``l1_ratio = c1 / (c1 + 2 c2)`` with
-    ``penalty='elasticnet'``. There is no ``partial_fit``: L-BFGS minimises
-    a fixed full-batch objective, and its curvature pairs describe that
-    objective only, so a call on new data would restart from scratch.
+    ``alpha = (c1 + 2 c2) / n``, ``l1_ratio = c1 / (c1 + 2 c2)``. There is no
+    ``partial_fit``: L-BFGS minimises a fixed full-batch objective, and its
+    curvature pairs describe that objective only, so a call on new data would
+    restart from scratch.
 
     Parameters
     ----------
     alpha : float, default=1e-4
         Regularisation strength (the mean-scaled objective above).
-    penalty : {'l2', 'l1', 'elasticnet'}, default='l2'
-        The regulariser: ``'l1'`` is ``l1_ratio=1``, ``'elasticnet'`` uses
-        ``l1_ratio``.
-    l1_ratio : float, default=0.15
-        The L1 share of ``alpha`` with ``penalty='elasticnet'``.
+    penalty : {'l2', 'l1', 'elasticnet'} or None, default=None
+        ``'l2'`` forces ``l1_ratio=0``, ``'l1'`` forces ``l1_ratio=1``;
+        ``'elasticnet'`` and None use ``l1_ratio``.
+    l1_ratio : float, default=0.0
+        The L1 share of ``alpha``, in [0, 1] (0: L2 only, L-BFGS; > 0:
+        OWL-QN).
     max_iter : int, default=100
         L-BFGS iterations (CRFsuite's ``max_iterations``).
     num_memories : int, default=6
@@ -458,7 +460,7 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "num_memories": [Interval(Integral, 1, None, closed="left")],
@@ -473,7 +475,7 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, alpha=1e-4, penalty="l2", l1_ratio=0.15, max_iter=100,
+    def __init__(self, *, alpha=1e-4, penalty=None, l1_ratio=0.0, max_iter=100,
                  num_memories=6, epsilon=1e-5, period=10, delta=1e-5,
                  linesearch="MoreThuente", max_linesearch=20, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, verbose=0):
