@@ -195,9 +195,12 @@ def test_minimize_lbfgs_on_a_quadratic():
     M = rng.normal(size=(30, 30))
     A = M @ M.T + np.eye(30)
     b = rng.normal(size=30)
-    res = minimize_lbfgs(lambda x: (0.5 * x @ A @ x - b @ x, A @ x - b), np.zeros(30),
-                         epsilon=1e-12, period=0, max_iter=500)
-    assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-8)
+    for linesearch in ("MoreThuente", "Backtracking", "StrongBacktracking"):
+        res = minimize_lbfgs(lambda x: (0.5 * x @ A @ x - b @ x, A @ x - b), np.zeros(30),
+                             epsilon=1e-10, period=0, max_iter=500, linesearch=linesearch)
+        # (the searches may stop on rounding before epsilon, as liblbfgs's)
+        assert res.stop_reason in ("converged", "linesearch")
+        assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-6)
     d = rng.uniform(0.5, 2.0, size=30)
     res = minimize_lbfgs(lambda x: (0.5 * d @ x ** 2 - b @ x, d * x - b), np.zeros(30),
                          c1=0.7, epsilon=1e-12, period=0, max_iter=500)
@@ -258,6 +261,26 @@ def test_lbfgs_matches_crfsuites_converged_objective(c1, dense):
     assert abs(n_ours - n_crfsuite) <= 0.01 * n_crfsuite
     if c1 > 0:
         assert n_ours < est._model.size // 4
+
+
+@pytest.mark.parametrize("c1, linesearch", [(0.0, "MoreThuente"), (0.0, "Backtracking"),
+                                             (0.0, "StrongBacktracking"), (0.3, "Backtracking")])
+def test_lbfgs_follows_crfsuites_iterates(c1, linesearch):
+    """Same algorithm, same start, same feature set: after 25 iterations the
+    objective is CRFsuite's to the 6 decimals of its log (More-Thuente,
+    backtracking, OWL-QN)."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    X, y = conll_subset(150)
+    n, c2 = len(X), 0.5
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=c1, c2=c2, max_iterations=25,
+                               linesearch=linesearch)
+    crf.fit(X, y)
+    log = crf.training_log_.iterations
+    est = LBFGSSequenceTagger(alpha=(c1 + 2 * c2) / n, l1_ratio=c1 / (c1 + 2 * c2),
+                              max_iter=25, linesearch=linesearch, fit_intercept=False,
+                              verbose=0).fit(X, y)
+    assert est.n_iter_ == len(log) == 25
+    assert_allclose(n * est.objective_, log[-1]["loss"], rtol=0, atol=2e-6)
 
 
 # ---- online trainers: NumPy re-implementations of CRFsuite's rules -------------
