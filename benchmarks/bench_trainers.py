@@ -11,6 +11,8 @@ Rows:
   CRFsuite's scaling (``-sum log p + c1 |w|_1 + c2 |w|^2``): CRFsuite's from its
   training log, ours ``n * objective_``, and both re-evaluated by our objective
   at CRFsuite's weights (mapped into our layout) as a cross-check.
+* ``lbfgs-l2``: CRFsuite's defaults c1=0, c2=1 (plain L-BFGS, More-Thuente
+  line search), 100 iterations (not in the default run: ``--only lbfgs-l2``).
 * ``ap``, ``pa``, ``arow``, 10 passes: ``AveragedPerceptronSequenceTagger``,
   ``PassiveAggressiveSequenceTagger``, ``AROWSequenceTagger`` vs CRFsuite's.
 
@@ -140,6 +142,8 @@ def main(argv=None):
     for name in args.only.split(","):
         if name == "lbfgs":
             ours, ref = bench_lbfgs(data, 0.1, 0.1, args.iterations)
+        elif name == "lbfgs-l2":
+            ours, ref = bench_lbfgs(data, 0.0, 1.0, args.iterations)
         else:
             ours, ref = bench_online(name, data, args.passes)
         row = {"trainer": name, "f1_ours": ours["f1"], "f1_crfsuite": ref["f1"],
@@ -149,7 +153,7 @@ def main(argv=None):
                "train_wall_ours": ours["train"],
                "iter_ours": ours["iterations"], "iter_crfsuite": ref["iterations"],
                "nonzero_ours": ours["n_params"], "features_crfsuite": ref["n_params"]}
-        if name == "lbfgs":
+        if name.startswith("lbfgs"):
             row.update(obj_ours=ours["loss"], obj_crfsuite=ref["loss"],
                        obj_crfsuite_by_ours=ref["loss_by_ours"],
                        obj_rel_diff=(ours["loss"] - ref["loss"]) / ref["loss"],
@@ -169,14 +173,16 @@ def main(argv=None):
               f"{r['train_cpu_ratio']:.2f} | {r['fit_ours']:.1f} / {r['fit_crfsuite']:.1f} | "
               f"{r['fit_ratio']:.2f} | {r['fit_cpu_ratio']:.2f} |")
     for r in rows:
-        if r["trainer"] == "lbfgs":
-            print(f"\nlbfgs objective (CRFsuite's scaling): ours {r['obj_ours']:.4f}, CRFsuite "
+        if r["trainer"].startswith("lbfgs"):
+            print(f"\n{r['trainer']} objective (CRFsuite's scaling): ours {r['obj_ours']:.4f}, "
+                  f"CRFsuite "
                   f"{r['obj_crfsuite']:.4f} (our pass at CRFsuite's weights: "
                   f"{r['obj_crfsuite_by_ours']:.4f}); relative difference "
                   f"{100 * r['obj_rel_diff']:+.4f}%; ours stopped by {r['stop_ours']} after "
                   f"{r['iter_ours']} iterations, {r['evals_ours']} evaluations")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_trainers.json").write_text(json.dumps(rows, indent=1))
+    (RESULTS / f"bench_trainers_{'_'.join(r['trainer'] for r in rows)}.json").write_text(
+        json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

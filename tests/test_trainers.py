@@ -280,6 +280,7 @@ def test_lbfgs_follows_crfsuites_iterates(c1, linesearch):
                               max_iter=25, linesearch=linesearch, fit_intercept=False,
                               verbose=0).fit(X, y)
     assert est.n_iter_ == len(log) == 25
+    assert_allclose(est.loss_, [it["loss"] for it in log], rtol=0, atol=2e-6)
     assert_allclose(n * est.objective_, log[-1]["loss"], rtol=0, atol=2e-6)
 
 

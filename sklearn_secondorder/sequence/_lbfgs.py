@@ -553,6 +553,9 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
         ``'converged'`` (``epsilon``), ``'delta'`` (``period`` / ``delta``),
         ``'max_iter'``, or ``'linesearch'`` (no acceptable step: the last
         accepted point is kept, as CRFsuite does).
+    loss_ : list of float
+        The objective after every iteration in CRFsuite's scaling
+        (``n_sequences * objective``: the "Loss" of CRFsuite's training log).
     pass_seconds_ : list of float
         Wall time of every iteration.
 
@@ -671,6 +674,7 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
         self.n_iter_ = res.n_iter
         self.n_evals_ = res.n_evals
         self.objective_ = res.fun / n
+        self.loss_ = list(res.history)
         self.stop_reason_ = res.stop_reason
         self._model = crf.coef.copy()
         self._check_weight_scale(batch.n_tokens / batch.n_sequences)
