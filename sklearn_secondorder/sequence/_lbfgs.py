@@ -21,9 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from .._compat import Interval, StrOptions
 from .._core._crf_compact import compact_loglik_gradient, feature_table
-from .._core._crf_infer import loglik_gradient
 from .._core._owlqn import constrain_direction, l1_norm, projected_point, pseudo_gradient
-from .._core._weights import ScaledWeights
 from .._validation import diverged_error
 from ._base import _BaseSequenceTagger
 from ._feature_set import observed_weights
@@ -416,19 +414,6 @@ def _minimize_lbfgs(fun, x0, *, c1=0.0, num_memories=6, epsilon=1e-5, period=10,
         step = 1.0
     res.n_evals = n_evals
     return res
-
-
-def crf_objective(ds, n_states, fit_intercept, lam2):
-    """``x -> (f, g)`` of CRFsuite's L2 objective ``-sum log p(y|x) + lam2/2
-    ||x||^2`` (the sum over sequences, as liblbfgs sees it), one Cython
-    forward-backward pass per call."""
-    def fun(x):
-        ll, g = loglik_gradient(ds, ScaledWeights(x, n_states), 1, fit_intercept)
-        g *= -1.0
-        if lam2:
-            g = daxpy(x, g, a=lam2)
-        return -ll + 0.5 * lam2 * float(ddot(x, x)), g
-    return fun
 
 
 def compact_objective(ds, table, n_states, lam2):
