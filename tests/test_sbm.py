@@ -688,7 +688,7 @@ def test_memory_guard_refuses_full_rank():
     X = sp.csr_matrix(([1.0], ([0], [0])), shape=(10, 20000))
     y = np.r_[0, np.ones(9)]
     with pytest.raises(ValueError, match=r"20001 x 20001 .*MiB.*rank=k"):
-        SBMLogisticRegression().fit(X, y)
+        SBMLogisticRegression(rank=None).fit(X, y)
     # the low-rank version fits the same problem
     SBMLogisticRegression(rank=2, max_iter=1).fit(X, y)
 
@@ -697,7 +697,7 @@ def test_memory_guard_constant(monkeypatch, multiclass):
     X, y = multiclass
     monkeypatch.setattr(_sbm, "FULL_RANK_MAX_BYTES", 1000)
     with pytest.raises(ValueError, match="budget"):
-        SBMLogisticRegression().fit(X, y)
+        SBMLogisticRegression(rank=None).fit(X, y)
 
 
 @pytest.mark.parametrize("rank", [None, 2])

@@ -28,6 +28,12 @@ def _one_blas_thread():
 #: Memory budget of the full-rank ``M = Sigma^-1`` (bytes). Above it,
 #: ``rank=None`` is refused and a low rank is suggested.
 FULL_RANK_MAX_BYTES = 2 ** 30
+#: ``rank='auto'`` fits at full rank while ``M`` takes at most this many
+#: bytes (``P <= 2048``): an example costs ``O(K P^2)`` at full rank, about
+#: 4e6 multiply-adds at that size, the most a default should spend per row.
+AUTO_FULL_RANK_MAX_BYTES = 2 ** 25
+#: The low rank ``k`` of ``rank='auto'`` above that budget.
+AUTO_RANK = 5
 
 
 class SBMLogisticRegression(LinearClassifierBase):
@@ -64,7 +70,11 @@ class SBMLogisticRegression(LinearClassifierBase):
     ----------
     alpha : float, default=1e-4
         L2 strength (the paper's ``lambda / n``).
-    rank : int or None, default=None
+    rank : 'auto', int or None, default='auto'
+        ``'auto'``: full rank when ``M`` fits in
+        :data:`AUTO_FULL_RANK_MAX_BYTES` (32 MiB, ``P <= 2048``), else the
+        low rank :data:`AUTO_RANK` (5), so that wide sparse data (hashed
+        text) fit out of the box; ``rank_`` tells which was used.
         ``None``: full rank, ``M`` is a dense ``P x P`` matrix with
         ``P = K (n_features + fit_intercept)`` (``K = 1`` for two classes,
         else the number of classes) and each example costs ``O(K P^2)``;
@@ -117,8 +127,32 @@ class SBMLogisticRegression(LinearClassifierBase):
     warm_start : bool, default=False
         Keep the state (weights, ``M``, ``mu``) across calls to ``fit``.
     verbose : int, default=0
-        Print the passes made and the mean log loss of the last one after
-        each call.
+        Above 0, print one line per pass: the pass, the rows, the update
+        counter ``T``, the training objective's mean loss at the end of the
+        pass, ``||w||``, the bias and the seconds since the call started (the
+        content of ``SGDClassifier``'s lines; the evaluation costs one
+        product ``X w`` per pass).
+    tol : float or None, default=None
+        Stopping criterion of ``fit`` (scikit-learn's): a pass that does not
+        lower the training objective ``mean loss + alpha/2 ||w||^2`` (at the
+        end of the pass) by at least ``tol`` below the best so far, or with
+        ``early_stopping`` does not raise the validation accuracy by ``tol``,
+        counts as no improvement; ``n_iter_no_change`` in a row stop. None
+        (the default, unlike ``SGDClassifier``'s 1e-3) makes exactly
+        ``max_iter`` passes: these methods are built to get near the optimum
+        in a fixed, small number of passes, and a ``ConvergenceWarning`` on
+        every default fit would say nothing. A ``ConvergenceWarning`` is
+        raised when ``tol`` is set, ``max_iter > 1`` and the passes ran out.
+        ``partial_fit`` always makes one pass.
+    n_iter_no_change : int, default=5
+        Passes without improvement before stopping (with ``tol`` set).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows of ``fit`` (stratified,
+        as scikit-learn) and stop on their accuracy instead of the training
+        objective (with ``tol`` set). The model is that of the last pass, as
+        in ``SGDClassifier``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out by ``early_stopping``.
 
     Attributes
     ----------
@@ -132,6 +166,9 @@ class SBMLogisticRegression(LinearClassifierBase):
         Passes made by the last call to ``fit`` or ``partial_fit``.
     t_ : int
         Examples processed so far.
+    rank_ : int or None
+        The rank in use: None for full rank, else ``k`` (capped at the
+        head's dimension).
 
     See Also
     --------
@@ -189,16 +226,17 @@ class SBMLogisticRegression(LinearClassifierBase):
     _parameter_constraints = {
         **{k: v for k, v in LinearClassifierBase._parameter_constraints.items()
            if k != "n_jobs"},
-        "rank": [Interval(Integral, 1, None, closed="left"), None],
+        "rank": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "rank_features": [Interval(Integral, 0, None, closed="left")],
         "eta": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "update": [StrOptions({"paper", "surrogate"})],
     }
 
-    def __init__(self, *, alpha=1e-4, rank=None, rank_features=64, update="paper", eta=None,
+    def __init__(self, *, alpha=1e-4, rank="auto", rank_features=64, update="paper", eta=None,
                  batch_size=1, fit_intercept=True, max_iter=5, shuffle=True,
-                 random_state=None, class_weight=None, warm_start=False, verbose=0):
+                 random_state=None, class_weight=None, warm_start=False, verbose=0, tol=None,
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
         self.alpha = alpha
         self.rank = rank
         self.rank_features = rank_features
@@ -212,16 +250,29 @@ class SBMLogisticRegression(LinearClassifierBase):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.verbose = verbose
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
 
     def _is_multinomial(self):
         return True
 
     # ---- state ------------------------------------------------------------------
+    def _rank(self, n_features, n_outputs):
+        """The rank in use: None (full) or ``k`` (``rank='auto'`` resolved)."""
+        if self.rank != "auto":
+            return self.rank
+        P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
+        return None if 8 * P * P <= AUTO_FULL_RANK_MAX_BYTES else AUTO_RANK
+
     def _init_problem(self, n_features, n_outputs, seed):
-        if self.update == "surrogate" and self.rank is not None:
+        rank = self._rank(n_features, n_outputs)
+        if self.update == "surrogate" and rank is not None:
             raise ValueError("update='surrogate' is implemented for rank=None only; use "
-                             "update='paper' with rank=k.")
-        if self.rank is not None:
+                             "update='paper' with rank=k (rank='auto' chose rank="
+                             f"{rank} for {n_features} features).")
+        if rank is not None:
             return LowRankState.zeros(n_features, n_outputs, self.fit_intercept, seed)
         P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
         need = 8 * P * P
@@ -242,11 +293,11 @@ class SBMLogisticRegression(LinearClassifierBase):
         n = max(int(np.count_nonzero(sample_weight)), 1)
         default = 1.0 / n if self.update == "paper" else 1.0
         eta = default if self.eta is None else float(self.eta)
-        if self.rank is None:
+        if isinstance(state, FullRankState):
             state.start(n, n * self.alpha, eta)
         else:
             state.start(n, n * self.alpha, eta, _most_frequent_features(X, self.rank_features),
-                        self.rank)
+                        self._rank(X.shape[1], state.n_outputs))
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         if not state.started:
@@ -255,7 +306,9 @@ class SBMLogisticRegression(LinearClassifierBase):
         opts = SBMOptions(alpha=self.alpha, eta=state.eta, batch_size=self.batch_size,
                           n_epochs=n_epochs, shuffle=self.shuffle,
                           surrogate=self.update == "surrogate")
-        if self.rank is not None:
+        if n_epochs == 0:                  # (coef_init: started, no pass)
+            return 0
+        if not isinstance(state, FullRankState):
             result = lowrank_epochs(ds, state, opts)
         else:
             # (one BLAS thread for the surrogate's solve too: idle threads of a
@@ -264,13 +317,20 @@ class SBMLogisticRegression(LinearClassifierBase):
                 result = (surrogate_epochs if opts.surrogate else full_epochs)(ds, state, opts)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs, remedy="lower eta")
-        if self.verbose:
-            print(f"-- {type(self).__name__}: {result.epochs} pass(es), t={result.t}, "
-                  f"mean log loss of the last pass {result.mean_loss:.6g}")
         return result.epochs
 
     def _final_weights(self, state):
         return state.weights()
+
+    def _set_problem_weights(self, state, coef, intercept):
+        state.theta[:coef.size] = coef
+        if self.fit_intercept:
+            state.theta[coef.size:] = intercept
+
+    def _export(self):
+        super()._export()
+        self.rank_ = (None if isinstance(self._states[0], FullRankState)
+                      else int(self._states[0].V.shape[0] - 1))
 
 
 def _most_frequent_features(X, n_head):
