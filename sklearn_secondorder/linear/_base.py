@@ -360,7 +360,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             runs = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
                 delayed(run)(p) for p in range(n_problems))
         self.n_iter_ = int(max(r[0] for r in runs))
-        if monitor and stop:
+        if monitor and stop and self.tol is not None and n_epochs > 1:
             self._converged = all(r[1] for r in runs)
         self.t_ = int(max(s.t for s in self._states))
         self._export()
@@ -391,15 +391,15 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             if validation is not None and stop and self.tol is not None:
                 value = -self._problem_accuracy(state, *validation)
             if self.verbose or (validation is None and stop and self.tol is not None):
-                loss = self._problem_objective(state, X, y, sample_weight)
+                loss, penalty = self._problem_objective(state, X, y, sample_weight)
                 if validation is None:
-                    value = loss
+                    value = loss + penalty
             if self.verbose:
                 coef, intercept = self._final_weights(state)
                 label = ("" if len(self._states) == 1 or self._is_multinomial()
-                         else f" (class {self.classes_[p]!r})")
+                         else f" (class {self.classes_[p].tolist()!r})")
                 print(f"-- {type(self).__name__}{label} pass {epoch}: rows {rows}, "
-                      f"T {int(state.t)}, mean loss {loss:.6f}, ||w|| "
+                      f"T {int(state.t)}, mean loss {loss:.6g}, ||w|| "
                       f"{float(np.linalg.norm(coef)):.4g}, bias "
                       f"{float(np.ravel(intercept)[0]):.6g}, "
                       f"{time.perf_counter() - start:.2f} s", flush=True)
@@ -424,11 +424,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         return safe_sparse_dot(X, W, dense_output=True) + np.asarray(intercept)
 
     def _problem_objective(self, state, X, y, sample_weight):
-        """``sum_i s_i loss_i / sum_i s_i + alpha/2 ||w||^2`` of one problem."""
+        """The two terms of one problem's objective: ``sum_i s_i loss_i /
+        sum_i s_i`` and ``alpha/2 ||w||^2``."""
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
         loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
-        return loss + 0.5 * self.alpha * float(np.dot(coef, coef))
+        return loss, 0.5 * self.alpha * float(np.dot(coef, coef))
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """Weighted accuracy of one problem on its targets (+-1 or indices)."""

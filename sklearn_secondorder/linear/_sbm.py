@@ -128,8 +128,8 @@ class SBMLogisticRegression(LinearClassifierBase):
         Keep the state (weights, ``M``, ``mu``) across calls to ``fit``.
     verbose : int, default=0
         Above 0, print one line per pass: the pass, the rows, the update
-        counter ``T``, the training objective's mean loss at the end of the
-        pass, ``||w||``, the bias and the seconds since the call started (the
+        counter ``T``, the mean training loss at the end of the pass,
+        ``||w||``, the bias and the seconds since the call started (the
         content of ``SGDClassifier``'s lines; the evaluation costs one
         product ``X w`` per pass).
     tol : float or None, default=None

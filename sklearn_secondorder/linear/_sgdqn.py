@@ -148,8 +148,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
         Threads for the one-vs-rest problems (the kernel releases the GIL).
     verbose : int, default=0
         Above 0, print one line per pass: the pass, the rows, the update
-        counter ``T``, the training objective's mean loss at the end of the
-        pass, ``||w||``, the bias and the seconds since the call started (the
+        counter ``T``, the mean training loss at the end of the pass,
+        ``||w||``, the bias and the seconds since the call started (the
         content of ``SGDClassifier``'s lines; the evaluation costs one
         product ``X w`` per pass).
         Also prints the ``skip`` and ``t0`` chosen on the first call; above 1,
