@@ -253,6 +253,10 @@ def test_warm_start_continues_the_schedule(make):
     a = make(max_iter=1, warm_start=True, shuffle=False).fit(X, y)
     a.fit(X, y)
     b = make(max_iter=2, shuffle=False).fit(X, y)
+    if isinstance(b, SBMLogisticRegression):
+        # SBM's n_t counts the rows of each call once: a later fit's rows are
+        # new rows of the stream, as with partial_fit
+        b = make(shuffle=False).partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
     assert a.t_ == b.t_ == 400
     assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-13)
 
@@ -441,3 +445,38 @@ def test_chance_level_data_do_not_warn(make):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         make(max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("update", ["paper", "surrogate"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_sbm_partial_fit_in_chunks_is_one_fit_pass(fmt, update, n_classes):
+    """n_t, lam and eta follow the rows seen (not the first chunk): chunks of
+    any sizes (the first of at least 128 rows) give exactly the model of one
+    fit pass over the same rows."""
+    X, y = _data(n_classes=n_classes, n_samples=700)
+    X = fmt(X)
+    sw = np.random.RandomState(0).rand(700) + 0.5
+    sw[::7] = 0.0                                     # rows of weight 0 do not count
+    kw = dict(update=update, shuffle=False, rank=None, alpha=1e-3)
+    full = SBMLogisticRegression(max_iter=1, **kw).fit(X, y, sample_weight=sw)
+    assert full._states[0].n_ref == 1024           # 128 -> 256 -> 512 -> 1024 (600 rows)
+    for cuts in ([0, 160, 300, 301, 700], [0, 150, 256, 512, 700], [0, 700]):
+        part = SBMLogisticRegression(**kw)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            part.partial_fit(X[a:b], y[a:b], classes=np.unique(y), sample_weight=sw[a:b])
+        assert_allclose(part.coef_, full.coef_, rtol=1e-10, atol=1e-12)
+        assert_allclose(part.intercept_, full.intercept_, rtol=1e-10, atol=1e-12)
+        assert part.t_ == full.t_ == np.count_nonzero(sw)
+
+
+def test_sbm_streamed_low_rank_is_close_to_one_fit_pass():
+    """Low rank: the same schedule; the head comes from the first chunk and each
+    call re-orthonormalises V, so the models agree closely, not exactly."""
+    X, y = _data(n_samples=700)
+    kw = dict(shuffle=False, rank=3, rank_features=10)
+    full = SBMLogisticRegression(max_iter=1, **kw).fit(X, y)
+    part = SBMLogisticRegression(**kw)
+    for a in range(0, 700, 140):
+        part.partial_fit(X[a:a + 140], y[a:a + 140], classes=[0, 1])
+    assert part._states[0].n_ref == full._states[0].n_ref == 1024
+    assert_allclose(part.coef_, full.coef_, rtol=1e-6, atol=1e-8)

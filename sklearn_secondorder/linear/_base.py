@@ -106,6 +106,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Check the parameters against the state before a later ``partial_fit``
         changes anything (default: nothing to check)."""
 
+    def _begin_call(self, X, sample_weight):
+        """Called once per ``fit`` / ``partial_fit`` before its passes, with
+        the rows it trains on (default: nothing to do)."""
+
     def _final_weights(self, state):  # pragma: no cover - abstract
         """The ``(coef, intercept)`` a problem exposes: flat C-order
         ``(n_features, n_outputs)`` and ``(n_outputs,)``."""
@@ -338,6 +342,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """
         if not hasattr(self, "_states"):
             self._reset_state(X.shape[1])
+        self._begin_call(X, sample_weight)
         n_problems = len(self._states)
         monitor = bool(self.verbose) or validation is not None or (
             stop and self.tol is not None and n_epochs > 1)
