@@ -305,8 +305,8 @@ def test_t0_auto_picks_the_largest_nearly_lowest_primal_cost_after_one_pass():
                      + np.mean(np.maximum(0, 1 - ys * p) ** 2))
     auto = SGDQNLinearSVC(alpha=1e-2, max_iter=1, shuffle=False).fit(X, y)
     costs = np.array(costs)
-    # the largest t0 within T0_COST_SLACK (15%) of the lowest cost
-    assert auto.t0_[0] == max(t0 for t0, c in zip(grid, costs) if c <= 1.15 * costs.min())
+    # the largest t0 within T0_COST_SLACK (25%) of the lowest cost
+    assert auto.t0_[0] == max(t0 for t0, c in zip(grid, costs) if c <= 1.25 * costs.min())
     # the choice matters: the worst candidate is clearly worse
     assert max(costs) > 1.5 * min(costs)
 

@@ -67,7 +67,8 @@ class SBMLogisticRegression(LinearClassifierBase):
     later passes of one ``fit`` repeat rows and keep ``n_t`` (``update=
     'paper'``); ``update='surrogate'`` counts every visit. On a9a one pass
     so sized was 0.27 and 0.37 points more accurate than with ``n`` fixed in
-    advance (``benchmarks/streaming.py``). The intercept is not penalised.
+    advance (two row orders, ``shuffle=False``). The intercept is not
+    penalised.
 
     Two classes give the logistic model ``f(-1) = 0, f(+1) = x``; more give
     the multinomial model ``f(y) = e_y (x) x``, whose per-example curvature is
