@@ -121,7 +121,13 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Fit the model with up to ``max_iter`` passes over the data.
 
         Input that is refused leaves a fitted model as it was; if the weights
-        overflow during training the estimator is left unfitted.
+        overflow during training the estimator is left unfitted. With
+        ``warm_start=True`` (same classes and features) ``fit`` continues the
+        whole training state: the weights, the step sizes and the update
+        counter ``t_``, so the step schedule continues where it stopped and
+        ``k`` such fits make the passes of one ``fit(max_iter=k)``
+        (``SGDClassifier`` instead restarts its schedule at ``t_ = 1`` from
+        ``coef_``; for ``SBMLogisticRegression`` see its ``warm_start``).
 
         Parameters
         ----------
@@ -183,10 +189,9 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                 validation = (Xv, yv, swv)
             if init:
                 self._start_from(X, y, sample_weight, *init)
-            self._fit_epochs(X, y, sample_weight, self.max_iter, validation=validation,
-                             stop=True)
-        converged = vars(self).pop("_converged", True)
-        if not vars(self).pop("_scale_warned", False):     # (one warning is enough)
+            converged, scale_warned = self._fit_epochs(
+                X, y, sample_weight, self.max_iter, validation=validation, stop=True)
+        if not scale_warned:                          # (one warning is enough)
             self._warn_if_worse_than_constant(X, y, sample_weight)
         self._warn_unconverged(converged)
         return self
@@ -263,8 +268,6 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             else:
                 own_arrays(self._states)      # e.g. loaded with mmap_mode='r'
             self._fit_epochs(X, y, sample_weight, 1)
-        vars(self).pop("_converged", None)
-        vars(self).pop("_scale_warned", None)
         return self
 
     def _check_classes(self, classes):
@@ -338,7 +341,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         then one pass at a time, each followed by the evaluation the stopping
         rule or the progress line needs (``_monitored_passes``). A kernel's
         visiting order depends only on its RNG state, so both give the same
-        model after the same passes.
+        model after the same passes (up to rounding: plain SGD folds its
+        weight scale at the end of each call). Returns ``(converged,
+        scale_warned)``: whether the stopping rule was met (True when there
+        is none) and whether the weight-scale warning was raised.
         """
         if not hasattr(self, "_states"):
             self._reset_state(X.shape[1])
@@ -346,7 +352,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         n_problems = len(self._states)
         monitor = bool(self.verbose) or validation is not None or (
             stop and self.tol is not None and n_epochs > 1)
-        self._converged = not stop or self.tol is None or n_epochs == 1
+        converged = True
 
         def run(p):
             targets = self._targets(y, p)
@@ -366,13 +372,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                 delayed(run)(p) for p in range(n_problems))
         self.n_iter_ = int(max(r[0] for r in runs))
         if monitor and stop and self.tol is not None and n_epochs > 1:
-            self._converged = all(r[1] for r in runs)
+            converged = all(r[1] for r in runs)
         self.t_ = int(max(s.t for s in self._states))
         self._export()
         used = sample_weight[sample_weight > 0]
-        self._scale_warned = self._check_weight_scale(
-            float(np.mean(used)) if used.size else 1.0)
-        return self
+        scale_warned = self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
+        return converged, scale_warned
 
     def _monitored_passes(self, p, X, y, sample_weight, n_epochs, validation, stop):
         """One problem's passes one kernel call at a time, with scikit-learn's
