@@ -410,7 +410,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
                          else f" (class {self.classes_[p].tolist()!r})")
                 print(f"-- {type(self).__name__}{label} pass {epoch}: rows {rows}, "
                       f"T {int(state.t)}, mean loss {loss:.6g}, ||w|| "
-                      f"{float(np.linalg.norm(coef)):.4g}, bias "
+                      f"{float(np.sqrt(np.sum(np.square(coef)))):.4g}, bias "
                       f"{float(np.ravel(intercept)[0]):.6g}, "
                       f"{time.perf_counter() - start:.2f} s", flush=True)
             if not stop or self.tol is None:      # (scikit-learn: tol=None never stops)
@@ -439,7 +439,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
         loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
-        return loss, 0.5 * self.alpha * float(np.dot(coef, coef))
+        return loss, 0.5 * self.alpha * float(np.sum(np.square(coef)))
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """Weighted accuracy of one problem on its targets (+-1 or indices)."""
@@ -467,11 +467,13 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         pred = (scores[:, 0] > 0).astype(int) if scores.shape[1] == 1 else scores.argmax(1)
         idx = np.searchsorted(self.classes_, y)
-        accuracy = float(np.dot(sample_weight, pred == idx)) / total_weight
+        # (elementwise sums, not np.dot: a threaded BLAS call costs more in
+        # waking its threads than the sum)
+        accuracy = float(np.sum(sample_weight[pred == idx])) / total_weight
         majority = float(np.max(np.bincount(idx, weights=sample_weight))) / total_weight
         # (the accuracy's standard error with the rows' effective number
         # (sum s)^2 / sum s^2: chance-level data must not warn)
-        n_eff = total_weight ** 2 / float(np.dot(sample_weight, sample_weight))
+        n_eff = total_weight ** 2 / float(np.sum(np.square(sample_weight)))
         margin = 2.0 * np.sqrt(majority * (1.0 - majority) / n_eff)
         if not accuracy < majority - margin:
             return

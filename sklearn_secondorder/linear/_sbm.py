@@ -340,7 +340,8 @@ class SBMLogisticRegression(LinearClassifierBase):
         delta = self.alpha * new - state.lam
         if isinstance(state, FullRankState):
             M = state.M
-            M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
+            with _one_blas_thread():        # (threads of a small solve only contend)
+                M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
             M[:] = 0.5 * (M + M.T)        # (the kernel keeps both triangles equal)
             state.lam_total += delta
         else:
