@@ -334,20 +334,10 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     def _grow(self, state):
         """Double ``n_t``: add ``alpha n_t`` to every coordinate's curvature
-        (``M <- (Sigma + delta I)^-1 = (I + delta M)^-1 M`` at full rank, ``D
-        += delta`` at low rank) and set ``eta = 1 / n_t``."""
+        (``grow_regulariser`` of the state) and set ``eta = 1 / n_t``."""
         new = 2 * int(state.n_ref)
-        delta = self.alpha * new - state.lam
-        if isinstance(state, FullRankState):
-            M = state.M
-            with _one_blas_thread():        # (threads of a small solve only contend)
-                M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
-            M[:] = 0.5 * (M + M.T)        # (the kernel keeps both triangles equal)
-            state.lam_total += delta
-        else:
-            state.D += delta
-            state.D_head += delta
-        state.n_ref, state.lam, state.eta = new, self.alpha * new, self._eta(new)
+        with _one_blas_thread():        # (threads of a small solve only contend)
+            state.grow_regulariser(new, self.alpha * new, self._eta(new))
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         if getattr(state, "row_cap", None) is None:       # (coef_init's zero-pass start)
