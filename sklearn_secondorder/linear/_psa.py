@@ -66,7 +66,10 @@ class PSAClassifier(LinearClassifierBase):
     fit_intercept : bool, default=True
         Whether to fit an intercept (not penalised).
     max_iter : int, default=1
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``). One pass is
+        PSA's point (Hsu et al.: a single pass lands near the empirical
+        optimum), so the default is 1, not ``SGDClassifier``'s 1000; the
+        package's other linear estimators make 5.
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None

@@ -131,7 +131,10 @@ class SBMLogisticRegression(LinearClassifierBase):
         Whether to fit an intercept (not penalised; its curvature starts at
         ``lam`` like every coordinate's).
     max_iter : int, default=5
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``): a small
+        fixed budget, the same for every linear estimator of the package but
+        ``PSAClassifier`` (1), instead of ``SGDClassifier``'s 1000 with
+        ``tol=1e-3``.
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None

@@ -38,7 +38,10 @@ class PlainSGDClassifier(LinearClassifierBase):
     fit_intercept : bool, default=True
         Whether to fit an intercept (not penalised).
     max_iter : int, default=5
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``): a small
+        fixed budget, the same for every linear estimator of the package but
+        ``PSAClassifier`` (1), instead of ``SGDClassifier``'s 1000 with
+        ``tol=1e-3``.
     learning_rate : {'optimal', 'constant'}, default='optimal'
         ``'optimal'``: ``eta_t = 1 / (alpha (t + t0))``; ``'constant'``: ``eta0``.
     eta0 : 'auto' or float, default='auto'

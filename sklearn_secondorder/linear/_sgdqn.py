@@ -111,7 +111,10 @@ class SGDQNLinearSVC(LinearClassifierBase):
         ``r_b = (l'(y w.x) - l'(y v.x)) y / (b - v_b)``, clipped like the
         others.
     max_iter : int, default=5
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``): a small
+        fixed budget, the same for every linear estimator of the package but
+        ``PSAClassifier`` (1), instead of ``SGDClassifier``'s 1000 with
+        ``tol=1e-3``.
     skip : 'auto' or int, default='auto'
         Examples between two dense regularization steps (and re-estimates of
         ``B``). ``'auto'``: ``16 n_features / mean non-zeros per row`` of the
