@@ -7,7 +7,7 @@ fit_intercept) K``). Per example: Algorithm 1 at the current weights
 ``batch_size`` examples the step ``theta -= eta M mu`` (``full_step``). The
 model and the objective are described in ``_sbm_bound``.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,10 +52,8 @@ class FullRankState:
     eta : float or None
         The step ``theta -= eta phi`` fixed at ``start``.
     lam_total : float
-        The regulariser's curvature inside ``M`` (grown by
-        ``grow_regulariser`` in surrogate mode).
-    rows_seen : int
-        Rows passed over in surrogate mode.
+        The regulariser's curvature inside ``M`` (``lam`` from ``start``,
+        raised by ``grow_regulariser``).
     """
 
     n_features: int
@@ -71,7 +69,6 @@ class FullRankState:
     lam: object = None
     eta: object = None
     lam_total: float = 0.0
-    rows_seen: int = 0
 
     @staticmethod
     def n_params(n_features, n_outputs, fit_intercept):
@@ -100,22 +97,21 @@ class FullRankState:
         self.lam_total = lam
         self.M *= 1.0 / lam
 
-    def grow_regulariser(self, rows):
-        """Before a surrogate pass over ``rows`` more rows: grow the
-        regulariser's curvature in ``M`` to ``lam (rows seen after the pass) /
-        n_ref``, the sum form of the mean objective over the rows seen.
+    def grow_regulariser(self, n_ref, lam, eta):
+        """Size the regulariser for ``n_ref`` rows: raise its curvature in
+        ``M`` to ``lam`` (``delta = lam - lam_total``) and take the step
+        ``eta`` (the estimator's ``n_t`` schedule).
 
         ``M <- (Sigma + delta I)^-1 = (I + delta M)^-1 M``, symmetrised (the
-        kernel's Woodbury updates keep both triangles equal).
+        kernel's Woodbury updates keep both triangles equal); O(P^3).
         """
-        seen = self.rows_seen + rows
-        delta = self.lam * seen / self.n_ref - self.lam_total
+        delta = lam - self.lam_total
         if delta > 0:
             M = self.M
             M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
             M[:] = 0.5 * (M + M.T)
-            self.lam_total += delta
-        self.rows_seen = seen
+            self.lam_total = lam
+        self.n_ref, self.lam, self.eta = n_ref, lam, eta
 
     def weights(self):
         """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
@@ -346,7 +342,7 @@ def full_epochs(RowDataset ds, state, opts):
     Algorithm 2's ``mu``): ``mu`` holds ``b = sum_s [s_s (c_s - F[y_s]) - S_s
     scores_s] (x) xt_s`` and the step moves ``theta`` towards the minimiser
     of the sum of the bounds plus the regulariser, whose curvature inside
-    ``M`` is ``state.lam_total`` (grown by ``surrogate_epochs``).
+    ``M`` is ``state.lam_total`` (raised by ``grow_regulariser``).
 
     Parameters
     ----------
@@ -415,40 +411,3 @@ def full_epochs(RowDataset ds, state, opts):
         example_free(&ex)
         work_free(&w)
     return finish_passes(state, tot, rng, epochs_run, diverged)
-
-
-def surrogate_epochs(RowDataset ds, state, opts):
-    """``opts.n_epochs`` surrogate passes of ``full_epochs``, one at a time.
-
-    Before each pass the regulariser's curvature in ``M`` grows to ``lam
-    (rows seen after the pass) / n`` (``FullRankState.grow_regulariser``), so
-    the sum of the bounds keeps the objective's proportions.
-
-    Parameters
-    ----------
-    ds : RowDataset
-    state : FullRankState
-    opts : SBMOptions
-        ``surrogate`` is implied.
-
-    Returns
-    -------
-    result : SBMResult
-        That of the last pass, with ``epochs`` counting all of them.
-    """
-    cdef const double[::1] sw = ds.sample_weight
-    cdef Py_ssize_t i
-    cdef long long rows = 0           # rows that take part (weight 0: left out)
-    for i in range(ds.n_samples):
-        if sw[i] != 0.0:
-            rows += 1
-    one_pass = replace(opts, n_epochs=1, surrogate=True)
-    epochs = 0
-    result = None
-    for _ in range(opts.n_epochs):
-        state.grow_regulariser(rows)
-        result = full_epochs(ds, state, one_pass)
-        epochs += result.epochs
-        if result.diverged:
-            break
-    return replace(result, epochs=epochs)

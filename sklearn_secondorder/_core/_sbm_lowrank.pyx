@@ -145,6 +145,17 @@ class LowRankState:
         self.S = np.zeros((k, k))
         self.tau = np.zeros(d, dtype=np.int64)
 
+    def grow_regulariser(self, n_ref, lam, eta):
+        """Size the regulariser for ``n_ref`` rows: raise every coordinate's
+        curvature to ``lam`` (``D += lam - self.lam``: the diagonal of
+        ``V^T S V + D``) and take the step ``eta`` (the estimator's ``n_t``
+        schedule). Between passes only: the tail is current then."""
+        delta = lam - self.lam
+        if delta > 0:
+            self.D += delta
+            self.D_head += delta
+        self.n_ref, self.lam, self.eta = n_ref, lam, eta
+
     def weights(self):
         """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
         ``(n_outputs,)`` (zeros without an intercept)."""
