@@ -26,21 +26,10 @@ from .. import (
     __version__,
 )
 from ..metrics import extract_chunks
+from ._featurizers import featurizer_from_dict
+from ._files import FORMATS, DataError, detect_format, file_size, iter_blocks, text_size
 from ._model import load_model, save_model
-from ._stream import (
-    FORMATS,
-    DataError,
-    ScanResult,
-    detect_format,
-    featurizer_from_dict,
-    file_size,
-    iter_blocks,
-    iter_chunks,
-    make_featurizer,
-    scan,
-    shuffled,
-    text_size,
-)
+from ._stream import ScanResult, iter_chunks, make_featurizer, scan, shuffled
 from ._templates import BUILTIN_TEMPLATES
 
 #: ``--model`` name -> (estimator class, kind).

@@ -55,7 +55,7 @@ class SavedModel:
     @property
     def featurizer(self):
         """The reader of the model's data format (``iter_chunks`` uses it)."""
-        from ._stream import featurizer_from_dict
+        from ._featurizers import featurizer_from_dict
         return featurizer_from_dict(self.header["featurizer"])
 
     def iter_chunks(self, path, chunk_size=10000):
