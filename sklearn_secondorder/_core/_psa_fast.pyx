@@ -16,6 +16,12 @@ of ``LazyStepWeights.catch_up``:
   per row of blocks): ``LazyStepWeights.sweep_all`` applies each event to all
   blocks in storage order, a streaming loop that is cheaper than the
   data-dependent catch-up in the row loop when the whole model is in cache.
+
+With the L1 penalty (``PSAOptions.l1``: Tsuruoka et al.'s cumulative
+penalty on each weight's own steps, ``LazyStepWeights``) the row's blocks are
+caught up with ``lazy_catch_up`` (decay and penalty owed) and each stepped
+weight is clipped after its gradient term (``l1_penalize``); the schedule is
+the lazy one (the sweeps carry no L1). The intercept has no penalty.
 """
 from libc.stdlib cimport malloc, free
 
@@ -25,6 +31,7 @@ from ._numeric cimport clip_dloss
 from ._weights cimport (
     LazyStepWeights,
     lazy_catch_up,
+    l1_penalize,
     decay_factor,
     prefetch_block,
     row_emit,
@@ -42,6 +49,7 @@ cdef struct RowPass:
     bint sweeping            # every block is current at the last event
     bint fit_intercept
     double alpha             # L2 strength
+    double l1                # L1 strength (0: none)
     double* scores           # (K,) work buffers
     double* grad
 
@@ -72,7 +80,10 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef long long* last = w.last
     cdef const long long* next_event = w.next_event
     if K == 1:
-        if rp.sweeping:
+        if rp.l1 != 0.0:                   # (the lazy schedule: catch_up's arithmetic)
+            for q in range(nnz):
+                lazy_catch_up(w, ind[q], t)
+        elif rp.sweeping:
             # every block is current at the last event: one decay (a factor
             # of exactly 1 when tau == t or without L2)
             for q in range(nnz):
@@ -122,7 +133,9 @@ cdef inline void _step(LazyStepWeights w, const RowPass* rp, const double* x, co
     cdef const double* eta = w.eta
     cdef long long* last = w.last
     cdef const double* grad = rp.grad
-    if K == 1:
+    if rp.l1 != 0.0:
+        _step_l1(w, rp, x, ind, nnz, sw, t)
+    elif K == 1:
         gsw = sw * grad[0]
         for q in range(nnz):
             j = ind[q]
@@ -142,6 +155,29 @@ cdef inline void _step(LazyStepWeights w, const RowPass* rp, const double* x, co
             p = d * K + k
             v[2 * p] -= eta[2 * p] * sw * grad[k]
         last[d] = t + 1
+
+
+cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const int* ind,
+                   int nnz, double sw, long long t) noexcept nogil:
+    """``_step`` with the L1 penalty: line 5 of Algorithm 1 on each weight of
+    the row's blocks, then its penalty ``eta C`` (``l1_penalize``; the
+    intercept, whose ``_step`` follows, has none)."""
+    cdef int q, k, K = rp.K
+    cdef Py_ssize_t j, p
+    cdef double c, e, alpha = rp.alpha, l1 = rp.l1
+    cdef double* v = w.v
+    cdef const double* eta = w.eta
+    for q in range(nnz):
+        j = ind[q]
+        for k in range(K):
+            p = j * K + k
+            e = eta[2 * p]
+            c = 1.0 - e * alpha
+            if c < 0.0:
+                c = 0.0
+            v[2 * p] = c * v[2 * p] - e * sw * rp.grad[k] * x[q]
+            l1_penalize(w, p, c, e * l1)
+        w.last[j] = t + 1
 
 
 cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
@@ -204,6 +240,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     rp.d = ds.n_features
     rp.fit_intercept = fit_intercept
     rp.alpha = options.lam
+    rp.l1 = getattr(options, "l1", 0.0)
     if rp.K == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
     cdef LazyStepWeights w = LazyStepWeights(state, options, rp.d)
@@ -216,7 +253,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                             if ds.is_sparse else <double>rp.d)
     if sweep_all == -1:
         sweep_all = rp.d + 1 <= 2.0 * b * mean_nnz
-    rp.sweeping = b > 0 and sweep_all
+    rp.sweeping = b > 0 and sweep_all and rp.l1 == 0.0   # (the sweeps carry no L1)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     rp.scores = <double*>malloc(rp.K * sizeof(double))

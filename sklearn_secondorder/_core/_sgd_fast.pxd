@@ -47,6 +47,7 @@ cdef class RowSteps:
     cdef int K
     cdef bint fit_intercept
     cdef double intercept_decay
+    cdef double l2, l1           # with an L1 penalty (l1 > 0): the shrink's strength, C
     cdef object _arrays          # keeps b and b_sum alive
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
@@ -61,9 +62,12 @@ cdef class SequenceSteps:
     cdef SequenceData ds
     cdef CRFContext ctx
     cdef bint fit_intercept
+    cdef double l2, l1           # with an L1 penalty (l1 > 0): the shrink's strength, C
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil
+    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
+                       double* loss) noexcept nogil
     cdef void count_iterate(self) noexcept nogil
 
 

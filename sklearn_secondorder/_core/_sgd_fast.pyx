@@ -15,6 +15,14 @@ One step on row ``x`` (label ``y``, sample weight ``s``) at counter ``t``::
 
 Zero-weight rows are skipped and do not advance ``t``. With ``n_outputs = K > 1``
 the loss is the multinomial log loss over K scores.
+
+With an L1 penalty (scikit-learn's ``penalty='l1'`` / ``'elasticnet'``: the
+term ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``) the shrink is
+``1 - eta alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
+Tsuruoka et al.'s cumulative penalty (``ScaledWeights.l1_add``); the weights a
+step reads and writes are caught up with it before the read and after the
+write (``_sgd_step_l1``, ``SequenceSteps.step``), the others at the end of the
+call (``l1_apply_all``). The L2-only path is untouched (a separate branch).
 """
 from dataclasses import dataclass
 
@@ -23,10 +31,10 @@ cimport cython
 from libc.math cimport isfinite, NAN
 from libc.stdlib cimport malloc, free
 
-from ._dataset cimport RowDataset, fetch_row
+from ._dataset cimport RowDataset, SequenceData, fetch_row
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, clip_dloss
-from ._weights cimport ScaledWeights
+from ._weights cimport ScaledWeights, l1_apply_rows, l1_apply_weight
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
@@ -53,6 +61,57 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
     if fit_intercept:
         for k in range(K):
             b[k] += grad[k] * intercept_decay
+
+
+cdef inline void _sgd_step_l1(ScaledWeights w, double* b, Loss loss, const double* x,
+                              const int* ind, int nnz, double y, double sw, double eta,
+                              double l2, double l1, bint fit_intercept,
+                              double intercept_decay, double* scores,
+                              double* grad) noexcept nogil:
+    """``_sgd_step`` with the L1 penalty: the row's weights caught up with the
+    cumulative penalty before they are read, the shrink by the L2 part
+    ``l2``, the step, the step's penalty ``eta l1`` added to the total and the
+    row's weights caught up with it (Tsuruoka et al. 2009, Fig. 2)."""
+    cdef int k, K = w.n_outputs
+    cdef double factor
+    l1_apply_rows(w, ind, nnz)
+    w.dot(x, ind, nnz, scores)
+    for k in range(K):
+        scores[k] += b[k]
+    if K == 1:
+        grad[0] = clip_dloss(loss.dloss(scores[0], y))
+    else:
+        softmax_loss(scores, <int>y, K, grad)
+    for k in range(K):
+        grad[k] = -eta * sw * grad[k]
+    factor = 1.0 - eta * l2
+    if factor < 0.0:
+        factor = 0.0
+    if factor != 1.0:
+        w.shrink(factor)
+    w.add(x, ind, nnz, grad)
+    w.l1_add(eta * l1)
+    l1_apply_rows(w, ind, nnz)
+    if fit_intercept:
+        for k in range(K):
+            b[k] += grad[k] * intercept_decay
+
+
+cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
+                              Py_ssize_t n_attributes) noexcept nogil:
+    """Catch the weights a sequence reads and writes up with the L1 penalty:
+    its attributes' rows, the transitions and the bias (``CRFContext``'s
+    layout: attribute rows, then ``H + 1`` rows)."""
+    cdef int h, H = w.n_outputs
+    cdef long long kk, first = ds.offsets[s]
+    cdef Py_ssize_t j, p
+    for kk in range(ds.indptr[first], ds.indptr[ds.offsets[s + 1]]):
+        j = ds.indices[kk]
+        if j < n_attributes:
+            for h in range(H):
+                l1_apply_weight(w, j * H + h)
+    for p in range(n_attributes * H, (n_attributes + H + 1) * H):
+        l1_apply_weight(w, p)
 
 
 ctypedef fused Steps:
@@ -107,6 +166,8 @@ cdef class SequenceSteps:
         cdef Py_ssize_t s = self.ds.order[k]
         cdef double eta = step_size(sched, t), ll
         cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        if self.l1 != 0.0:
+            return self._step_l1(s, w, eta, loss)
         self.ctx.load_transitions(w)
         self.ctx.load_emissions(self.ds, s, w)
         self.ctx.finish_emissions(NULL)
@@ -116,6 +177,26 @@ cdef class SequenceSteps:
             return True                # (the pass stops: divergence)
         w.shrink(1.0 - eta * sched.alpha)
         self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        return True
+
+    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
+                       double* loss) noexcept nogil:
+        """``step`` with the L1 penalty (the module docstring): the sequence's
+        weights caught up before they are read and after the step."""
+        cdef double ll
+        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
+        self.ctx.load_transitions(w)
+        self.ctx.load_emissions(self.ds, s, w)
+        self.ctx.finish_emissions(NULL)
+        ll = self.ctx.loglik(y)
+        loss[0] = -ll
+        if not isfinite(ll):
+            return True
+        w.shrink(1.0 - eta * self.l2)
+        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        w.l1_add(eta * self.l1)
+        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
         return True
 
     cdef void count_iterate(self) noexcept nogil:
@@ -143,6 +224,11 @@ cdef class RowSteps:
         fetch_row(self.ds, k, &x, &ind, &nnz, &y, &sw)
         if sw == 0.0:
             return False
+        if self.l1 != 0.0:
+            _sgd_step_l1(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t),
+                         self.l2, self.l1, self.fit_intercept, self.intercept_decay,
+                         self.scores, self.grad)
+            return True
         _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
                   self.fit_intercept, self.intercept_decay, self.scores, self.grad)
         return True
@@ -169,6 +255,7 @@ cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
         steps.b_sum = &bs[0]
     steps._arrays = (b, b_sum)
     steps.fit_intercept, steps.intercept_decay = fit_intercept, intercept_decay
+    steps.l2, steps.l1 = 0.0, 0.0
     steps.scores = <double*>malloc(steps.K * sizeof(double))
     steps.grad = <double*>malloc(steps.K * sizeof(double))
     if steps.scores == NULL or steps.grad == NULL:
@@ -187,6 +274,11 @@ class LinearSGDState:
     intercept : ndarray of shape (n_outputs,)
     avg_coef, avg_intercept : ndarray or None
         Running sums of the iterates (averaged SGD).
+    l1_q : ndarray of shape (n_features * n_outputs,) or None
+        With an L1 penalty: Tsuruoka et al.'s ``q``, the penalty applied to
+        each weight so far.
+    l1_u : float
+        Their ``u``, the total penalty so far.
     n_iterates : float
         Iterates in the sums.
     t : int
@@ -205,19 +297,30 @@ class LinearSGDState:
     t: int = 0
     seed: int = 1
     eta0: object = None
+    l1_q: object = None
+    l1_u: float = 0.0
 
     @classmethod
-    def zeros(cls, n_features, n_outputs, *, average, seed):
+    def zeros(cls, n_features, n_outputs, *, average, seed, l1=False):
         size = n_features * n_outputs
         state = cls(coef=np.zeros(size), intercept=np.zeros(n_outputs), seed=seed)
         if average:
             state.avg_coef, state.avg_intercept = np.zeros(size), np.zeros(n_outputs)
+        if l1:
+            state.l1_q = np.zeros(size)
         return state
 
     def model(self):
-        """``(coef, intercept)``: the average of the iterates when averaging."""
+        """``(coef, intercept)``: the average of the iterates when averaging.
+
+        With an L1 penalty the average is taken on the last iterate's support
+        (its weights at 0 are 0): an average of sparse iterates is dense, and
+        the support is what the penalty selected."""
         if self.avg_coef is not None and self.n_iterates > 0:
-            return self.avg_coef / self.n_iterates, self.avg_intercept / self.n_iterates
+            coef = self.avg_coef / self.n_iterates
+            if self.l1_q is not None:
+                coef[self.coef == 0.0] = 0.0
+            return coef, self.avg_intercept / self.n_iterates
         return self.coef, self.intercept
 
 
@@ -233,6 +336,9 @@ class LinearSGDOptions:
     eta0, t0 : float
     shuffle, fit_intercept : bool
     intercept_decay : float
+    l1_ratio : float
+        The L1 share of ``alpha`` (0: L2 only; the state then needs
+        ``l1_q``).
     """
 
     alpha: float = 1e-4
@@ -242,6 +348,7 @@ class LinearSGDOptions:
     shuffle: bool = True
     fit_intercept: bool = True
     intercept_decay: float = 1.0
+    l1_ratio: float = 0.0
 
 
 @dataclass
@@ -274,10 +381,17 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         raise ValueError("a binary loss is required when n_outputs == 1")
     if state.coef.shape[0] != ds.n_features * K:
         raise ValueError("coef/intercept shapes do not match the data")
-    cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates)
+    cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
+    if l1_ratio > 0 and state.l1_q is None:
+        raise ValueError("an L1 penalty needs the state's l1_q")
+    cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates,
+                                         state.l1_q if l1_ratio > 0 else None, state.l1_u)
     cdef double[::1] b = state.intercept
     cdef RowSteps steps = row_steps(ds, loss, b, state.avg_intercept, options.fit_intercept,
                                     options.intercept_decay)
+    if l1_ratio > 0:
+        steps.l2 = options.alpha * (1.0 - l1_ratio)
+        steps.l1 = options.alpha * l1_ratio
     cdef Schedule sched
     sched.kind = CONSTANT if options.learning_rate == "constant" else OPTIMAL
     sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, options.t0,
@@ -296,15 +410,22 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
             if not w.is_finite() or not all_finite(&b[0], K):
                 diverged = True
                 break
+        if w.has_l1:
+            w.l1_apply_all()
         w.fold()
     state.t, state.seed, state.n_iterates = t, rng, w.n_iterates
+    if w.has_l1:
+        state.l1_u = w.l1_u
     return SGDResult(epochs=epochs_run, diverged=diverged)
 
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss loss=None,
-               int n_outputs=1, double alpha=1e-4, double eta=0.01, bint fit_intercept=True):
+               int n_outputs=1, double alpha=1e-4, double eta=0.01, bint fit_intercept=True,
+               double l1_ratio=0.0):
     """One pass with constant ``eta`` from (copies of) the weights; returns the
-    regularized objective after the pass (``inf`` when it diverges).
+    regularized objective after the pass (``inf`` when it diverges), the L1
+    term ``alpha l1_ratio ||w||_1`` included (the pass then steps with the
+    cumulative L1 penalty, from nothing owed).
 
     Used by the step-size calibration (Bottou's recipe): the arrays given are
     not modified.
@@ -313,8 +434,11 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     coef_c = np.array(coef, dtype=np.float64)
     intercept_c = np.array(intercept, dtype=np.float64)
     cdef double[::1] ic = intercept_c
-    cdef ScaledWeights w = ScaledWeights(coef_c, K)
+    cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
+                                         np.zeros_like(coef_c) if l1_ratio > 0 else None)
     cdef RowSteps steps = row_steps(ds, loss, ic, None, fit_intercept, 1.0)
+    if l1_ratio > 0:
+        steps.l2, steps.l1 = alpha * (1.0 - l1_ratio), alpha * l1_ratio
     cdef Schedule sched
     sched.kind, sched.eta0, sched.alpha, sched.t0, sched.power = CONSTANT, eta, alpha, 0.0, 0.0
     cdef const double* x
@@ -325,6 +449,8 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     cdef double y, sw, obj = 0.0, wsum = 0.0, val
     with nogil:
         sgd_pass(steps, w, &sched, &t)
+        if w.has_l1:
+            w.l1_apply_all()
         w.fold()
         if not w.is_finite() or not all_finite(&ic[0], K):
             obj = 1e300
@@ -344,4 +470,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
                 obj /= wsum
     if obj >= 1e300 or not np.isfinite(obj):
         return np.inf
+    if l1_ratio > 0:
+        return obj + alpha * (l1_ratio * float(np.abs(coef_c).sum())
+                              + 0.5 * (1.0 - l1_ratio) * float(np.dot(coef_c, coef_c)))
     return obj + 0.5 * alpha * float(np.dot(coef_c, coef_c))

@@ -16,6 +16,12 @@ cdef class ScaledWeights:
     cdef double* u
     cdef readonly double avg_coef        # C in  sum_of_iterates = u + C * v
     cdef readonly double n_iterates
+    # the cumulative L1 penalty (Tsuruoka et al. 2009), in units of v: the total
+    # l1_u so far, and per weight l1_q[p], the penalty already applied
+    cdef readonly bint has_l1
+    cdef readonly double l1_u
+    cdef double[::1] l1_q_arr
+    cdef double* l1_q
 
     cdef void dot(self, const double* x, const int* ind, int nnz, double* out) noexcept nogil
     cdef void add(self, const double* x, const int* ind, int nnz, const double* c) noexcept nogil
@@ -25,6 +31,38 @@ cdef class ScaledWeights:
     cdef void reset_to_average(self) noexcept nogil
     cdef double sq_norm(self) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
+    cdef void l1_add(self, double amount) noexcept nogil
+    cdef void l1_apply_all(self) noexcept nogil
+
+
+cdef extern from "_psa_math.h":
+    double one_minus_decay "skso_one_minus_decay"(double z) noexcept nogil
+    double l1_apply "skso_l1_apply"(double w, double owed_down, double owed_up) noexcept nogil
+
+
+cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
+    """Catch weight ``p`` up with the cumulative L1 penalty (Tsuruoka et al.,
+    ApplyPenalty; ``skso_l1_apply``): ``u``, ``q`` and ``v`` are all in the
+    units of ``v``, so the clip is at the true weight's 0 (``scale > 0``)."""
+    cdef double z = w.v[p], nv
+    if z == 0.0:
+        return
+    nv = l1_apply(z, w.l1_u + w.l1_q[p], w.l1_u - w.l1_q[p])
+    if nv != z:
+        w.v[p] = nv
+        w.l1_q[p] += nv - z
+        if w.averaged:
+            w.u[p] -= w.avg_coef * (nv - z)
+
+
+cdef inline void l1_apply_rows(ScaledWeights w, const int* ind, int nnz) noexcept nogil:
+    """``l1_apply_weight`` on the ``n_outputs`` weights of each listed feature."""
+    cdef int i, k, K = w.n_outputs
+    cdef Py_ssize_t p
+    for i in range(nnz):
+        p = <Py_ssize_t>ind[i] * K
+        for k in range(K):
+            l1_apply_weight(w, p + k)
 
 
 from libc.math cimport exp, log1p
@@ -91,6 +129,12 @@ cdef class LazyStepWeights:
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
     cdef readonly double max_rate    # max |rate| at init (eta only decreases)
+    # the cumulative L1 penalty (Tsuruoka et al. 2009) on per-coordinate steps:
+    # per weight what it is owed, (u + q, u - q) interleaved, u its own total
+    cdef double* l1d
+    cdef readonly bint has_l1
+    cdef readonly double l1          # C = alpha l1_ratio
+    cdef double l1_over_lam          # C / lam (lam > 0)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
@@ -102,6 +146,10 @@ cdef class LazyStepWeights:
                           int* n_geo) noexcept nogil
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil
+    cdef double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
+                               int* n_geo) noexcept nogil
+    cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
+                             int* n_geo) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
 
 
@@ -183,14 +231,61 @@ cdef extern from "_block_ops.h":
                                                 Py_ssize_t K) noexcept nogil
 
 
+cdef inline void l1_clip(LazyStepWeights w, Py_ssize_t p) noexcept nogil:
+    """Tsuruoka's clip of weight ``p`` (``skso_l1_apply``) with what it is
+    owed, ``(u + q, u - q)``; the change goes to ``q``."""
+    cdef double* d = w.l1d + 2 * p
+    cdef double z = w.v[2 * p], nv
+    nv = l1_apply(z, d[0], d[1])
+    d[0] += nv - z
+    d[1] -= nv - z
+    w.v[2 * p] = nv
+
+
+cdef inline void l1_penalize(LazyStepWeights w, Py_ssize_t p, double f,
+                             double owed) noexcept nogil:
+    """The L1 side of steps whose L2 factor is ``f`` and penalty ``owed`` (one
+    step: ``f = max(0, 1 - eta lam)``, ``owed = eta C``, after its gradient
+    term): ``u`` and ``q`` shrink with the weight, ``u += owed``; then the clip."""
+    cdef double* d = w.l1d + 2 * p
+    d[0] = d[0] * f + owed
+    d[1] = d[1] * f + owed
+    l1_clip(w, p)
+
+
+cdef inline void l1_settle(LazyStepWeights w, Py_ssize_t p, double f, double owed) noexcept nogil:
+    """Weight ``p`` after steps without a gradient: ``v *= f`` (their L2
+    decay), then ``l1_penalize`` (their L1 penalty, in the weight's units
+    after the decay)."""
+    w.v[2 * p] *= f
+    l1_penalize(w, p, f, owed)
+
+
+cdef inline void decay_weight_l1(LazyStepWeights w, Py_ssize_t p, long long k) noexcept nogil:
+    """``k >= 1`` untouched steps of (regularized) weight ``p`` with the L1
+    penalty, ``eta`` constant: the decay ``f = (1 - eta lam)^k`` and the
+    penalty owed, the sum of the steps' ``eta C`` each shrunk by the later
+    decays, ``C / lam (1 - f)`` (``skso_one_minus_decay``; ``k eta C``
+    without L2)."""
+    if w.lam == 0.0:
+        l1_settle(w, p, 1.0, w.l1 * w.eta[2 * p] * <double>k)
+    else:
+        l1_settle(w, p, decay_factor(w.rate[p], k),
+                  w.l1_over_lam * one_minus_decay(<double>k * w.rate[p]))
+
+
 cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
     """``k >= 1`` untouched steps of (regularized) block ``j``: ``v *= (1 - eta
     lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
     ``k max_rate``), ``decay_factor`` takes its Taylor branch for each, and a
     multi-output block runs it as one vectorised loop (``_block_ops.h``, the
-    same bits)."""
+    same bits). With the L1 penalty, ``decay_weight_l1`` for each weight."""
     cdef int q, K = w.n_outputs
     cdef Py_ssize_t p, p0 = j * K
+    if w.has_l1:
+        for q in range(K):
+            decay_weight_l1(w, p0 + q, k)
+        return
     if K > 1 and <double>k * w.max_rate < 5e-4:
         row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
         return
@@ -209,7 +304,7 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
         return
     if tau == T:
         return
-    if j != w.unregularized and w.lam != 0.0:
+    if j != w.unregularized and (w.lam != 0.0 or w.has_l1):
         decay_block(w, j, T - tau)
     w.last[j] = T
 

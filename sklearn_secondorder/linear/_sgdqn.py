@@ -9,6 +9,7 @@ from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgdqn_fast import SGDQNOptions, SGDQNState, primal_objective, sgdqn_epochs
+from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
@@ -149,6 +150,11 @@ class SGDQNLinearSVC(LinearClassifierBase):
     verbose : int, default=0
         Print the ``skip`` and ``t0`` chosen on the first call; above 1, also
         the primal cost of each ``t0`` candidate tried by ``t0='auto'``.
+    penalty : {'l2'}, default='l2'
+        Only ``'l2'``: ``'l1'`` and ``'elasticnet'`` (scikit-learn's values) raise
+        a ValueError. SGD-QN's rescaling estimates the curvature of the
+        L2-regularized loss; use ``PSAClassifier`` or ``PlainSGDClassifier``
+        for L1 / elastic-net.
 
     Attributes
     ----------
@@ -207,13 +213,15 @@ class SGDQNLinearSVC(LinearClassifierBase):
         "skip": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "t0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "max_curvature": [Interval(Real, 1, None, closed="left")],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],  # (not l2: refused below)
     }
     _probabilistic_losses = frozenset({"log_loss"})
 
     def __init__(self, loss="squared_hinge", *, alpha=1e-4, fit_intercept=True,
                  max_iter=5, skip="auto", t0="auto", max_curvature=100.0, shuffle=True,
                  random_state=None, class_weight=None, warm_start=False, n_jobs=None,
-                 verbose=0):
+                 verbose=0, penalty="l2"):
+        self.penalty = penalty
         self.loss = loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -227,6 +235,13 @@ class SGDQNLinearSVC(LinearClassifierBase):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def _more_validate_params(self, for_partial_fit=False):
+        check_l2_only(self, (
+            "SGD-QN's diagonal rescaling B is estimated from the curvature of the "
+            "L2-regularized loss, which an L1 term does not have, and its skip-based L2"
+            " update has no lazy L1 counterpart here; use PSAClassifier or "
+            "PlainSGDClassifier for an L1 penalty."))
 
     # ---- state ----------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs, seed):
