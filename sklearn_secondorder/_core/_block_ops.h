@@ -71,4 +71,27 @@ static void skso_row_shrink_step(double *restrict ve, double lam, double sw,
     }
 }
 
+/* Tsuruoka et al.'s L1 catch-up (skso_l1_apply) of the K weights of one
+ * feature of a ScaledWeights: u the total penalty and q[k] the penalty
+ * applied, both in the units of v; q takes the change. With averaging
+ * (avg != NULL) the running sum keeps the past iterates: avg[k] -= c * change. */
+SKSO_ROW_CLONES
+static void skso_row_l1_apply(double *restrict v, double *restrict q, double *restrict avg,
+                              double u, double c, ptrdiff_t K) {
+    if (avg == NULL) {
+        for (ptrdiff_t k = 0; k < K; k++) {
+            double z = v[k], nv = skso_l1_apply(z, u + q[k], u - q[k]);
+            q[k] += nv - z;
+            v[k] = nv;
+        }
+        return;
+    }
+    for (ptrdiff_t k = 0; k < K; k++) {
+        double z = v[k], nv = skso_l1_apply(z, u + q[k], u - q[k]);
+        q[k] += nv - z;
+        avg[k] -= c * (nv - z);
+        v[k] = nv;
+    }
+}
+
 #endif

@@ -18,10 +18,11 @@ of ``LazyStepWeights.catch_up``:
   data-dependent catch-up in the row loop when the whole model is in cache.
 
 With the L1 penalty (``PSAOptions.l1``: Tsuruoka et al.'s cumulative
-penalty on each weight's own steps, ``LazyStepWeights``) the row's blocks are
-caught up with ``lazy_catch_up`` (decay and penalty owed) and each stepped
-weight is clipped after its gradient term (``l1_penalize``); the schedule is
-the lazy one (the sweeps carry no L1). The intercept has no penalty.
+penalty on each weight's own steps, ``LazyStepWeights``) the pass is
+``_pass_l1``: the row's blocks are caught up with ``lazy_catch_up`` (decay and
+penalty owed), and each stepped weight is clipped after its gradient term
+(``l1_penalize``); the schedule is the lazy one (the sweeps carry no L1). The
+intercept has no penalty. The L2-only pass is unchanged.
 """
 from libc.stdlib cimport malloc, free
 
@@ -80,10 +81,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef long long* last = w.last
     cdef const long long* next_event = w.next_event
     if K == 1:
-        if rp.l1 != 0.0:                   # (the lazy schedule: catch_up's arithmetic)
-            for q in range(nnz):
-                lazy_catch_up(w, ind[q], t)
-        elif rp.sweeping:
+        if rp.sweeping:
             # every block is current at the last event: one decay (a factor
             # of exactly 1 when tau == t or without L2)
             for q in range(nnz):
@@ -133,9 +131,7 @@ cdef inline void _step(LazyStepWeights w, const RowPass* rp, const double* x, co
     cdef const double* eta = w.eta
     cdef long long* last = w.last
     cdef const double* grad = rp.grad
-    if rp.l1 != 0.0:
-        _step_l1(w, rp, x, ind, nnz, sw, t)
-    elif K == 1:
+    if K == 1:
         gsw = sw * grad[0]
         for q in range(nnz):
             j = ind[q]
@@ -155,29 +151,6 @@ cdef inline void _step(LazyStepWeights w, const RowPass* rp, const double* x, co
             p = d * K + k
             v[2 * p] -= eta[2 * p] * sw * grad[k]
         last[d] = t + 1
-
-
-cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const int* ind,
-                   int nnz, double sw, long long t) noexcept nogil:
-    """``_step`` with the L1 penalty: line 5 of Algorithm 1 on each weight of
-    the row's blocks, then its penalty ``eta C`` (``l1_penalize``; the
-    intercept, whose ``_step`` follows, has none)."""
-    cdef int q, k, K = rp.K
-    cdef Py_ssize_t j, p
-    cdef double c, e, alpha = rp.alpha, l1 = rp.l1
-    cdef double* v = w.v
-    cdef const double* eta = w.eta
-    for q in range(nnz):
-        j = ind[q]
-        for k in range(K):
-            p = j * K + k
-            e = eta[2 * p]
-            c = 1.0 - e * alpha
-            if c < 0.0:
-                c = 0.0
-            v[2 * p] = c * v[2 * p] - e * sw * rp.grad[k] * x[q]
-            l1_penalize(w, p, c, e * l1)
-        w.last[j] = t + 1
 
 
 cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
@@ -204,6 +177,62 @@ cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass*
         else:
             softmax_loss(rp.scores, <int>y, rp.K, rp.grad)
         _step(w, rp, x, ind, nnz, sw, t)
+        t += 1
+    return t
+
+
+cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const int* ind,
+                   int nnz, double sw, long long t) noexcept nogil:
+    """``_step`` with the L1 penalty: line 5 of Algorithm 1 on each weight of
+    the row's blocks, then its penalty ``eta C`` (``l1_penalize``); the
+    intercept has none."""
+    cdef int q, k, K = rp.K
+    cdef Py_ssize_t j, p, d = rp.d
+    cdef double c, e, alpha = rp.alpha, l1 = rp.l1
+    cdef double* v = w.v
+    cdef const double* eta = w.eta
+    for q in range(nnz):
+        j = ind[q]
+        for k in range(K):
+            p = j * K + k
+            e = eta[2 * p]
+            c = 1.0 - e * alpha
+            if c < 0.0:
+                c = 0.0
+            v[2 * p] = c * v[2 * p] - e * sw * rp.grad[k] * x[q]
+            l1_penalize(w, p, c, e * l1)
+        w.last[j] = t + 1
+    if rp.fit_intercept:
+        for k in range(K):
+            p = d * K + k
+            v[2 * p] -= eta[2 * p] * sw * rp.grad[k]
+        w.last[d] = t + 1
+
+
+cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
+                        long long t) noexcept nogil:
+    """``_pass`` with the L1 penalty (lazy schedule): the row's blocks are
+    caught up with their decay and penalty owed (``lazy_catch_up``) before
+    ``_scores`` reads them (then current: its own catch-up is a factor 1)."""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz, q
+    cdef Py_ssize_t i
+    cdef double y, sw
+    for i in range(ds.n_samples):
+        fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            continue
+        if ds.is_sparse and i + 1 < ds.n_samples:
+            _prefetch_next(ds, w, i)
+        for q in range(nnz):
+            lazy_catch_up(w, ind[q], t)
+        _scores(w, rp, x, ind, nnz, t)
+        if rp.K == 1:
+            rp.grad[0] = clip_dloss(loss.dloss(rp.scores[0], y))
+        else:
+            softmax_loss(rp.scores, <int>y, rp.K, rp.grad)
+        _step_l1(w, rp, x, ind, nnz, sw, t)
         t += 1
     return t
 
@@ -265,7 +294,10 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
             for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                t = _pass(ds, w, loss, &rp, t, b)
+                if rp.l1 != 0.0:
+                    t = _pass_l1(ds, w, loss, &rp, t)
+                else:
+                    t = _pass(ds, w, loss, &rp, t, b)
                 epochs_run += 1
                 w.catch_up_all(t)
                 if not w.is_finite():

@@ -62,15 +62,12 @@ static inline double skso_one_minus_decay(double z) {
  * so far and q what was applied to this weight -- and clips it at 0. Returns
  * the new weight; the caller adds the change to q. */
 static inline double skso_l1_apply(double w, double owed_down, double owed_up) {
-    if (w > 0.0) {
-        w -= owed_down;
-        return w > 0.0 ? w : 0.0;
-    }
-    if (w < 0.0) {
-        w += owed_up;
-        return w < 0.0 ? w : 0.0;
-    }
-    return w;
+    /* (selects, not branches: the sign of a weight is not predictable, and
+     * the block loop of _block_ops.h vectorises) */
+    double down = w - owed_down, up = w + owed_up;
+    down = down > 0.0 ? down : 0.0;
+    up = up < 0.0 ? up : 0.0;
+    return w > 0.0 ? down : (w < 0.0 ? up : w);
 }
 
 #endif

@@ -47,8 +47,20 @@ cdef class RowSteps:
     cdef int K
     cdef bint fit_intercept
     cdef double intercept_decay
-    cdef double l2, l1           # with an L1 penalty (l1 > 0): the shrink's strength, C
     cdef object _arrays          # keeps b and b_sum alive
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil
+    cdef void count_iterate(self) noexcept nogil
+
+
+@cython.final
+cdef class RowStepsL1:
+    # RowSteps with an L1 penalty: its own compiled pass (sgd_pass is fused over
+    # the kinds of steps), so that the L2-only row loop is unchanged
+    cdef Py_ssize_t n_examples
+    cdef RowSteps rows
+    cdef double l2, l1           # the shrink's strength, and C
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil

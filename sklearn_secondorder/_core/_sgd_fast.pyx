@@ -22,7 +22,8 @@ term ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``) the shrink is
 Tsuruoka et al.'s cumulative penalty (``ScaledWeights.l1_add``); the weights a
 step reads and writes are caught up with it before the read and after the
 write (``_sgd_step_l1``, ``SequenceSteps.step``), the others at the end of the
-call (``l1_apply_all``). The L2-only path is untouched (a separate branch).
+call (``l1_apply_all``). The L2-only row loop is untouched: rows with L1 are
+``RowStepsL1``, a kind of steps of its own in the fused ``sgd_pass``.
 """
 from dataclasses import dataclass
 
@@ -116,6 +117,7 @@ cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
 
 ctypedef fused Steps:
     RowSteps
+    RowStepsL1
     SequenceSteps
 
 
@@ -224,11 +226,6 @@ cdef class RowSteps:
         fetch_row(self.ds, k, &x, &ind, &nnz, &y, &sw)
         if sw == 0.0:
             return False
-        if self.l1 != 0.0:
-            _sgd_step_l1(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t),
-                         self.l2, self.l1, self.fit_intercept, self.intercept_decay,
-                         self.scores, self.grad)
-            return True
         _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
                   self.fit_intercept, self.intercept_decay, self.scores, self.grad)
         return True
@@ -238,6 +235,36 @@ cdef class RowSteps:
         if self.b_sum != NULL:
             for k in range(self.K):
                 self.b_sum[k] += self.b[k]
+
+
+@cython.final
+cdef class RowStepsL1:
+    """``RowSteps`` with the L1 penalty (``_sgd_step_l1``)."""
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        cdef const double* x
+        cdef const int* ind
+        cdef int nnz
+        cdef double y, sw
+        fetch_row(self.rows.ds, k, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            return False
+        _sgd_step_l1(w, self.rows.b, self.rows.loss, x, ind, nnz, y, sw, step_size(sched, t),
+                     self.l2, self.l1, self.rows.fit_intercept, self.rows.intercept_decay,
+                     self.rows.scores, self.rows.grad)
+        return True
+
+    cdef void count_iterate(self) noexcept nogil:
+        self.rows.count_iterate()
+
+
+cdef RowStepsL1 with_l1(RowSteps rows, double alpha, double l1_ratio):
+    """``rows`` with the penalty ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``."""
+    cdef RowStepsL1 steps = RowStepsL1()
+    steps.rows, steps.n_examples = rows, rows.n_examples
+    steps.l2, steps.l1 = alpha * (1.0 - l1_ratio), alpha * l1_ratio
+    return steps
 
 
 cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
@@ -255,7 +282,6 @@ cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
         steps.b_sum = &bs[0]
     steps._arrays = (b, b_sum)
     steps.fit_intercept, steps.intercept_decay = fit_intercept, intercept_decay
-    steps.l2, steps.l1 = 0.0, 0.0
     steps.scores = <double*>malloc(steps.K * sizeof(double))
     steps.grad = <double*>malloc(steps.K * sizeof(double))
     if steps.scores == NULL or steps.grad == NULL:
@@ -389,9 +415,7 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
     cdef double[::1] b = state.intercept
     cdef RowSteps steps = row_steps(ds, loss, b, state.avg_intercept, options.fit_intercept,
                                     options.intercept_decay)
-    if l1_ratio > 0:
-        steps.l2 = options.alpha * (1.0 - l1_ratio)
-        steps.l1 = options.alpha * l1_ratio
+    cdef RowStepsL1 steps_l1 = with_l1(steps, options.alpha, l1_ratio) if l1_ratio > 0 else None
     cdef Schedule sched
     sched.kind = CONSTANT if options.learning_rate == "constant" else OPTIMAL
     sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, options.t0,
@@ -405,7 +429,10 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         for _epoch in range(n_epochs):
             if shuffle:
                 ds.shuffle(&rng)
-            sgd_pass(steps, w, &sched, &t)
+            if steps_l1 is not None:
+                sgd_pass(steps_l1, w, &sched, &t)
+            else:
+                sgd_pass(steps, w, &sched, &t)
             epochs_run += 1
             if not w.is_finite() or not all_finite(&b[0], K):
                 diverged = True
@@ -437,8 +464,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
                                          np.zeros_like(coef_c) if l1_ratio > 0 else None)
     cdef RowSteps steps = row_steps(ds, loss, ic, None, fit_intercept, 1.0)
-    if l1_ratio > 0:
-        steps.l2, steps.l1 = alpha * (1.0 - l1_ratio), alpha * l1_ratio
+    cdef RowStepsL1 steps_l1 = with_l1(steps, alpha, l1_ratio) if l1_ratio > 0 else None
     cdef Schedule sched
     sched.kind, sched.eta0, sched.alpha, sched.t0, sched.power = CONSTANT, eta, alpha, 0.0, 0.0
     cdef const double* x
@@ -448,7 +474,10 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     cdef long long t = 0
     cdef double y, sw, obj = 0.0, wsum = 0.0, val
     with nogil:
-        sgd_pass(steps, w, &sched, &t)
+        if steps_l1 is not None:
+            sgd_pass(steps_l1, w, &sched, &t)
+        else:
+            sgd_pass(steps, w, &sched, &t)
         if w.has_l1:
             w.l1_apply_all()
         w.fold()

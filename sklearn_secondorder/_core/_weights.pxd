@@ -55,14 +55,24 @@ cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
             w.u[p] -= w.avg_coef * (nv - z)
 
 
+cdef extern from "_block_ops.h":
+    void row_l1_apply "skso_row_l1_apply"(double* v, double* q, double* avg, double u,
+                                          double c, Py_ssize_t K) noexcept nogil
+
+
 cdef inline void l1_apply_rows(ScaledWeights w, const int* ind, int nnz) noexcept nogil:
-    """``l1_apply_weight`` on the ``n_outputs`` weights of each listed feature."""
-    cdef int i, k, K = w.n_outputs
+    """``l1_apply_weight`` on the ``n_outputs`` weights of each listed feature
+    (a multi-output feature's as one vectorised loop, ``_block_ops.h``)."""
+    cdef int i, K = w.n_outputs
     cdef Py_ssize_t p
+    if K == 1:
+        for i in range(nnz):
+            l1_apply_weight(w, ind[i])
+        return
     for i in range(nnz):
         p = <Py_ssize_t>ind[i] * K
-        for k in range(K):
-            l1_apply_weight(w, p + k)
+        row_l1_apply(w.v + p, w.l1_q + p, w.u + p if w.averaged else NULL, w.l1_u,
+                     w.avg_coef, K)
 
 
 from libc.math cimport exp, log1p
@@ -150,6 +160,10 @@ cdef class LazyStepWeights:
                                int* n_geo) noexcept nogil
     cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
                              int* n_geo) noexcept nogil
+    cdef bint _closed_windows(self, Py_ssize_t p, double lam, long long k, double* geo,
+                              int* n_geo, double* f, double* owed,
+                              double* fk) noexcept nogil
+    cdef bint _stays_nonzero(self, Py_ssize_t p, double lam, long long k) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 cimport cython
 import numpy as np
-from libc.math cimport isfinite
+from libc.math cimport fabs, isfinite
 
 cdef double SCALE_THRESHOLD = 1e-9
 # With averaging, u = S - C v loses about eps / scale of relative precision to
@@ -648,6 +648,41 @@ cdef class LazyStepWeights:
                 break
         return total
 
+    cdef bint _closed_windows(self, Py_ssize_t p, double lam, long long k, double* geo,
+                              int* n_geo, double* f, double* owed,
+                              double* fk) noexcept nogil:
+        """The closed form of ``k`` whole idle windows of non-zero weight ``p``
+        with the L1 penalty, valid while the weight does not reach 0 (see
+        ``_skip_param_l1``): the total decay ``f``, the penalty ``owed`` and
+        the step factor ``fk = alpha^k``. False outside the clipped regime."""
+        cdef long long b = self.period
+        cdef double x = self.eta[2 * p] * lam, total
+        if lam == 0.0:
+            fk[0] = 1.0 + expm1(<double>k * self.log_alpha)
+            f[0] = 1.0
+            owed[0] = (2.0 * <double>b * self.l1 * self.eta[2 * p]
+                       * (expm1(<double>k * self.log_alpha) / self.geo_den[1]))
+            return True
+        if not (self.eta[2 * p] <= self.eta_clip and x < 0.05):
+            return False
+        total = self._clipped_decay(p, x, k, geo, n_geo)
+        fk[0] = geo[39]
+        f[0] = small_exp(-2.0 * <double>b * total)
+        owed[0] = self.l1_over_lam * one_minus_decay(-2.0 * <double>b * total)
+        return True
+
+    cdef bint _stays_nonzero(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
+        """Whether non-zero weight ``p`` is still non-zero after ``k`` whole
+        idle windows by the closed form (its magnitude after the decay exceeds
+        what it is owed on its side then)."""
+        cdef double geo[40]
+        cdef int n_geo = 0
+        cdef double f, owed, fk, z = self.v[2 * p]
+        cdef double side = self.l1d[2 * p] if z > 0.0 else self.l1d[2 * p + 1]
+        if not self._closed_windows(p, lam, k, geo, &n_geo, &f, &owed, &fk):
+            return False
+        return fabs(z) * f > side * f + owed
+
     cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
                              int* n_geo) noexcept nogil:
         """``_skip_param`` with the L1 penalty (``lam`` is the L2, possibly 0).
@@ -661,43 +696,46 @@ cdef class LazyStepWeights:
         ``_clipped_decay``'s and the penalty owed is ``C/lam (1 - F)`` for the
         total decay ``F`` (the steps' ``eta C`` shrunk by the later decays, as
         ``eta C = C/lam (1 - (1 - eta lam))``), ``2 b C eta (1 - alpha^k) /
-        (1 - alpha)`` without L2. If the weight reaches 0 that is undone and
-        the windows are replayed one by one, up to the first window that starts
-        at 0, after which the rest are the zero case."""
-        cdef long long i, b = self.period
-        cdef double x, total, fk, v0, d0, d1, owed
-        cdef double* d = self.l1d + 2 * p
-        cdef bint closed = False
-        if self.v[2 * p] != 0.0:
-            x = self.eta[2 * p] * lam
-            v0, d0, d1 = self.v[2 * p], d[0], d[1]
-            if lam == 0.0 and k > 2:
-                fk = 1.0 + expm1(<double>k * self.log_alpha)
-                owed = (2.0 * <double>b * self.l1 * self.eta[2 * p]
-                        * (expm1(<double>k * self.log_alpha) / self.geo_den[1]))
-                l1_settle(self, p, 1.0, owed)
-                closed = True
-            elif lam > 0.0 and self.eta[2 * p] <= self.eta_clip and x < 0.05 and k > 2:
-                total = self._clipped_decay(p, x, k, geo, n_geo)
-                fk = geo[39]
-                l1_settle(self, p, small_exp(-2.0 * <double>b * total),
-                          self.l1_over_lam * one_minus_decay(-2.0 * <double>b * total))
-                closed = True
-            if closed:
-                if self.v[2 * p] != 0.0:        # never reached 0: the closed form holds
-                    self.eta[2 * p] *= fk
-                    if lam > 0.0:
-                        self.rate[p] = log_decay(self.eta[2 * p] * lam)
-                    self.n_adaptations += k
-                    if self.factor_hi < self.min_factor:
-                        self.min_factor = self.factor_hi
-                    if self.factor_hi > self.max_factor:
-                        self.max_factor = self.factor_hi
-                    self.snap0[2 * p] = self.v[2 * p]
-                    self.snap1[2 * p] = self.v[2 * p]
-                    return
-                self.v[2 * p], d[0], d[1] = v0, d0, d1
-        for i in range(k):
+        (1 - alpha)`` without L2 (``_closed_windows``). If the weight reaches 0
+        within the ``k`` windows, the closed form covers the windows before
+        (the last window count it holds for, found by bisection: reaching 0 is
+        monotone), the window that reaches 0 is replayed, and the rest are the
+        zero case; outside the clipped regime windows are replayed one by one
+        until the weight is 0."""
+        cdef long long i, lo, hi, mid, b = self.period
+        cdef double f, owed, fk
+        cdef int n_loc = 0
+        cdef double loc[40]
+        cdef long long done = 0
+        if self.v[2 * p] != 0.0 and (lam == 0.0 or (self.eta[2 * p] <= self.eta_clip
+                                                    and self.eta[2 * p] * lam < 0.05)):
+            if self._stays_nonzero(p, lam, k):
+                done = k
+            else:                              # bisection: the last count that holds
+                lo, hi = 0, k
+                while hi - lo > 1:
+                    mid = lo + (hi - lo) // 2
+                    if self._stays_nonzero(p, lam, mid):
+                        lo = mid
+                    else:
+                        hi = mid
+                done = lo
+            if done > 0:
+                if done == k:
+                    self._closed_windows(p, lam, k, geo, n_geo, &f, &owed, &fk)
+                else:
+                    self._closed_windows(p, lam, done, loc, &n_loc, &f, &owed, &fk)
+                l1_settle(self, p, f, owed)
+                self.eta[2 * p] *= fk
+                if lam > 0.0:
+                    self.rate[p] = log_decay(self.eta[2 * p] * lam)
+                self.n_adaptations += done
+                if self.factor_hi < self.min_factor:
+                    self.min_factor = self.factor_hi
+                if self.factor_hi > self.max_factor:
+                    self.max_factor = self.factor_hi
+                self.snap0[2 * p] = self.v[2 * p]
+        for i in range(done, k):
             if self.v[2 * p] == 0.0:           # at 0 from here on: eta kept
                 decay_weight_l1(self, p, 2 * b * (k - i))
                 break
