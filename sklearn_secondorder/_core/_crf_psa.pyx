@@ -42,8 +42,8 @@ block as the L2 (the bias and transitions included). A touched row is caught
 up (decay and penalty owed) as it is read; the step shrinks it and adds the
 step's penalty to what it is owed at its first visit, and clips it once the
 sequence's gradient terms are in (``_step_l1``). The transition and bias
-rows are then caught up lazily like the others (no sweep list: the sweep
-carries no L1).
+rows are then caught up lazily like the others (``_shared_rows_to_l1``: no
+sweep list, the sweep carries no L1).
 """
 from libc.math cimport exp, isfinite, INFINITY
 from libc.stdlib cimport malloc, calloc, free
@@ -55,6 +55,7 @@ from ._weights cimport (
     LazyStepWeights,
     l1_clip,
     lazy_catch_up,
+    lazy_catch_up_l1,
     prefetch_block,
     row_emit,
     row_shrink,
@@ -106,7 +107,7 @@ cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long
     for row in range(trans_row, bias_row + 1):   # (the bias is read even when not fitted)
         if w.next_event[row] <= t:
             w.catch_up(row, t)
-            if sw.n_due <= H and not w.has_l1:
+            if sw.n_due <= H:
                 sw.due[sw.n_due] = row
                 sw.n_due += 1
                 sw.idle[row] = 0
@@ -119,6 +120,47 @@ cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long
     ctx.trans_max = m
     for i in range(H * H):
         ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+
+
+cdef void _shared_rows_to_l1(LazyStepWeights w, CRFContext ctx, long long t) noexcept nogil:
+    """``_shared_rows_to`` with the L1 penalty: the transition and bias rows
+    caught up lazily (``lazy_catch_up_l1``; no sweep list), the transition
+    scores loaded."""
+    cdef int H = ctx.n_states, i
+    cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
+    cdef double m = -INFINITY
+    cdef const double* v = w.v + 2 * trans_row * H
+    for row in range(trans_row, bias_row + 1):
+        lazy_catch_up_l1(w, row, t)
+    for i in range(H * H):
+        ctx.trans[i] = v[2 * i]
+        if ctx.trans[i] > m:
+            m = ctx.trans[i]
+    ctx.trans_max = m
+    for i in range(H * H):
+        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+
+
+cdef void _emissions_at_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                           long long t) noexcept nogil:
+    """``_emissions_at`` with the L1 penalty (``lazy_catch_up_l1``)."""
+    cdef int H = ctx.n_states, tt, h
+    cdef Py_ssize_t j, A = ctx.n_attributes
+    cdef long long r, kk, first = ds.offsets[s]
+    cdef const double* vb = w.v + 2 * (A + H) * H
+    cdef double* em
+    ctx.T = <int>(ds.offsets[s + 1] - first)
+    for tt in range(ctx.T):
+        em = ctx.emit + <Py_ssize_t>tt * H
+        for h in range(H):
+            em[h] = vb[2 * h]
+        r = first + tt
+        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+            j = ds.indices[kk]
+            if j >= A:
+                continue
+            lazy_catch_up_l1(w, j, t)
+            row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
 
 
 cdef void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
@@ -277,8 +319,12 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
             _prefetch_sequence(ds, ds.order[k + 1], w, A)
-        _shared_rows_to(w, sw, ctx, t[0], b)
-        _emissions_at(w, ds, s, ctx, t[0])
+        if w.has_l1:
+            _shared_rows_to_l1(w, ctx, t[0])
+            _emissions_at_l1(w, ds, s, ctx, t[0])
+        else:
+            _shared_rows_to(w, sw, ctx, t[0], b)
+            _emissions_at(w, ds, s, ctx, t[0])
         ctx.finish_emissions(NULL)
         ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
         if not isfinite(ll):

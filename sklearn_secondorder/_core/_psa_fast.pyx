@@ -19,7 +19,7 @@ of ``LazyStepWeights.catch_up``:
 
 With the L1 penalty (``PSAOptions.l1``: Tsuruoka et al.'s cumulative
 penalty on each weight's own steps, ``LazyStepWeights``) the pass is
-``_pass_l1``: the row's blocks are caught up with ``lazy_catch_up`` (decay and
+``_pass_l1``: the row's blocks are caught up with ``lazy_catch_up_l1`` (decay and
 penalty owed), and each stepped weight is clipped after its gradient term
 (``l1_penalize``); the schedule is the lazy one (the sweeps carry no L1). The
 intercept has no penalty. The L2-only pass is unchanged.
@@ -32,6 +32,7 @@ from ._numeric cimport clip_dloss
 from ._weights cimport (
     LazyStepWeights,
     lazy_catch_up,
+    lazy_catch_up_l1,
     l1_penalize,
     decay_factor,
     prefetch_block,
@@ -212,12 +213,13 @@ cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const 
 cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
                         long long t) noexcept nogil:
     """``_pass`` with the L1 penalty (lazy schedule): the row's blocks are
-    caught up with their decay and penalty owed (``lazy_catch_up``) before
-    ``_scores`` reads them (then current: its own catch-up is a factor 1)."""
+    caught up with their decay and penalty owed (``lazy_catch_up_l1``) as they
+    are read. (Its own loop, so that ``_scores`` and ``_step`` keep one
+    caller, inlined into ``_pass`` as before.)"""
     cdef const double* x
     cdef const int* ind
-    cdef int nnz, q
-    cdef Py_ssize_t i
+    cdef int nnz, q, k, K = rp.K
+    cdef Py_ssize_t i, j, d = rp.d
     cdef double y, sw
     for i in range(ds.n_samples):
         fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
@@ -225,9 +227,17 @@ cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPa
             continue
         if ds.is_sparse and i + 1 < ds.n_samples:
             _prefetch_next(ds, w, i)
+        for k in range(K):
+            rp.scores[k] = 0.0
         for q in range(nnz):
-            lazy_catch_up(w, ind[q], t)
-        _scores(w, rp, x, ind, nnz, t)
+            j = ind[q]
+            lazy_catch_up_l1(w, j, t)
+            for k in range(K):
+                rp.scores[k] += w.v[2 * (j * K + k)] * x[q]
+        if rp.fit_intercept:
+            lazy_catch_up_l1(w, d, t)          # (no penalty: events only)
+            for k in range(K):
+                rp.scores[k] += w.v[2 * (d * K + k)]
         if rp.K == 1:
             rp.grad[0] = clip_dloss(loss.dloss(rp.scores[0], y))
         else:

@@ -147,11 +147,13 @@ cdef class LazyStepWeights:
     cdef double l1_over_lam          # C / lam (lam > 0)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
+    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil
     cdef void sweep_all(self, long long ev) noexcept nogil
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil
+    cdef void _decay_l1(self, Py_ssize_t j, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil
@@ -293,13 +295,9 @@ cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexc
     lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
     ``k max_rate``), ``decay_factor`` takes its Taylor branch for each, and a
     multi-output block runs it as one vectorised loop (``_block_ops.h``, the
-    same bits). With the L1 penalty, ``decay_weight_l1`` for each weight."""
+    same bits)."""
     cdef int q, K = w.n_outputs
     cdef Py_ssize_t p, p0 = j * K
-    if w.has_l1:
-        for q in range(K):
-            decay_weight_l1(w, p0 + q, k)
-        return
     if K > 1 and <double>k * w.max_rate < 5e-4:
         row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
         return
@@ -318,8 +316,29 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
         return
     if tau == T:
         return
-    if j != w.unregularized and (w.lam != 0.0 or w.has_l1):
+    if j != w.unregularized and w.lam != 0.0:
         decay_block(w, j, T - tau)
+    w.last[j] = T
+
+
+cdef inline void decay_block_l1(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
+    """``decay_block`` with the L1 penalty: ``decay_weight_l1`` on each weight."""
+    cdef int q
+    for q in range(w.n_outputs):
+        decay_weight_l1(w, j * w.n_outputs + q, k)
+
+
+cdef inline void lazy_catch_up_l1(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
+    """``lazy_catch_up`` with the L1 penalty (``catch_up_l1``, ``decay_block_l1``):
+    the kernels' L1 paths call it, so that the L2 paths are unchanged."""
+    cdef long long tau = w.last[j]
+    if w.next_event[j] <= T:
+        w.catch_up_l1(j, T)
+        return
+    if tau == T:
+        return
+    if j != w.unregularized:
+        decay_block_l1(w, j, T - tau)
     w.last[j] = T
 
 

@@ -558,13 +558,16 @@ cdef class LazyStepWeights:
         self.n_adaptations = 0
 
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil:
-        """``k`` untouched steps of block ``j``: ``v *= (1 - eta lam)^k`` (and
-        the L1 penalty, ``lam = 0`` meaning the unregularized block)."""
-        if k <= 0:
-            return
-        if lam == 0.0 and (not self.has_l1 or j == self.unregularized):
+        """``k`` untouched steps of block ``j``: ``v *= (1 - eta lam)^k``."""
+        if k <= 0 or lam == 0.0:
             return
         decay_block(self, j, k)
+
+    cdef void _decay_l1(self, Py_ssize_t j, long long k) noexcept nogil:
+        """``_decay`` with the L1 penalty (none on the unregularized block)."""
+        if k <= 0 or j == self.unregularized:
+            return
+        decay_block_l1(self, j, k)
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
@@ -782,12 +785,8 @@ cdef class LazyStepWeights:
                     self.snap0[2 * p] = self.v[2 * p]
                 if T - tau >= two_b:             # whole untouched windows
                     k = (T - tau) // two_b
-                    if self.has_l1 and j != self.unregularized:
-                        for q in range(K):
-                            self._skip_param_l1(p0 + q, lam, k, geo, &n_geo)
-                    else:
-                        for q in range(K):
-                            self._skip_param(p0 + q, lam, k, geo, &n_geo)
+                    for q in range(K):
+                        self._skip_param(p0 + q, lam, k, geo, &n_geo)
                     tau += two_b * k
                     ev = tau + b
                     at_window_end = False
@@ -799,6 +798,53 @@ cdef class LazyStepWeights:
             ev += b
             at_window_end = not at_window_end
         self._decay(j, lam, T - tau)
+        self.last[j] = T
+        self.next_event[j] = ev
+
+    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil:
+        """``catch_up`` with the L1 penalty: the decays are ``_decay_l1``'s
+        and the whole idle windows ``_skip_param_l1``'s (the L2 path is
+        ``catch_up``, unchanged)."""
+        cdef long long tau = self.last[j], ev = self.next_event[j]
+        cdef long long b = self.period, two_b = 2 * self.period, k
+        cdef double lam = 0.0 if j == self.unregularized else self.lam
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K, p
+        cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
+        cdef double geo[40]
+        cdef int n_geo = 0
+        if b == 0:
+            self._decay_l1(j, T - tau)
+            self.last[j] = T
+            self.next_event[j] = NO_EVENT
+            return
+        while ev <= T:
+            self._decay_l1(j, ev - tau)
+            tau = ev
+            if at_window_end:
+                for q in range(K):
+                    p = p0 + q
+                    if ev > 0:
+                        self._adapt(p)
+                    self.snap0[2 * p] = self.v[2 * p]
+                if T - tau >= two_b:             # whole untouched windows
+                    k = (T - tau) // two_b
+                    for q in range(K):
+                        if j == self.unregularized:
+                            self._skip_param(p0 + q, lam, k, geo, &n_geo)
+                        else:
+                            self._skip_param_l1(p0 + q, lam, k, geo, &n_geo)
+                    tau += two_b * k
+                    ev = tau + b
+                    at_window_end = False
+                    continue
+            else:
+                for q in range(K):
+                    p = p0 + q
+                    self.snap1[2 * p] = self.v[2 * p]
+            ev += b
+            at_window_end = not at_window_end
+        self._decay_l1(j, T - tau)
         self.last[j] = T
         self.next_event[j] = ev
 
@@ -902,6 +948,10 @@ cdef class LazyStepWeights:
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
+        if self.has_l1:
+            for j in range(self.n_blocks):
+                self.catch_up_l1(j, T)
+            return
         for j in range(self.n_blocks):
             self.catch_up(j, T)
 
@@ -914,7 +964,10 @@ cdef class LazyStepWeights:
 
     # ---- Python hooks (tests) --------------------------------------------------
     def py_catch_up(self, Py_ssize_t j, long long T):
-        lazy_catch_up(self, j, T)
+        if self.has_l1:
+            lazy_catch_up_l1(self, j, T)
+        else:
+            lazy_catch_up(self, j, T)
 
     def py_catch_up_all(self, long long T):
         self.catch_up_all(T)
@@ -944,7 +997,10 @@ cdef class LazyStepWeights:
         cdef double lam, c
         for a in range(ind.shape[0]):
             j = ind[a]
-            lazy_catch_up(self, j, T)
+            if self.has_l1:
+                lazy_catch_up_l1(self, j, T)
+            else:
+                lazy_catch_up(self, j, T)
             lam = 0.0 if j == self.unregularized else self.lam
             for q in range(self.n_outputs):
                 p = j * self.n_outputs + q
