@@ -35,7 +35,7 @@ from libc.stdlib cimport malloc, free
 from ._dataset cimport RowDataset, SequenceData, fetch_row
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, clip_dloss
-from ._weights cimport ScaledWeights, l1_apply_rows, l1_apply_weight
+from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
@@ -103,16 +103,19 @@ cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
     """Catch the weights a sequence reads and writes up with the L1 penalty:
     its attributes' rows, the transitions and the bias (``CRFContext``'s
     layout: attribute rows, then ``H + 1`` rows)."""
-    cdef int h, H = w.n_outputs
+    cdef int H = w.n_outputs
     cdef long long kk, first = ds.offsets[s]
     cdef Py_ssize_t j, p
+    cdef double* avg = w.u if w.averaged else NULL
     for kk in range(ds.indptr[first], ds.indptr[ds.offsets[s + 1]]):
         j = ds.indices[kk]
         if j < n_attributes:
-            for h in range(H):
-                l1_apply_weight(w, j * H + h)
-    for p in range(n_attributes * H, (n_attributes + H + 1) * H):
-        l1_apply_weight(w, p)
+            p = j * H
+            row_l1_apply(w.v + p, w.l1_q + p, avg + p if avg != NULL else NULL, w.l1_u,
+                         w.avg_coef, H)
+    p = n_attributes * H
+    row_l1_apply(w.v + p, w.l1_q + p, avg + p if avg != NULL else NULL, w.l1_u, w.avg_coef,
+                 (H + 1) * H)
 
 
 ctypedef fused Steps:
