@@ -193,9 +193,11 @@ def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kap
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "squared_hinge"), (3, None)])
 # (lam, l1, eta0, b): idle windows in closed form with L2 (b eta lam small), replayed
-# (0.4), pure L1 (closed form of the linear drift), and weights crossing 0 while idle
+# (0.4), pure L1 (closed form of the linear drift), weights crossing 0 while idle, and
+# k eta lam < 5e-4 (a multi-output block's catch-up as one vectorised loop)
 @pytest.mark.parametrize("lam, l1, eta0, b", [(0.02, 0.01, 0.3, 2), (0.4, 0.02, 0.25, 2),
-                                              (0.0, 0.004, 0.3, 2), (0.01, 0.05, 0.3, 1)])
+                                              (0.0, 0.004, 0.3, 2), (0.01, 0.05, 0.3, 1),
+                                              (1e-4, 0.03, 0.3, 2)])
 def test_psa_kernel_matches_dense_cumulative_penalty(sparse, K, loss_name, lam, l1, eta0, b):
     """The lazy L1 on PSA's per-coordinate steps (catch-up in closed form,
     events, whole idle windows) == the dense algorithm, steps and all."""

@@ -45,14 +45,18 @@ static inline double skso_psa_factor(double u, double m, double kappa, double in
     return f;
 }
 
-/* 1 - exp(z) for z <= 0, the branches of the decay (skso_decay_taylor for
+/* 1 - exp(z) for z <= 0 (its Taylor branch for |z| < 5e-4 alone), the branches of the decay (skso_decay_taylor for
  * |z| < 5e-4, else exp) without their cancellation: the L1 penalty owed
  * over k untouched steps of a weight with L2 decay is C/lam (1 - (1 - eta
  * lam)^k), z = k log(1 - eta lam), the geometric sum of the steps' eta C
  * shrunk by the later decays. */
+static inline double skso_one_minus_decay_taylor(double z) {
+    return -z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+}
+
 static inline double skso_one_minus_decay(double z) {
     if (z > -5e-4)
-        return -z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+        return skso_one_minus_decay_taylor(z);
     return -expm1(z);
 }
 

@@ -321,11 +321,27 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
     w.last[j] = T
 
 
+cdef extern from "_block_ops.h":
+    void row_decay_l1_taylor "skso_row_decay_l1_taylor"(
+        double* ve, double* owed, const double* rate, Py_ssize_t K, double k,
+        double c_over_lam) noexcept nogil
+    void row_step_l1 "skso_row_step_l1"(double* ve, double* owed, double lam, double sw,
+                                        const double* grad, double x, double l1,
+                                        Py_ssize_t K) noexcept nogil
+
+
 cdef inline void decay_block_l1(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
-    """``decay_block`` with the L1 penalty: ``decay_weight_l1`` on each weight."""
-    cdef int q
-    for q in range(w.n_outputs):
-        decay_weight_l1(w, j * w.n_outputs + q, k)
+    """``decay_block`` with the L1 penalty: ``decay_weight_l1`` on each weight;
+    a multi-output block in the Taylor regime (as ``decay_block``) as one
+    vectorised loop (``_block_ops.h``, the same bits)."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p0 = j * K
+    if K > 1 and w.lam != 0.0 and <double>k * w.max_rate < 5e-4:
+        row_decay_l1_taylor(w.v + 2 * p0, w.l1d + 2 * p0, w.rate + p0, K, <double>k,
+                            w.l1_over_lam)
+        return
+    for q in range(K):
+        decay_weight_l1(w, p0 + q, k)
 
 
 cdef inline void lazy_catch_up_l1(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
@@ -368,3 +384,13 @@ cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
     for q in range(0, K, 8):
         SKSO_PREFETCH(w.rate + p0 + q)
     SKSO_PREFETCH(w.rate + p0 + K - 1)
+
+
+cdef inline void prefetch_l1(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
+    """Prefetch what block ``j``'s weights are owed (``prefetch_block``'s
+    companion on the L1 path)."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p0 = j * K
+    for q in range(0, 2 * K, 8):
+        SKSO_PREFETCH(w.l1d + 2 * p0 + q)
+    SKSO_PREFETCH(w.l1d + 2 * p0 + 2 * K - 1)
