@@ -45,14 +45,12 @@ cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
     ApplyPenalty; ``skso_l1_apply``): ``u``, ``q`` and ``v`` are all in the
     units of ``v``, so the clip is at the true weight's 0 (``scale > 0``)."""
     cdef double z = w.v[p], nv
-    if z == 0.0:
-        return
+    # (no branch on the weight's value: its sign is not predictable)
     nv = l1_apply(z, w.l1_u + w.l1_q[p], w.l1_u - w.l1_q[p])
-    if nv != z:
-        w.v[p] = nv
-        w.l1_q[p] += nv - z
-        if w.averaged:
-            w.u[p] -= w.avg_coef * (nv - z)
+    w.v[p] = nv
+    w.l1_q[p] += nv - z
+    if w.averaged:
+        w.u[p] -= w.avg_coef * (nv - z)
 
 
 cdef extern from "_block_ops.h":
