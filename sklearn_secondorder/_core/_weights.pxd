@@ -156,8 +156,8 @@ cdef class LazyStepWeights:
                           int* n_geo) noexcept nogil
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil
-    cdef double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
-                               int* n_geo) noexcept nogil
+    cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
+                                      int* n_geo) noexcept nogil
     cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
                              int* n_geo) noexcept nogil
     cdef bint _closed_windows(self, Py_ssize_t p, double lam, long long k, double* geo,

@@ -622,8 +622,8 @@ cdef class LazyStepWeights:
                 self._adapt(p)
                 self.snap0[2 * p] = self.v[2 * p]
 
-    cdef double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
-                               int* n_geo) noexcept nogil:
+    cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
+                                      int* n_geo) noexcept nogil:
         """``sum_{i<k} -log1p(-x alpha^i)`` (``x = eta_p lam``): the log-decay
         of ``k`` windows in the clipped regime over ``2b``, as the series
         ``sum_m x^m / m G_m``; sets ``geo[39] = alpha^k`` (``_skip_param``)."""
