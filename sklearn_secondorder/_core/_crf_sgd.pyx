@@ -184,7 +184,7 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
     if not (options.eta0 > 0 and options.eta0 * options.alpha < 1.0):
         raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
     cdef ScaledWeights w = state.weights(averaged=options.average)
-    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len, getattr(state, "allowed", None))
     if ds.n_features > ctx.n_attributes:
         raise ValueError("the data have more attributes than the weights")
     cdef SequenceSteps steps = SequenceSteps()
