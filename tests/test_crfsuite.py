@@ -197,6 +197,19 @@ def test_weights_that_do_not_exist_stay_zero(algorithm):
     assert np.all(w[mask == 0] == 0) and np.count_nonzero(w[mask == 1]) > 0
 
 
+def test_psa_trains_every_pair_and_refuses_what_it_cannot_honour():
+    X, y = toy(30)
+    crf = CRF(algorithm="psa", c2=0.1).fit(X, y)
+    L = len(crf.classes_)
+    assert len(crf.state_features_) == crf.num_attributes_ * L
+    assert len(crf.transition_features_) == L * L
+    with pytest.raises(ValueError, match="min_freq=2 cannot be honoured"):
+        CRF(algorithm="psa", min_freq=2).fit(X, y)
+    with pytest.raises(ValueError, match="all_possible_transitions=False cannot"):
+        CRF(algorithm="psa", all_possible_transitions=False).fit(X, y)
+    CRF(algorithm="psa", all_possible_states=True, max_iterations=1).fit(X, y)
+
+
 def test_solution_matches_crfsuite_lbfgs():
     """Same objective (c2 mapped exactly, the same features): ASF's weights
     approach CRFsuite L-BFGS's optimum."""

@@ -183,7 +183,10 @@ class CRF(BaseEstimator):
         The trainer (the registry ``ALGORITHMS``; see
         ``available_algorithms()``): ``'asf'`` (`ASFSequenceTagger`,
         averaged SGD with feedback), ``'psa'`` (`PSASequenceTagger`, one
-        pass), ``'l2sgd'`` (`SGDSequenceTagger`, CRFsuite's l2sgd schedule).
+        pass; every (attribute, label) pair and transition exists: its
+        kernel does not take the mask of the feature generation yet, so
+        ``min_freq`` and an explicit False of ``all_possible_*`` are refused),
+        ``'l2sgd'`` (`SGDSequenceTagger`, CRFsuite's l2sgd schedule).
         CRFsuite's ``'lbfgs'``, ``'ap'``, ``'pa'``, ``'arow'`` are not
         available yet (a ValueError lists those that are). None is
         ``'asf'``: of the available trainers it reaches CRFsuite L-BFGS's
@@ -336,6 +339,16 @@ calibration_max_trials : default=None
             if v is not None and not (isinstance(v, Real) and np.isfinite(v)
                                       and (v >= 0 or name == "min_freq")):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if not alg.restricts_features:
+            explicit = [f"{p}=False" for p in ("all_possible_states", "all_possible_transitions")
+                        if getattr(self, p) is not None and not getattr(self, p)]
+            if self.min_freq:
+                explicit.append(f"min_freq={self.min_freq!r}")
+            if explicit:
+                raise ValueError(
+                    f"algorithm={alg.name!r} trains every (attribute, label) pair and "
+                    f"transition: {', '.join(explicit)} cannot be honoured (leave them None, "
+                    "or choose an algorithm that generates CRFsuite's features).")
         if self.max_iterations is not None and not (
                 isinstance(self.max_iterations, Integral) and self.max_iterations >= 1):
             raise ValueError(f"max_iterations must be an int >= 1, got {self.max_iterations!r}.")
@@ -392,10 +405,13 @@ calibration_max_trials : default=None
         tagger.set_params(**self._tagger_params(alg, tagger, batch.n_sequences))
         classes = np.unique(batch.labels)
         label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
-        mask = feature_mask(batch, label_idx, classes.size,
-                            min_freq=float(self.min_freq or 0.0),
-                            all_states=bool(self.all_possible_states),
-                            all_transitions=bool(self.all_possible_transitions))
+        if alg.restricts_features:
+            mask = feature_mask(batch, label_idx, classes.size,
+                                min_freq=float(self.min_freq or 0.0),
+                                all_states=bool(self.all_possible_states),
+                                all_transitions=bool(self.all_possible_transitions))
+        else:
+            mask = None
         dev = None
         if X_dev is not None:
             data, indices, indptr, offsets = vectorize_dicts(X_dev, tagger.vocabulary_, False)
@@ -428,10 +444,7 @@ calibration_max_trials : default=None
                 self._print_pass(rec)
             return False
 
-        n_epochs = tagger.max_iter
-        tagger._fit_prepared(batch, n_epochs=n_epochs,
-                             allowed=mask if cls._restricts_features else None,
-                             callback=on_pass)
+        tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask, callback=on_pass)
         model = self._deployed(tagger, batch, classes, mask)
         for attr in ("_model_", "_training_log", "estimator_"):
             self.__dict__.pop(attr, None)
@@ -460,8 +473,6 @@ calibration_max_trials : default=None
         with a non-zero weight, the weights that exist."""
         A, L = tagger._state.crf.n_attributes, classes.size
         flat = np.asarray(tagger._model, dtype=np.float64)
-        if mask is not None:
-            flat = flat * mask                # (a trainer that cannot restrict: dropped)
         W = flat[:A * L].reshape(A, L)
         T = flat[A * L:A * L + L * L].reshape(L, L)
         _, first = np.unique(batch.labels, return_index=True)
@@ -627,5 +638,5 @@ calibration_max_trials : default=None
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_tagger", None)
+        state.pop("_tagger", None)        # (rebuilt on demand, as sklearn-crfsuite's)
         return state

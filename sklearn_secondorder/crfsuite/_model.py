@@ -56,6 +56,7 @@ class CRFModel:
         self.transitions = transitions
         self._flat = None
         self._vocabulary = None
+        self._size = None
 
     # ---- inference ----------------------------------------------------------
     @property
@@ -286,16 +287,13 @@ class CRFModel:
     @property
     def size(self):
         """The size of the model file, in bytes."""
-        return len(self.to_bytes())
+        if self._size is None:
+            self._size = len(self.to_bytes())
+        return self._size
 
-    # ---- pickling: the compact form only ------------------------------------------
-    def __getstate__(self):
-        return {"labels": self.labels, "attributes": self.attributes, "state": self.state,
-                "transitions": self.transitions}
-
-    def __setstate__(self, state):
-        self.__init__(state["labels"], state["attributes"], state["state"],
-                      state["transitions"])
+    # ---- pickling: the model file's bytes (deployment size) --------------------------
+    def __reduce__(self):
+        return (CRFModel.from_bytes, (self.to_bytes(),))
 
 
 class Tagger:

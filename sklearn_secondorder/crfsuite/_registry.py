@@ -41,6 +41,13 @@ class Algorithm:
         `penalty_params`.
     fixed : dict
         Tagger parameters this algorithm fixes (e.g. ``average=False``).
+    restricts_features : bool
+        Whether the trainer honours CRFsuite's feature generation (its
+        gradient goes through ``CRFContext.add_gradient``, which takes the
+        mask of the weights that exist). When False every (attribute, label)
+        pair and transition exists, and ``min_freq`` or an explicit
+        ``all_possible_states`` / ``all_possible_transitions`` of False is a
+        ValueError.
     summary : str
         One line for the error message and the docs.
     """
@@ -50,6 +57,7 @@ class Algorithm:
     params: dict = field(default_factory=dict)
     regularized: bool = True
     fixed: dict = field(default_factory=dict)
+    restricts_features: bool = True
     summary: str = ""
 
     def tagger_class(self):
@@ -152,8 +160,10 @@ register_algorithm(Algorithm(
             "10 by default"))
 register_algorithm(Algorithm(
     name="psa", tagger="sklearn_secondorder.sequence:PSASequenceTagger",
-    params={"max_iterations": "max_iter"},
-    summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default"))
+    params={"max_iterations": "max_iter"}, restricts_features=False,
+    summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default; every "
+            "(attribute, label) pair and transition exists (its kernel, _crf_psa, does not "
+            "take the mask of CRFsuite's feature generation yet)"))
 register_algorithm(Algorithm(
     name="l2sgd", tagger="sklearn_secondorder.sequence:SGDSequenceTagger",
     params={"max_iterations": "max_iter"}, fixed={"average": False},

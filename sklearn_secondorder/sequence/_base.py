@@ -91,9 +91,6 @@ class _BaseSequenceTagger(BaseEstimator):
 
     _averaged = False
     _private_state = ("_state", "_model", "_kind")
-    # whether the trainer honours CRFState.allowed (its gradient goes through
-    # CRFContext.add_gradient): the crfsuite.CRF facade's model generation
-    _restricts_features = True
 
     # ---- hooks ------------------------------------------------------------------
     def _n_latent(self):

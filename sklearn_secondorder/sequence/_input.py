@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._compat import validate_data
 from .._core._dataset import SequenceData
+from .._core._vectorize import vectorize
 from .._validation import check_label_types
 
 KIND_DICTS = "dicts"
@@ -158,75 +159,15 @@ def vectorize_dicts(X, vocabulary, grow):
     -------
     data, indices, indptr, offsets : ndarray
         float64, int32, int64, int64.
+
+    The loop is compiled (``_core/_vectorize.pyx``); the forms other than a
+    dict of str / number values go through ``_flat_item``.
     """
-    data, indices, indptr, offsets = [], [], [0], [0]
-    get = vocabulary.get
-    n_rows = 0
-    for si, seq in enumerate(X):
-        if _is_item_sequence(seq):
-            seq = seq.items()
-        if not isinstance(seq, (list, tuple)):
-            raise TypeError(f"sequence {si} of X is a {type(seq).__name__}; expected a "
-                            "list of feature dicts.")
-        if len(seq) == 0:
-            raise ValueError(f"sequence {si} of X is empty: every sequence needs at "
-                             "least one token.")
-        for tok in seq:
-            if type(tok) is dict or isinstance(tok, Mapping):
-                for key, val in tok.items():
-                    # the common forms (str key, str / float / int / bool value)
-                    # inline; the others through _flat_item
-                    tv = type(val)
-                    if type(key) is not str:
-                        pairs = _flat_item({key: val})
-                    elif tv is str:
-                        pairs = None
-                        key = key + SEP + val
-                        val = 1.0
-                    elif tv is float or tv is int or tv is bool:
-                        pairs = None
-                    else:
-                        pairs = _flat_item({key: val})
-                    if pairs is None:
-                        j = get(key)
-                        if j is None:
-                            if not grow:
-                                continue
-                            j = len(vocabulary)
-                            vocabulary[key] = j
-                        indices.append(j)
-                        data.append(val)
-                        continue
-                    for key, val in pairs:
-                        j = get(key)
-                        if j is None:
-                            if not grow:
-                                continue
-                            j = len(vocabulary)
-                            vocabulary[key] = j
-                        indices.append(j)
-                        data.append(val)
-            elif isinstance(tok, (list, tuple, set, frozenset)):
-                for key, val in _flat_item(tok):
-                    j = get(key)
-                    if j is None:
-                        if not grow:
-                            continue
-                        j = len(vocabulary)
-                        vocabulary[key] = j
-                    indices.append(j)
-                    data.append(val)
-            else:
-                raise TypeError(f"sequence {si} of X holds a {type(tok).__name__}; "
-                                "expected feature dicts (or lists of feature names).")
-            indptr.append(len(indices))
-        n_rows += len(seq)
-        offsets.append(n_rows)
-    data = np.asarray(data, dtype=np.float64)      # (bools and ints become 1.0, 2.0, ...)
+    data, indices, indptr, offsets = vectorize(X, vocabulary, grow, _flat_item,
+                                               _is_item_sequence, SEP)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite feature values.")
-    return (data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64),
-            np.asarray(offsets, dtype=np.int64))
+    return data, indices, indptr, offsets
 
 
 def stack_arrays(X, n_features=None):
