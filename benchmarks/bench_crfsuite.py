@@ -110,6 +110,7 @@ def measure(name, crf, Xtr, ytr, Xte, yte):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="2000 training sentences")
+    ap.add_argument("--rounds", type=int, default=2, help="timing rounds of the sweep")
     ap.add_argument("--no-l2-peer", action="store_true",
                     help="skip CRFsuite lbfgs with c1=0 (the L2-only peer)")
     args = ap.parse_args(argv)
@@ -151,24 +152,30 @@ def main(argv=None):
     print(f"  psa:     F1 {psa['f1'] - peer['f1']:+.2f} (target >= -0.8), fit time "
           f"{psa['fit_s'] / peer['fit_s']:.3f}x (target <= 1/15 = 0.067x)")
 
-    print("\nPasses to CRFsuite L-BFGS's F1 (within 0.3), each fit from scratch:")
-    ks = {"psa": (1, 2, 3), "asf": (1, 3, 6, 10), "l2sgd": (3, 6, 10, 15)}
-    reach = {}
+    print("\nPasses to CRFsuite L-BFGS's F1 (within 0.3), each fit from scratch; "
+          f"fit time the best of {args.rounds} interleaved rounds:")
+    ks = {"psa": (1, 2), "asf": (3, 6, 10), "l2sgd": (6, 10, 15)}
+    runs = {}
+    for rnd in range(args.rounds):
+        for alg in available_algorithms():
+            for k in ks.get(alg, (3, 6, 10)):
+                r = measure(f"  {alg} max_iterations={k} (round {rnd + 1})", CRF(
+                    algorithm=alg, c1=c1, c2=0.1, max_iterations=k,
+                    all_possible_transitions=True), Xtr, ytr, Xte, yte)
+                best = runs.setdefault((alg, k), r)
+                for key in ("fit_s", "train_s"):
+                    best[key] = min(best[key], r[key])
     for alg in available_algorithms():
-        for k in ks.get(alg, (1, 3, 6, 10)):
-            r = measure(f"  {alg} max_iterations={k}", CRF(
-                algorithm=alg, c1=c1, c2=0.1, max_iterations=k,
-                all_possible_transitions=True), Xtr, ytr, Xte, yte)
-            if r["f1"] >= peer["f1"] - 0.3 and alg not in reach:
-                reach[alg] = (k, r["fit_s"], r["train_s"])
-    for alg in available_algorithms():
-        if alg in reach:
-            k, s, tr = reach[alg]
-            print(f"  {alg:<6} reaches it after {k} passes: fit {s:.2f} s = "
-                  f"{s / peer['fit_s']:.3f}x CRFsuite's (trainer passes {tr:.2f} s = "
-                  f"{tr / peer['train_s']:.3f}x CRFsuite's iterations)")
-        else:
+        hit = next(((k, runs[alg, k]) for k in ks.get(alg, (3, 6, 10))
+                    if runs[alg, k]["f1"] >= peer["f1"] - 0.3), None)
+        if hit is None:
             print(f"  {alg:<6} does not reach it in {max(ks.get(alg, (10,)))} passes")
+            continue
+        k, r = hit
+        print(f"  {alg:<6} reaches it after {k} passes (F1 {r['f1']:.2f}, state nz "
+              f"{r['state_nz']}): fit {r['fit_s']:.2f} s = {r['fit_s'] / peer['fit_s']:.3f}x "
+              f"CRFsuite's (trainer passes {r['train_s']:.2f} s = "
+              f"{r['train_s'] / peer['train_s']:.3f}x CRFsuite's iterations)")
     return 0
 
 

@@ -480,3 +480,17 @@ def test_docstring(name):
     ignored = {"EX01", "SA01", "ES01", "RT02"}
     errors = [(c, m) for c, m in validate(name)["errors"] if c not in ignored]
     assert not errors, f"{name}:\n" + "\n".join(f"  {c}: {m}" for c, m in errors)
+
+
+def test_tutorial_example_skips_cleanly_without_data(tmp_path, capsys, monkeypatch):
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "examples" / "crfsuite_tutorial.py"
+    spec = importlib.util.spec_from_file_location("crfsuite_tutorial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "DATA", tmp_path / "absent")
+    assert module.main([]) == 0
+    assert "skipped" in capsys.readouterr().out
+    # the tutorial's CRF, as far as this installation has its algorithm and L1
+    crf = module.available(module.sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1))
+    assert crf.algorithm in (None, "lbfgs") and crf.c2 == 0.1
