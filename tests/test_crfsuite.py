@@ -303,9 +303,16 @@ def test_algorithm_errors_and_registry():
                                      {"max_iterations": "max_iter"}, fixed={"average": True}))
         crf = CRF(algorithm="avgsgd", max_iterations=2, keep_training_state=True).fit(X, y)
         assert isinstance(crf.estimator_, AvgSGD) and crf.estimator_.average
-        assert crf.estimator_.n_iter_ == 2
+        assert crf.estimator_.n_iter_ == 2 and len(crf.training_log_) == 2
+        # a trainer run in one call: one record, all its passes' seconds
+        register_algorithm(Algorithm("onecall", f"{__name__}:AvgSGD",
+                                     {"max_iterations": "max_iter"}, per_pass=False))
+        crf = CRF(algorithm="onecall", max_iterations=3, keep_training_state=True).fit(X, y)
+        assert crf.estimator_.n_iter_ == 3 and len(crf.training_log_) == 1
+        assert_allclose(crf.training_log_[0]["time"], sum(crf.estimator_.pass_seconds_))
     finally:
-        ALGORITHMS.pop("avgsgd")
+        ALGORITHMS.pop("avgsgd", None)
+        ALGORITHMS.pop("onecall", None)
 
 
 # ---- training feedback -----------------------------------------------------------

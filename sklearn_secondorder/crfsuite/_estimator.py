@@ -189,8 +189,12 @@ class CRF(BaseEstimator):
         ``'l2sgd'`` (`SGDSequenceTagger`, CRFsuite's l2sgd schedule).
         CRFsuite's ``'lbfgs'``, ``'ap'``, ``'pa'``, ``'arow'`` are not
         available yet (a ValueError lists those that are). None is
-        ``'asf'``: of the available trainers it reaches CRFsuite L-BFGS's
-        chunk F1 soonest on CoNLL-2000 (``benchmarks/bench_crfsuite.py``,
+        ``'asf'``: of the available trainers that generate CRFsuite's
+        features it reaches CRFsuite L-BFGS's chunk F1 (within 0.3) soonest
+        on CoNLL-2000 with the tutorial's features, after 6 passes in 0.07x
+        the time of CRFsuite's fit ('l2sgd': 10 passes, 0.08x); 'psa' gets
+        there in 2 passes (0.04x) but with every (attribute, label) pair,
+        12x the weights (``benchmarks/bench_crfsuite.py``,
         ``benchmarks/RESULTS.md``).
     min_freq : float, default=None
         Drop the features whose frequency (the sum of the attribute's values
@@ -393,6 +397,7 @@ calibration_max_trials : default=None
         name = DEFAULT_ALGORITHM if self.algorithm is None else self.algorithm
         alg, cls = get_algorithm(name)
         tagger = cls()
+        self._tagger_params(alg, tagger, 1)      # (the checks, before reading the data)
         batch = read_sequences(tagger, X, y, fitting=True, first=True)
         if batch.kind != KIND_DICTS:
             raise TypeError("CRF takes pycrfsuite's input: a list of sequences, each a list "
@@ -433,7 +438,9 @@ calibration_max_trials : default=None
             rec = {"num": len(log.iterations) + 1,
                    "loss": float(st.pass_losses[-1] * n + c1 * np.abs(w).sum() + c2 * w @ w),
                    "active_features": int(np.count_nonzero(w)),
-                   "feature_norm": float(np.sqrt(w @ w)), "time": st.pass_seconds[-1],
+                   "feature_norm": float(np.sqrt(w @ w)),
+                   # (the kernel's seconds since the last record: one pass, or all)
+                   "time": float(sum(st.pass_seconds) - sum(r["time"] for r in log)),
                    "scores": {}}
             if dev is not None:
                 ds, gold_idx, offsets = dev
@@ -444,7 +451,12 @@ calibration_max_trials : default=None
                 self._print_pass(rec)
             return False
 
-        tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask, callback=on_pass)
+        if alg.per_pass:
+            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask,
+                                 callback=on_pass)
+        else:
+            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask)
+            on_pass(tagger)
         model = self._deployed(tagger, batch, classes, mask)
         for attr in ("_model_", "_training_log", "estimator_"):
             self.__dict__.pop(attr, None)

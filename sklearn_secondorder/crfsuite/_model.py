@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .._core._crf_infer import CRFContext, label_marginals, viterbi_decode
 from .._core._dataset import SequenceData
 from .._core._weights import ScaledWeights
-from ..sequence._input import vectorize_dicts
+from ..sequence._input import _is_item_sequence, vectorize_dicts
 
 FORMAT = "sklearn-secondorder-crf/1"
 
@@ -331,8 +331,7 @@ class Tagger:
         xseq : list
             One sequence of token features (pycrfsuite's forms).
         """
-        self._xseq = list(xseq.items()) if hasattr(xseq, "items") and not isinstance(
-            xseq, (list, tuple)) else xseq
+        self._xseq = xseq.items() if _is_item_sequence(xseq) else xseq
         self._marginals = None
 
     def _current(self, xseq):

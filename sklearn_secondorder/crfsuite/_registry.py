@@ -41,6 +41,12 @@ class Algorithm:
         `penalty_params`.
     fixed : dict
         Tagger parameters this algorithm fixes (e.g. ``average=False``).
+    per_pass : bool
+        Whether the facade may train pass by pass (``_run_passes(ds, 1)``
+        ``max_iterations`` times, the state carried between calls), which
+        gives one ``training_log_`` record per pass and the dev scores. A
+        trainer whose state does not survive between calls (e.g. a batch
+        optimiser's memory) sets it False: one call, one record.
     restricts_features : bool
         Whether the trainer honours CRFsuite's feature generation (its
         gradient goes through ``CRFContext.add_gradient``, which takes the
@@ -57,6 +63,7 @@ class Algorithm:
     params: dict = field(default_factory=dict)
     regularized: bool = True
     fixed: dict = field(default_factory=dict)
+    per_pass: bool = True
     restricts_features: bool = True
     summary: str = ""
 
