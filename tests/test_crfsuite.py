@@ -44,6 +44,20 @@ class AvgSGD(SGDSequenceTagger):
     """A tagger registered as a new algorithm (one registry entry)."""
 
 
+class PenaltyASF(ASFSequenceTagger):
+    """An ASF tagger with scikit-learn's `penalty` / `l1_ratio` parameters
+    (recorded, not used): the facade's mapping, end to end."""
+
+    def __init__(self, *, alpha=1e-4, max_iter=10, eta0="auto", fit_intercept=True,
+                 shuffle=True, random_state=None, n_latent=1, verbose=0, penalty="l2",
+                 l1_ratio=0.15):
+        super().__init__(alpha=alpha, max_iter=max_iter, eta0=eta0,
+                         fit_intercept=fit_intercept, shuffle=shuffle,
+                         random_state=random_state, n_latent=n_latent, verbose=verbose)
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+
+
 def toy(n=60, seed=0):
     """Noisy chunk-like sequences with string and numeric features."""
     rng = np.random.RandomState(seed)
@@ -270,6 +284,22 @@ def test_c1_gives_a_sparser_model_when_l1_exists():
     assert len(sparse.state_features_) < len(dense.state_features_)
 
 
+def test_c1_reaches_a_tagger_with_penalty():
+    X, y = toy(30)
+    try:
+        register_algorithm(Algorithm("penalized", f"{__name__}:PenaltyASF",
+                                     {"max_iterations": "max_iter"}))
+        crf = CRF(algorithm="penalized", c1=0.2, c2=0.1, max_iterations=2,
+                  keep_training_state=True).fit(X, y)
+        est = crf.estimator_
+        assert est.penalty == "elasticnet"
+        assert_allclose([est.alpha, est.l1_ratio], [0.4 / len(X), 0.5])
+        crf.set_params(c1=None).fit(X, y)
+        assert crf.estimator_.penalty == "l2" and crf.estimator_.l1_ratio == 0.0
+    finally:
+        ALGORITHMS.pop("penalized", None)
+
+
 def test_c1_without_l1_is_a_clear_error():
     if "penalty" in ASFSequenceTagger().get_params():
         pytest.skip("L1 is available")
@@ -379,6 +409,17 @@ def test_predictions_tagger_and_marginals():
     assert int(info.header["num_attrs"]) == crf.num_attributes_
     assert info.state_features == crf.state_features_
     assert_allclose(crf.score(X, y), metrics.flat_accuracy_score(y, crf.predict(X)))
+
+
+def test_a_failed_fit_leaves_the_model_as_it_was():
+    X, y = toy(30, seed=13)
+    crf = CRF(c2=0.1).fit(X, y)
+    before = crf.state_features_
+    with pytest.raises(ValueError, match="sequence 1 has"):
+        crf.fit(X[:2], [y[0], y[1][:-1]])
+    with pytest.raises(TypeError, match="CRF takes pycrfsuite's input"):
+        crf.fit(np.ones((4, 3)), ["A", "B", "A", "B"])
+    assert crf.state_features_ == before
 
 
 def test_model_file_round_trip(tmp_path):

@@ -649,6 +649,6 @@ calibration_max_trials : default=None
         return flat_accuracy_score(y, self._fitted_model().tag(X))
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = super().__getstate__().copy()
         state.pop("_tagger", None)        # (rebuilt on demand, as sklearn-crfsuite's)
         return state
