@@ -224,6 +224,21 @@ def test_psa_trains_every_pair_and_refuses_what_it_cannot_honour():
     CRF(algorithm="psa", all_possible_states=True, max_iterations=1).fit(X, y)
 
 
+def test_kept_tagger_continues_with_new_attributes():
+    X, y = toy(30, seed=14)
+    crf = CRF(c2=0.1, max_iterations=2, keep_training_state=True).fit(X, y)
+    est = crf.estimator_
+    mask = est._state.crf.allowed.copy()
+    A = est._state.crf.n_attributes
+    est.partial_fit([[{"w": "new", "x": 1.0}, {"w": "dog"}]], [["D", "N"]])
+    H = est._state.crf.n_states
+    grown = est._state.crf.allowed
+    assert grown.size == mask.size + 2 * H          # two new attributes, rows all exist
+    assert_allclose(grown[:A * H], mask[:A * H])
+    assert_allclose(grown[(A + 2) * H:], mask[A * H:])
+    assert np.all(est._state.crf.coef[:A * H][mask[:A * H] == 0] == 0)
+
+
 def test_solution_matches_crfsuite_lbfgs():
     """Same objective (c2 mapped exactly, the same features): ASF's weights
     approach CRFsuite L-BFGS's optimum."""

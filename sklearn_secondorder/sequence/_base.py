@@ -134,8 +134,13 @@ class _BaseSequenceTagger(BaseEstimator):
         """New attributes (a later ``partial_fit``): new rows, learned from now on."""
         crf = self._state.crf
         if n_attributes > crf.n_attributes:
-            crf.add_attributes(n_attributes - crf.n_attributes,
-                               self._latent_init(self._state.rng))
+            n_new, cut = n_attributes - crf.n_attributes, crf.n_attributes * crf.n_states
+            crf.add_attributes(n_new, self._latent_init(self._state.rng))
+            allowed = getattr(crf, "allowed", None)
+            if allowed is not None:     # (the facade's restricted model: new rows all exist)
+                crf.allowed = np.concatenate([allowed[:cut],
+                                              np.ones(n_new * crf.n_states, np.uint8),
+                                              allowed[cut:]])
 
     def _eta0(self, batch, label_idx):
         if self.eta0 != "auto":
