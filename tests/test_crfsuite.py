@@ -420,6 +420,12 @@ def test_predictions_tagger_and_marginals():
             assert_allclose(marg[t][lab], want, atol=1e-12)
             assert_allclose(tagger.marginal(lab, t), want, atol=1e-12)
     assert len(crf.predict_marginals(X[:3])) == 3
+    # an empty sequence is tagged [] (pycrfsuite's answer), between the others
+    empty = crf.predict([X[0], [], X[1]])
+    assert_empty = ref.predict([X[0], [], X[1]])
+    assert [list(p) for p in empty] == [list(p) for p in pred[:1]] + [[]] + [list(pred[1])]
+    assert [len(p) for p in empty] == [len(p) for p in assert_empty]
+    assert crf.predict_marginals_single([]) == [] and crf.predict([]).size == 0
     info = tagger.info()
     assert int(info.header["num_attrs"]) == crf.num_attributes_
     assert info.state_features == crf.state_features_

@@ -77,6 +77,14 @@ class CRFModel:
         data, indices, indptr, offsets = vectorize_dicts(X, self.vocabulary, grow=False)
         return SequenceData(data, indices, indptr, offsets, None, len(self.attributes)), offsets
 
+    @staticmethod
+    def _split_empty(X):
+        """``X`` without its empty sequences, and where the others go (an empty
+        sequence is tagged ``[]``, as pycrfsuite does)."""
+        X = list(X)
+        keep = [i for i, seq in enumerate(X) if not hasattr(seq, "__len__") or len(seq)]
+        return [X[i] for i in keep], keep, len(X)
+
     def tag(self, X):
         """Predict the Viterbi labels of every sequence.
 
@@ -90,10 +98,15 @@ class CRFModel:
         labels : list of lists of str
             The labels of every sequence.
         """
-        ds, offsets = self._data(X)
-        idx = viterbi_decode(ds, self._weights(), 1)
-        names = np.asarray(self.labels, dtype=object)[idx]
-        return [names[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+        X, keep, n = self._split_empty(X)
+        out = [[] for _ in range(n)]
+        if X:
+            ds, offsets = self._data(X)
+            idx = viterbi_decode(ds, self._weights(), 1)
+            names = np.asarray(self.labels, dtype=object)[idx]
+            for i, a, b in zip(keep, offsets[:-1], offsets[1:]):
+                out[i] = names[a:b].tolist()
+        return out
 
     def marginals(self, X):
         """Compute ``p(y_t = label | x)`` for every token of every sequence.
@@ -109,9 +122,14 @@ class CRFModel:
             One ``(n_tokens, n_labels)`` array per sequence (labels in
             ``labels`` order).
         """
-        ds, offsets = self._data(X)
-        P = label_marginals(ds, self._weights(), 1)
-        return [P[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+        X, keep, n = self._split_empty(X)
+        out = [np.zeros((0, len(self.labels))) for _ in range(n)]
+        if X:
+            ds, offsets = self._data(X)
+            P = label_marginals(ds, self._weights(), 1)
+            for i, a, b in zip(keep, offsets[:-1], offsets[1:]):
+                out[i] = P[a:b]
+        return out
 
     def log_probability(self, xseq, yseq):
         """Compute ``log p(yseq | xseq)``: the path's score minus ``log Z``.
