@@ -179,16 +179,20 @@ class CRF(BaseEstimator):
 
     Parameters
     ----------
-    algorithm : {'asf', 'psa', 'l2sgd'} or None, default=None
+    algorithm : {'asf', 'psa', 'l2sgd', 'lbfgs', 'ap', 'pa', 'arow'} or None, \
+default=None
         The trainer (the registry ``ALGORITHMS``; see
-        ``available_algorithms()``): ``'asf'`` (`ASFSequenceTagger`,
-        averaged SGD with feedback), ``'psa'`` (`PSASequenceTagger`, one
-        pass; every (attribute, label) pair and transition exists: its
-        kernel does not take the mask of the feature generation yet, so
-        ``min_freq`` and an explicit False of ``all_possible_*`` are refused),
-        ``'l2sgd'`` (`SGDSequenceTagger`, CRFsuite's l2sgd schedule).
-        CRFsuite's ``'lbfgs'``, ``'ap'``, ``'pa'``, ``'arow'`` are not
-        available yet (a ValueError lists those that are). None is
+        ``available_algorithms()``; an unknown name is a ValueError that lists
+        them): ``'asf'`` (`ASFSequenceTagger`, averaged SGD with feedback),
+        ``'psa'`` (`PSASequenceTagger`, one pass; every (attribute, label)
+        pair and transition exists: its kernel does not take the mask of the
+        feature generation yet, so ``min_freq`` and an explicit False of
+        ``all_possible_*`` are refused), ``'l2sgd'`` (`SGDSequenceTagger`,
+        CRFsuite's l2sgd schedule), and CRFsuite's own trainers ``'lbfgs'``
+        (`LBFGSSequenceTagger`, OWL-QN when ``c1 > 0``), ``'ap'``, ``'pa'``,
+        ``'arow'`` (they generate the features themselves, without
+        ``min_freq``, and run in one call: one ``training_log_`` record).
+        None is
         ``'asf'``: of the available trainers that generate CRFsuite's
         features it reaches CRFsuite L-BFGS's chunk F1 (within 0.3) soonest
         on CoNLL-2000 with the tutorial's features, after 6 passes in 0.07x
@@ -208,24 +212,26 @@ class CRF(BaseEstimator):
         in training. None is False.
     c1 : float, default=None
         L1 coefficient (CRFsuite's objective). None is 0. L1 needs a tagger
-        with a ``penalty`` parameter; until then ``c1 > 0`` is an error.
+        with a ``penalty`` parameter ('lbfgs' has it); for the others
+        ``c1 > 0`` is a ValueError until they take it.
     c2 : float, default=None
         L2 coefficient (CRFsuite's objective). None is 1.
     max_iterations : int, default=None
-        Passes over the training data. None is the algorithm's default
-        (10 for 'asf' and 'l2sgd', 1 for 'psa').
+        Passes (iterations for 'lbfgs') over the training data. None is the
+        algorithm's default (10 for 'asf' and 'l2sgd', 1 for 'psa', 100 for
+        'lbfgs', 'ap', 'pa', 'arow').
     num_memories, epsilon, period, delta, linesearch, max_linesearch : default=None
-        CRFsuite's L-BFGS / l2sgd parameters: only for an algorithm that
-        takes them (none of the available ones); giving one to another
-        algorithm is a ValueError, never silently ignored.
+        CRFsuite's L-BFGS parameters ('lbfgs'; ``epsilon`` also 'ap', 'pa',
+        'arow'); giving one to an algorithm that does not take it is a
+        ValueError, never silently ignored.
     calibration_eta, calibration_rate, calibration_samples, calibration_candidates, \
 calibration_max_trials : default=None
         CRFsuite's l2sgd calibration parameters (the taggers' ``eta0='auto'``
         uses CRFsuite's defaults and does not take them); a ValueError when
         given.
     pa_type, c, error_sensitive, averaging, variance, gamma : default=None
-        CRFsuite's PA and AROW parameters, for those algorithms when they
-        land; a ValueError when given to another.
+        CRFsuite's PA ('pa') and AROW ('arow') parameters; a ValueError when
+        given to another algorithm.
     verbose : bool, default=False
         Print one line per pass (pass, seconds, loss, non-zero weights, and
         the dev scores with a dev set), as sklearn-crfsuite.
@@ -343,7 +349,11 @@ calibration_max_trials : default=None
             if v is not None and not (isinstance(v, Real) and np.isfinite(v)
                                       and (v >= 0 or name == "min_freq")):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if not alg.restricts_features:
+        if alg.features == "tagger" and self.min_freq:
+            raise ValueError(f"algorithm={alg.name!r} generates CRFsuite's features itself, "
+                             f"without a frequency cut-off: min_freq={self.min_freq!r} cannot "
+                             "be honoured (leave it None or 0).")
+        if alg.features == "all":
             explicit = [f"{p}=False" for p in ("all_possible_states", "all_possible_transitions")
                         if getattr(self, p) is not None and not getattr(self, p)]
             if self.min_freq:
@@ -410,7 +420,7 @@ calibration_max_trials : default=None
         tagger.set_params(**self._tagger_params(alg, tagger, batch.n_sequences))
         classes = np.unique(batch.labels)
         label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
-        if alg.restricts_features:
+        if alg.features == "mask":
             mask = feature_mask(batch, label_idx, classes.size,
                                 min_freq=float(self.min_freq or 0.0),
                                 all_states=bool(self.all_possible_states),
@@ -435,8 +445,15 @@ calibration_max_trials : default=None
         def on_pass(t):
             w = t._model
             st = t._state
-            rec = {"num": len(log.iterations) + 1,
-                   "loss": float(st.pass_losses[-1] * n + c1 * np.abs(w).sum() + c2 * w @ w),
+            losses = getattr(t, "loss_", None)      # (a trainer's own, CRFsuite's scale)
+            if losses:
+                loss = losses[-1]
+            elif st.pass_losses:
+                loss = st.pass_losses[-1] * n + (
+                    c1 * np.abs(w).sum() + c2 * w @ w if alg.regularized else 0.0)
+            else:
+                loss = np.nan
+            rec = {"num": len(log.iterations) + 1, "loss": float(loss),
                    "active_features": int(np.count_nonzero(w)),
                    "feature_norm": float(np.sqrt(w @ w)),
                    # (the kernel's seconds since the last record: one pass, or all)

@@ -47,13 +47,16 @@ class Algorithm:
         gives one ``training_log_`` record per pass and the dev scores. A
         trainer whose state does not survive between calls (e.g. a batch
         optimiser's memory) sets it False: one call, one record.
-    restricts_features : bool
-        Whether the trainer honours CRFsuite's feature generation (its
-        gradient goes through ``CRFContext.add_gradient``, which takes the
-        mask of the weights that exist). When False every (attribute, label)
-        pair and transition exists, and ``min_freq`` or an explicit
-        ``all_possible_states`` / ``all_possible_transitions`` of False is a
-        ValueError.
+    features : {'mask', 'tagger', 'all'}
+        Who generates CRFsuite's features. ``'mask'``: the facade, as the
+        mask of the weights that exist (``min_freq``, ``all_possible_*``),
+        given to the trainer's gradient sink (``CRFContext.add_gradient``,
+        ``CRFState.allowed``). ``'tagger'``: the tagger itself, from its
+        ``all_possible_states`` / ``all_possible_transitions`` parameters
+        (``sequence._feature_set``; ``min_freq`` > 0 is then a ValueError).
+        ``'all'``: every (attribute, label) pair and transition exists (a
+        trainer that takes no mask); ``min_freq`` or an explicit
+        ``all_possible_*=False`` is a ValueError.
     summary : str
         One line for the error message and the docs.
     """
@@ -64,7 +67,7 @@ class Algorithm:
     regularized: bool = True
     fixed: dict = field(default_factory=dict)
     per_pass: bool = True
-    restricts_features: bool = True
+    features: str = "mask"
     summary: str = ""
 
     def tagger_class(self):
@@ -113,8 +116,7 @@ def get_algorithm(name):
     cls = alg.tagger_class() if alg is not None else None
     if cls is None:
         known = ", ".join(repr(a) for a in available_algorithms())
-        what = ("is not available yet" if name in ("lbfgs", "ap", "pa", "arow") or alg
-                else "is unknown")
+        what = "is not available" if alg else "is unknown"
         raise ValueError(f"algorithm={name!r} {what}; the available algorithms are {known}.")
     return alg, cls
 
@@ -167,7 +169,7 @@ register_algorithm(Algorithm(
             "10 by default"))
 register_algorithm(Algorithm(
     name="psa", tagger="sklearn_secondorder.sequence:PSASequenceTagger",
-    params={"max_iterations": "max_iter"}, restricts_features=False,
+    params={"max_iterations": "max_iter"}, features="all",
     summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default; every "
             "(attribute, label) pair and transition exists (its kernel, _crf_psa, does not "
             "take the mask of CRFsuite's feature generation yet)"))
@@ -176,3 +178,34 @@ register_algorithm(Algorithm(
     params={"max_iterations": "max_iter"}, fixed={"average": False},
     summary="CRFsuite's l2sgd: SGD with eta = 1 / (alpha (t0 + t)), t0 from a calibrated "
             "eta0 (Bottou); max_iterations passes, 10 by default"))
+
+# CRFsuite's own trainers (issue 15): the taggers generate CRFsuite's features
+# themselves and run all their iterations in one call (one log record)
+_CRFSUITE_FEATURES = {"all_possible_states": "all_possible_states",
+                      "all_possible_transitions": "all_possible_transitions"}
+register_algorithm(Algorithm(
+    name="lbfgs", tagger="sklearn_secondorder.sequence:LBFGSSequenceTagger",
+    params={"max_iterations": "max_iter", "num_memories": "num_memories",
+            "epsilon": "epsilon", "period": "period", "delta": "delta",
+            "linesearch": "linesearch", "max_linesearch": "max_linesearch",
+            **_CRFSUITE_FEATURES},
+    features="tagger", per_pass=False,
+    summary="CRFsuite's lbfgs: L-BFGS, OWL-QN when c1 > 0; max_iterations 100 by default"))
+register_algorithm(Algorithm(
+    name="ap", tagger="sklearn_secondorder.sequence:AveragedPerceptronSequenceTagger",
+    params={"max_iterations": "max_iter", "epsilon": "epsilon", **_CRFSUITE_FEATURES},
+    regularized=False, features="tagger", per_pass=False,
+    summary="CRFsuite's ap: averaged perceptron"))
+register_algorithm(Algorithm(
+    name="pa", tagger="sklearn_secondorder.sequence:PassiveAggressiveSequenceTagger",
+    params={"max_iterations": "max_iter", "epsilon": "epsilon", "pa_type": "pa_type",
+            "c": "c", "error_sensitive": "error_sensitive", "averaging": "averaging",
+            **_CRFSUITE_FEATURES},
+    regularized=False, features="tagger", per_pass=False,
+    summary="CRFsuite's pa: passive-aggressive (PA, PA-I, PA-II)"))
+register_algorithm(Algorithm(
+    name="arow", tagger="sklearn_secondorder.sequence:AROWSequenceTagger",
+    params={"max_iterations": "max_iter", "epsilon": "epsilon", "variance": "variance",
+            "gamma": "gamma", **_CRFSUITE_FEATURES},
+    regularized=False, features="tagger", per_pass=False,
+    summary="CRFsuite's arow: adaptive regularization of weight vectors"))

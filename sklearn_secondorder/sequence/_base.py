@@ -269,13 +269,19 @@ class _BaseSequenceTagger(BaseEstimator):
                 delattr(self, attr)
         with unfit_on_error(self, self._private_state):
             self.classes_ = self._check_labels(np.unique(batch.labels))
+            if allowed is None and callback is None:    # (a trainer's own _fit_batch)
+                return self._fit_batch(batch, n_epochs, first=True)
             return self._fit_batch(batch, n_epochs, first=True, allowed=allowed,
                                    callback=callback)
 
     def _fit_batch(self, batch, n_epochs, first, allowed=None, callback=None):
         label_idx = np.searchsorted(self.classes_, batch.labels).astype(np.int32)
         if first:
-            self._new_state(batch.n_features, check_random_state(self.random_state), allowed)
+            rng = check_random_state(self.random_state)
+            if allowed is None:
+                self._new_state(batch.n_features, rng)
+            else:
+                self._new_state(batch.n_features, rng, allowed)
         else:
             self._grow(batch.n_features)
         if first:
