@@ -141,6 +141,10 @@ def main(argv=None):
     ours = measure(f"ours default ({DEFAULT_ALGORITHM}) c1={c1:g} c2=0.1", CRF(
         c1=c1, c2=0.1, all_possible_transitions=True), Xtr, ytr, Xte, yte)
     rows.append(ours)
+    if "lbfgs" in available_algorithms():
+        rows.append(measure("ours lbfgs c1=0.1 c2=0.1 100 it", CRF(
+            algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+            all_possible_transitions=True), Xtr, ytr, Xte, yte))
     psa = measure(f"ours psa (1 pass) c1={c1:g} c2=0.1", CRF(
         algorithm="psa", c1=c1, c2=0.1, all_possible_transitions=True), Xtr, ytr, Xte, yte)
     rows.append(psa)
@@ -154,14 +158,16 @@ def main(argv=None):
 
     print("\nPasses to CRFsuite L-BFGS's F1 (within 0.3), each fit from scratch; "
           f"fit time the best of {args.rounds} interleaved rounds:")
-    ks = {"psa": (1, 2), "asf": (3, 6, 10), "l2sgd": (6, 10, 15)}
+    ks = {"psa": (1, 2), "asf": (3, 6, 10), "l2sgd": (6, 10, 15), "lbfgs": (50, 100),
+          "ap": (3, 10), "pa": (3, 10), "arow": (3, 10)}
     runs = {}
     for rnd in range(args.rounds):
         for alg in available_algorithms():
             for k in ks.get(alg, (3, 6, 10)):
+                reg = {} if alg in ("ap", "pa", "arow") else {"c1": c1, "c2": 0.1}
                 r = measure(f"  {alg} max_iterations={k} (round {rnd + 1})", CRF(
-                    algorithm=alg, c1=c1, c2=0.1, max_iterations=k,
-                    all_possible_transitions=True), Xtr, ytr, Xte, yte)
+                    algorithm=alg, max_iterations=k, all_possible_transitions=True, **reg),
+                    Xtr, ytr, Xte, yte)
                 best = runs.setdefault((alg, k), r)
                 for key in ("fit_s", "train_s"):
                     best[key] = min(best[key], r[key])

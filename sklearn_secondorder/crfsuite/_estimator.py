@@ -192,14 +192,16 @@ default=None
         (`LBFGSSequenceTagger`, OWL-QN when ``c1 > 0``), ``'ap'``, ``'pa'``,
         ``'arow'`` (they generate the features themselves, without
         ``min_freq``, and run in one call: one ``training_log_`` record).
-        None is
-        ``'asf'``: of the available trainers that generate CRFsuite's
-        features it reaches CRFsuite L-BFGS's chunk F1 (within 0.3) soonest
-        on CoNLL-2000 with the tutorial's features, after 6 passes in 0.07x
-        the time of CRFsuite's fit ('l2sgd': 10 passes, 0.08x); 'psa' gets
-        there in 2 passes (0.04x) but with every (attribute, label) pair,
-        12x the weights (``benchmarks/bench_crfsuite.py``,
-        ``benchmarks/RESULTS.md``).
+        None is ``'asf'``: of the available trainers that take CRFsuite's
+        objective (``c1``, ``c2``) and generate its features, it reaches
+        CRFsuite L-BFGS's chunk F1 (within 0.3) soonest on CoNLL-2000 with
+        the tutorial's features: 6 passes, 0.07-0.10x the time of CRFsuite's
+        fit ('l2sgd': 10 passes, about the same time; 'lbfgs': 100
+        iterations, 0.76x). 'psa' gets there in 2 passes (0.03x) but with
+        every (attribute, label) pair, 12x the weights; 'ap' and 'pa' in 3
+        passes (0.015x, 0.021x) but they take no ``c1`` / ``c2`` (not a
+        likelihood), so the default cannot be them
+        (``benchmarks/bench_crfsuite.py``, ``benchmarks/RESULTS.md``).
     min_freq : float, default=None
         Drop the features whose frequency (the sum of the attribute's values
         over the tokens of the label; for a transition the number of

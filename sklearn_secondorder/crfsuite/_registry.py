@@ -151,9 +151,13 @@ def penalty_params(name, c1, c2, n_sequences, tagger_params):
     has_penalty = "penalty" in tagger_params
     if c1 > 0:
         if not has_penalty:
+            with_l1 = [a for a in available_algorithms() if ALGORITHMS[a].regularized
+                       and "penalty" in ALGORITHMS[a].tagger_class()().get_params()]
             raise ValueError(
                 f"c1={c1!r}: L1 regularization is not yet available for algorithm={name!r} "
-                "(its tagger has no `penalty` parameter); use c1=0 (L2 only, c2).")
+                "(its tagger has no `penalty` parameter); use c1=0 (L2 only, c2)"
+                + (f", or an algorithm with L1: {', '.join(map(repr, with_l1))}."
+                   if with_l1 else "."))
         out.update(penalty="elasticnet", l1_ratio=c1 / total)
     elif has_penalty:
         out.update(penalty="l2")
