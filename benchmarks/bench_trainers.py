@@ -82,7 +82,6 @@ def crfsuite_weights_in_our_layout(crf, est):
     A, H = len(col), len(lab)
     w = np.zeros((A + H + 1) * H)
     for (attr, label), v in crf.state_features_.items():
-        attr = attr.replace(":", "=", 1)   # sklearn-crfsuite's "key:value", ours "key=value"
         if attr in col:
             w[col[attr] * H + lab[label]] = v
     for (a, b), v in crf.transition_features_.items():

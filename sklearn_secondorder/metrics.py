@@ -13,12 +13,18 @@ correct when a gold chunk has the same type, start and end. Every sequence is
 closed at its end (conlleval treats the blank line between sentences the same
 way).
 
+The flat metrics are ``sklearn_crfsuite.metrics``' (same names, arguments and
+results): the label sequences are flattened and scikit-learn's metric is
+applied to the tokens; ``sequence_accuracy_score`` is 0 for no sequences, as
+there.
+
 Scorers for ``GridSearchCV`` / ``cross_val_score`` are provided:
 ``chunk_f1_scorer``, ``flat_accuracy_scorer``, ``sequence_accuracy_scorer``.
 """
 from collections import Counter
 
 import numpy as np
+from sklearn import metrics as _skm
 from sklearn.metrics import make_scorer
 
 __all__ = [
@@ -28,6 +34,11 @@ __all__ = [
     "chunk_recall_score",
     "chunk_f1_score",
     "flat_accuracy_score",
+    "flat_precision_score",
+    "flat_recall_score",
+    "flat_f1_score",
+    "flat_fbeta_score",
+    "flat_classification_report",
     "sequence_accuracy_score",
     "chunk_f1_scorer",
     "flat_accuracy_scorer",
@@ -220,8 +231,16 @@ def chunk_f1_score(y_true, y_pred):
     return chunk_precision_recall_fscore(y_true, y_pred)[2]
 
 
+def _flat_pair(y_true, y_pred):
+    y_true, y_pred = _check_pair(y_true, y_pred)
+    return [x for s in y_true for x in s], [x for s in y_pred for x in s]
+
+
 def flat_accuracy_score(y_true, y_pred):
     """Compute the token accuracy over all tokens of all sequences.
+
+    As ``sklearn_crfsuite.metrics.flat_accuracy_score``: scikit-learn's
+    ``accuracy_score`` on the flattened labels.
 
     Parameters
     ----------
@@ -235,16 +254,126 @@ def flat_accuracy_score(y_true, y_pred):
     accuracy : float
         The fraction of tokens whose predicted label is the gold one.
     """
-    y_true, y_pred = _check_pair(y_true, y_pred)
-    a = [x for s in y_true for x in s]
-    b = [x for s in y_pred for x in s]
+    a, b = _flat_pair(y_true, y_pred)
     if not a:
         raise ValueError("no tokens to score")
-    return float(np.mean([u == v for u, v in zip(a, b)]))
+    return float(_skm.accuracy_score(a, b))
+
+
+def flat_precision_score(y_true, y_pred, **kwargs):
+    """Compute the precision over all tokens (``sklearn.metrics.precision_score``).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences.
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+    **kwargs : dict
+        Passed to ``sklearn.metrics.precision_score`` (``labels``,
+        ``average``, ``zero_division``, ...).
+
+    Returns
+    -------
+    precision : float or ndarray
+        As ``sklearn.metrics.precision_score`` on the flattened labels.
+    """
+    return _skm.precision_score(*_flat_pair(y_true, y_pred), **kwargs)
+
+
+def flat_recall_score(y_true, y_pred, **kwargs):
+    """Compute the recall over all tokens (``sklearn.metrics.recall_score``).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences.
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+    **kwargs : dict
+        Passed to ``sklearn.metrics.recall_score``.
+
+    Returns
+    -------
+    recall : float or ndarray
+        As ``sklearn.metrics.recall_score`` on the flattened labels.
+    """
+    return _skm.recall_score(*_flat_pair(y_true, y_pred), **kwargs)
+
+
+def flat_f1_score(y_true, y_pred, **kwargs):
+    """Compute the F1 score over all tokens (``sklearn.metrics.f1_score``).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences.
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+    **kwargs : dict
+        Passed to ``sklearn.metrics.f1_score`` (the sklearn-crfsuite tutorial
+        uses ``average='weighted', labels=labels``).
+
+    Returns
+    -------
+    f1 : float or ndarray
+        As ``sklearn.metrics.f1_score`` on the flattened labels.
+    """
+    return _skm.f1_score(*_flat_pair(y_true, y_pred), **kwargs)
+
+
+def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
+    """Compute the F-beta score over all tokens (``sklearn.metrics.fbeta_score``).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences.
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+    beta : float
+        The weight of recall.
+    **kwargs : dict
+        Passed to ``sklearn.metrics.fbeta_score``.
+
+    Returns
+    -------
+    fbeta : float or ndarray
+        As ``sklearn.metrics.fbeta_score`` on the flattened labels.
+    """
+    return _skm.fbeta_score(*_flat_pair(y_true, y_pred), beta=beta, **kwargs)
+
+
+def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
+    """Build the per-label report over all tokens (``sklearn.metrics.classification_report``).
+
+    Parameters
+    ----------
+    y_true : list of list of str
+        The gold label sequences.
+    y_pred : list of list of str
+        The predicted label sequences, of the same lengths as ``y_true``.
+    labels : list of str, default=None
+        The labels to report (all by default).
+    **kwargs : dict
+        Passed to ``sklearn.metrics.classification_report`` (``digits``,
+        ``output_dict``, ...).
+
+    Returns
+    -------
+    report : str or dict
+        As ``sklearn.metrics.classification_report`` on the flattened labels.
+    """
+    return _skm.classification_report(*_flat_pair(y_true, y_pred), labels=labels, **kwargs)
 
 
 def sequence_accuracy_score(y_true, y_pred):
     """Compute the fraction of sequences whose labels are all correct.
+
+    As ``sklearn_crfsuite.metrics.sequence_accuracy_score``, 0 for no
+    sequences; unlike it, sequences of equal lengths are still compared
+    whole (sklearn-crfsuite compares them token by token when every sequence
+    has the same length, and can return more than 1).
 
     Parameters
     ----------
@@ -260,7 +389,7 @@ def sequence_accuracy_score(y_true, y_pred):
     """
     y_true, y_pred = _check_pair(y_true, y_pred)
     if not y_true:
-        raise ValueError("no sequences to score")
+        return 0.0
     return float(np.mean([list(a) == list(b) for a, b in zip(y_true, y_pred)]))
 
 

@@ -36,6 +36,8 @@ cdef class CRFContext:
     cdef int* back           # (cap, H) Viterbi back pointers
     cdef double* vscore      # (2, H) Viterbi scores
     cdef int* path           # (cap,)
+    cdef const unsigned char* allowed   # (A+H+1)*H: 1 where a weight exists, or NULL (all)
+    cdef object allowed_ref             # the array behind ``allowed``
 
     cdef int ensure_capacity(self, int T) except -1 nogil
     cdef void load_emissions(self, SequenceData ds, Py_ssize_t s, ScaledWeights w) noexcept nogil
@@ -52,4 +54,4 @@ cdef class CRFContext:
                            ScaledWeights target, double gain, bint fit_intercept) noexcept nogil
 
 
-cdef CRFContext context_for(ScaledWeights w, int n_latent, int capacity)
+cdef CRFContext context_for(ScaledWeights w, int n_latent, int capacity, allowed=*)

@@ -82,7 +82,34 @@ cdef class CRFContext:
         memset(self.trans, 0, H * H * sizeof(double))
         memset(self.exp_trans, 0, H * H * sizeof(double))
         self.trans_max = 0.0
+        self.allowed = NULL
+        self.allowed_ref = None
         self.ensure_capacity(max(capacity, 1))
+
+    def set_allowed(self, allowed):
+        """Restrict the gradient to the weights that exist (CRFsuite's model).
+
+        CRFsuite generates a state feature only for an (attribute, label)
+        pair seen in training, and a transition feature only for a label
+        bigram seen (unless told to generate all of them): the other weights
+        do not exist. ``allowed`` is a uint8 mask over the flat layout
+        (``(n_attributes + H + 1) * H``), 1 where a weight exists; the
+        gradient sink (``add_gradient``) leaves the others at their value,
+        zero, so neither the emissions nor the penalties see them. ``None``
+        lifts the restriction.
+        """
+        cdef const unsigned char[::1] m
+        if allowed is None:
+            self.allowed = NULL
+            self.allowed_ref = None
+            return
+        arr = np.ascontiguousarray(allowed, dtype=np.uint8)
+        if arr.ndim != 1 or arr.size != self.bias_offset + self.n_states:
+            raise ValueError(f"allowed has {arr.size} entries; the weights have "
+                             f"{self.bias_offset + self.n_states}")
+        m = arr
+        self.allowed_ref = arr
+        self.allowed = &m[0] if arr.size else NULL
 
     def __dealloc__(self):
         free(self.emit)
@@ -371,6 +398,8 @@ cdef class CRFContext:
         expected counts for a plain CRF. Only the state rows of the attributes
         present, the bias and the transitions are touched; with averaging on,
         ``u -= C * step`` keeps the running sum of past iterates unchanged.
+        With ``set_allowed``, the weights that do not exist get no step (a
+        multiplication by the 0/1 mask, so the loop stays branch-free).
         """
         cdef int H = self.n_states, T = self.T, nl = self.n_latent
         cdef int t, h, i
@@ -381,6 +410,7 @@ cdef class CRFContext:
         cdef double* v = target.v
         cdef double* u = target.u
         cdef bint avg = target.averaged and C != 0.0
+        cdef const unsigned char* mk = self.allowed
         cdef const double* mt
         cdef const double* mc
         for t in range(T):
@@ -400,7 +430,13 @@ cdef class CRFContext:
                     continue
                 c = gain * ds.data[k]
                 p = j * H
-                if avg:
+                if mk != NULL:
+                    for h in range(H):
+                        step = c * d[h] * mk[p + h]
+                        v[p + h] += step
+                        if avg:
+                            u[p + h] -= C * step
+                elif avg:
                     for h in range(H):
                         step = c * d[h]
                         v[p + h] += step
@@ -420,17 +456,22 @@ cdef class CRFContext:
         if nl == 1:
             for i in range(H * H):
                 step = -gain * self.edge[i]
+                if mk != NULL:
+                    step *= mk[p + i]
                 v[p + i] += step
                 if avg:
                     u[p + i] -= C * step
             for t in range(1, T):
                 i = labels[t - 1] * H + labels[t]
-                v[p + i] += gain
+                step = gain if mk == NULL else gain * mk[p + i]
+                v[p + i] += step
                 if avg:
-                    u[p + i] -= C * gain
+                    u[p + i] -= C * step
         else:
             for i in range(H * H):
                 step = gain * (self.edge_c[i] - self.edge[i])
+                if mk != NULL:
+                    step *= mk[p + i]
                 v[p + i] += step
                 if avg:
                     u[p + i] -= C * step
@@ -498,12 +539,15 @@ cdef class CRFContext:
 # ---------------------------------------------------------------------------
 # Prediction and objective
 # ---------------------------------------------------------------------------
-cdef CRFContext context_for(ScaledWeights w, int n_latent, int capacity):
-    """An inference context for the CRF weights ``w`` (``A + H + 1`` blocks of ``H``)."""
+cdef CRFContext context_for(ScaledWeights w, int n_latent, int capacity, allowed=None):
+    """An inference context for the CRF weights ``w`` (``A + H + 1`` blocks of
+    ``H``), its gradient restricted to ``allowed`` (``CRFContext.set_allowed``)."""
     cdef int H = w.n_outputs
     if w.n_features < H + 1:
         raise ValueError("the weights are too small for the CRF layout")
-    return CRFContext(H, n_latent, capacity, w.n_features - H - 1)
+    ctx = CRFContext(H, n_latent, capacity, w.n_features - H - 1)
+    ctx.set_allowed(allowed)
+    return ctx
 
 
 def viterbi_decode(SequenceData ds, ScaledWeights w, int n_latent=1):
@@ -561,17 +605,19 @@ def label_marginals(SequenceData ds, ScaledWeights w, int n_latent=1):
     return out
 
 
-def loglik_gradient(SequenceData ds, ScaledWeights w, int n_latent=1, bint fit_intercept=True):
+def loglik_gradient(SequenceData ds, ScaledWeights w, int n_latent=1, bint fit_intercept=True,
+                    allowed=None):
     """Total ``log p(y | x)`` over the sequences and its gradient (flat).
 
     The gradient is accumulated by the same sparse ``add_gradient`` the
-    trainers use (tests compare it with finite differences).
+    trainers use (tests compare it with finite differences); ``allowed``
+    restricts it to the weights that exist (``CRFContext.set_allowed``).
     """
     if not ds.has_labels:
         raise ValueError("labels are required")
     grad = np.zeros(w.n_features * w.n_outputs, dtype=np.float64)
     cdef ScaledWeights g = ScaledWeights(grad, w.n_outputs)
-    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len, allowed)
     cdef Py_ssize_t s
     cdef double total = 0.0
     cdef const int* lab = &ds.labels[0]

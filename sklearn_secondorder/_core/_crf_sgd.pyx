@@ -219,7 +219,7 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
         raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
     cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
     cdef ScaledWeights w = state.weights(averaged=options.average, l1=l1_ratio > 0)
-    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
+    cdef CRFContext ctx = context_for(w, n_latent, ds.max_len, getattr(state, "allowed", None))
     if ds.n_features > ctx.n_attributes:
         raise ValueError("the data have more attributes than the weights")
     cdef SequenceSteps steps = SequenceSteps()

@@ -54,6 +54,9 @@ class TaggerState:
     psa : LazyStepState or None
         PSA: the per-weight step sizes and window snapshots (allocated at the
         first pass, when ``eta0_`` is known).
+    pass_losses : list of float
+        Mean ``-log p(y|x)`` over the last pass of every kernel call (at the
+        pre-step weights): one entry per pass when passes run one at a time.
     """
 
     crf: CRFState
@@ -61,6 +64,7 @@ class TaggerState:
     pass_seconds: list = field(default_factory=list)
     feedbacks: list = field(default_factory=list)
     psa: object = None
+    pass_losses: list = field(default_factory=list)
 
 
 class _BaseSequenceTagger(BaseEstimator):
@@ -119,18 +123,25 @@ class _BaseSequenceTagger(BaseEstimator):
             return lambda size: rng.normal(scale=0.1, size=size)
         return None
 
-    def _new_state(self, n_attributes, rng):
+    def _new_state(self, n_attributes, rng, allowed=None):
         crf = CRFState.new(n_attributes, self._n_states(), averaged=self._averaged, seed=0,
                            init=self._latent_init(rng))
         crf.seed = draw_seed(rng)       # (drawn after the weights, as always)
+        if allowed is not None:
+            crf.allowed = allowed       # read by the kernels' CRFContext (set_allowed)
         self._state = TaggerState(crf=crf, rng=rng)
 
     def _grow(self, n_attributes):
         """New attributes (a later ``partial_fit``): new rows, learned from now on."""
         crf = self._state.crf
         if n_attributes > crf.n_attributes:
-            crf.add_attributes(n_attributes - crf.n_attributes,
-                               self._latent_init(self._state.rng))
+            n_new, cut = n_attributes - crf.n_attributes, crf.n_attributes * crf.n_states
+            crf.add_attributes(n_new, self._latent_init(self._state.rng))
+            allowed = getattr(crf, "allowed", None)
+            if allowed is not None:     # (the facade's restricted model: new rows all exist)
+                crf.allowed = np.concatenate([allowed[:cut],
+                                              np.ones(n_new * crf.n_states, np.uint8),
+                                              allowed[cut:]])
 
     def _eta0(self, batch, label_idx):
         if self.eta0 != "auto":
@@ -245,17 +256,50 @@ class _BaseSequenceTagger(BaseEstimator):
                 f"{classes.tolist()!r} (pass all the labels as `classes` to partial_fit).")
         return classes
 
-    def _fit_batch(self, batch, n_epochs, first):
+    def _fit_prepared(self, batch, *, n_epochs, allowed=None, callback=None):
+        """``fit`` on a batch already read (by ``read_sequences(self, ...)``).
+
+        The ``crfsuite.CRF`` facade's entry: ``allowed`` (a uint8 mask over
+        the flat weights, ``CRFContext.set_allowed``) restricts the model to
+        the weights that exist; ``callback(self)`` runs after every pass with
+        ``_model`` current, and stops the training when it returns True.
+        """
+        self._validate_params()
+        self._more_validate_params()
+        for attr in self._private_state:
+            if attr != "_kind" and hasattr(self, attr):
+                delattr(self, attr)
+        with unfit_on_error(self, self._private_state):
+            self.classes_ = self._check_labels(np.unique(batch.labels))
+            if allowed is None and callback is None:    # (a trainer's own _fit_batch)
+                return self._fit_batch(batch, n_epochs, first=True)
+            return self._fit_batch(batch, n_epochs, first=True, allowed=allowed,
+                                   callback=callback)
+
+    def _fit_batch(self, batch, n_epochs, first, allowed=None, callback=None):
         label_idx = np.searchsorted(self.classes_, batch.labels).astype(np.int32)
         if first:
-            self._new_state(batch.n_features, check_random_state(self.random_state))
+            rng = check_random_state(self.random_state)
+            if allowed is None:
+                self._new_state(batch.n_features, rng)
+            else:
+                self._new_state(batch.n_features, rng, allowed)
         else:
             self._grow(batch.n_features)
         if first:
             self.eta0_ = self._eta0(batch, label_idx)
         crf = self._state.crf
         ds = batch.sequence_data(crf.n_attributes, label_idx)
-        self.n_iter_ = self._run_passes(ds, n_epochs)
+        if callback is None:
+            self.n_iter_ = self._run_passes(ds, n_epochs)
+        else:
+            self.n_iter_ = 0
+            for _ in range(n_epochs):
+                self.n_iter_ += self._run_passes(ds, 1)
+                self._model = self._final_flat()
+                self.t_ = crf.t
+                if callback(self):
+                    break
         self.t_ = crf.t
         self._model = self._final_flat()
         self._check_weight_scale(batch.n_tokens / batch.n_sequences)
@@ -277,6 +321,8 @@ class _BaseSequenceTagger(BaseEstimator):
         """Record a kernel's passes; raise if they diverged."""
         st = self._state
         st.pass_seconds.extend(result.seconds)
+        if not result.diverged:
+            st.pass_losses.append(result.mean_loss)
         if result.diverged:
             raise diverged_error(type(self).__name__, st.crf.passes + 1)
         if self.verbose:

@@ -4,8 +4,12 @@ The public input of the sequence taggers is sklearn-crfsuite's: ``X`` a list
 of sequences (one entry per sequence, so ``KFold`` / ``GridSearchCV`` split by
 sequence) and ``y`` a list of label lists. A sequence is
 
-* a list of per-token feature dicts (``str -> float | int | bool | str``;
-  a string value ``v`` of key ``k`` is the one-hot attribute ``"k=v"``), or
+* a list of tokens in any form ``pycrfsuite.ItemSequence`` accepts, with
+  CRFsuite's attribute names (``vectorize_dicts``): per-token feature dicts
+  (``str -> float | int | bool | str | bytes | dict | list``; a string value
+  ``v`` of key ``k`` is the one-hot attribute ``"k:v"``, a nested dict
+  ``{"d": {"e": 1}}`` the attribute ``"d:e"``) or lists of attribute names
+  (value 1 each), or a ``pycrfsuite.ItemSequence``, or
 * a 2-D array or sparse matrix of shape ``(n_tokens, n_features)``.
 
 A plain 2-D array or sparse matrix ``X`` is read as independent one-token
@@ -26,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._compat import validate_data
 from .._core._dataset import SequenceData
+from .._core._vectorize import vectorize
 from .._validation import check_label_types
 
 KIND_DICTS = "dicts"
@@ -54,6 +59,8 @@ def input_kind(X):
     if len(X) == 0:
         raise ValueError("X is empty: expected a non-empty list of sequences.")
     first = X[0]
+    if _is_item_sequence(first):
+        return KIND_DICTS
     if sp.issparse(first) or (isinstance(first, np.ndarray) and first.ndim == 2):
         return KIND_ARRAYS
     if isinstance(first, Mapping):
@@ -67,8 +74,8 @@ def input_kind(X):
     if isinstance(first, (list, tuple)):
         if len(first) == 0:
             raise ValueError("sequence 0 of X is empty: every sequence needs at least one token.")
-        if isinstance(first[0], Mapping):
-            return KIND_DICTS
+        if isinstance(first[0], (Mapping, list, tuple, set, frozenset)):
+            return KIND_DICTS     # feature dicts, or tokens as lists of attribute names
         if not isinstance(first[0], (Number, np.number, np.bool_)):
             raise TypeError(
                 f"token 0 of sequence 0 is a {type(first[0]).__name__}; each token must be a "
@@ -77,12 +84,72 @@ def input_kind(X):
     return KIND_FLAT
 
 
+#: CRFsuite's separator between a key and a string value or a nested key
+#: (pycrfsuite's ``to_item``): ``{"w": "x"}`` is attribute ``w:x``.
+SEP = ":"
+
+
+def _name(key):
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bytes):
+        return key.decode("utf-8")
+    raise TypeError(f"feature name {key!r} is a {type(key).__name__}; feature names must "
+                    "be str (or bytes).")
+
+
+def _value(key, val):
+    if isinstance(val, (Real, np.number)) and not isinstance(val, complex):
+        return float(val)
+    raise TypeError(
+        f"feature {key!r} has a value of type {type(val).__name__}; values must be str, "
+        "bytes, float, int, bool, a dict, or a list / set of str (pycrfsuite's forms).")
+
+
+def _flat_item(tok, prefix=""):
+    """One token in any of pycrfsuite's ``ItemSequence`` forms -> ``(name, value)`` pairs.
+
+    As pycrfsuite's ``to_item``: a dict maps a name to a number (its value),
+    a str / bytes (attribute ``name:value`` of value 1), or a nested dict /
+    list / set (its attributes, prefixed ``name:``); a list / tuple / set of
+    names is each name with value 1.
+    """
+    if isinstance(tok, Mapping):
+        for key, val in tok.items():
+            key = prefix + _name(key)
+            if isinstance(val, str):
+                yield key + SEP + val, 1.0
+            elif isinstance(val, bytes):
+                yield key + SEP + val.decode("utf-8"), 1.0
+            elif isinstance(val, (Mapping, list, tuple, set, frozenset)):
+                yield from _flat_item(val, key + SEP)
+            else:
+                yield key, _value(key, val)
+    elif isinstance(tok, (list, tuple, set, frozenset)):
+        for key in tok:
+            yield prefix + _name(key), 1.0
+    else:
+        raise TypeError(f"a token is a {type(tok).__name__}; expected a dict of features "
+                        "(name -> value) or a list of feature names.")
+
+
+def _is_item_sequence(seq):
+    """A ``pycrfsuite.ItemSequence`` (read through its ``items()``)."""
+    return type(seq).__name__ == "ItemSequence" and hasattr(seq, "items")
+
+
 def vectorize_dicts(X, vocabulary, grow):
-    """Token feature dicts -> CSR arrays, growing ``vocabulary`` when ``grow``.
+    """Token features (pycrfsuite's forms) -> CSR arrays, growing ``vocabulary`` when ``grow``.
+
+    Every form ``pycrfsuite.ItemSequence`` accepts, with CRFsuite's attribute
+    names: a token is a dict (values str, bytes, int, float, bool, or nested
+    dicts / lists / sets: ``{"d": {"e": 1}}`` is attribute ``d:e``, a str
+    value ``{"w": "x"}`` is ``w:x`` with value 1) or a list of attribute
+    names (value 1 each); a sequence may be a ``pycrfsuite.ItemSequence``.
 
     Parameters
     ----------
-    X : list of list of dict
+    X : list of sequences
     vocabulary : dict
         Attribute name -> column; new attributes get the next columns when
         ``grow`` is True, and are ignored otherwise (unseen at prediction).
@@ -92,48 +159,15 @@ def vectorize_dicts(X, vocabulary, grow):
     -------
     data, indices, indptr, offsets : ndarray
         float64, int32, int64, int64.
+
+    The loop is compiled (``_core/_vectorize.pyx``); the forms other than a
+    dict of str / number values go through ``_flat_item``.
     """
-    data, indices, indptr, offsets = [], [], [0], [0]
-    get = vocabulary.get
-    n_rows = 0
-    for si, seq in enumerate(X):
-        if not isinstance(seq, (list, tuple)):
-            raise TypeError(f"sequence {si} of X is a {type(seq).__name__}; expected a "
-                            "list of feature dicts.")
-        if len(seq) == 0:
-            raise ValueError(f"sequence {si} of X is empty: every sequence needs at "
-                             "least one token.")
-        for tok in seq:
-            if not isinstance(tok, Mapping):
-                raise TypeError(f"sequence {si} of X holds a {type(tok).__name__}; "
-                                "expected feature dicts.")
-            for key, val in tok.items():
-                if isinstance(val, str):
-                    key = f"{key}={val}"
-                    val = 1.0
-                elif isinstance(val, (Real, np.number)) and not isinstance(val, complex):
-                    val = float(val)
-                else:
-                    raise TypeError(
-                        f"feature {key!r} has a value of type {type(val).__name__}; "
-                        "values must be str, float, int or bool."
-                    )
-                j = get(key)
-                if j is None:
-                    if not grow:
-                        continue
-                    j = len(vocabulary)
-                    vocabulary[key] = j
-                indices.append(j)
-                data.append(val)
-            indptr.append(len(indices))
-        n_rows += len(seq)
-        offsets.append(n_rows)
-    data = np.asarray(data, dtype=np.float64)
+    data, indices, indptr, offsets = vectorize(X, vocabulary, grow, _flat_item,
+                                               _is_item_sequence, SEP)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite feature values.")
-    return (data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64),
-            np.asarray(offsets, dtype=np.int64))
+    return data, indices, indptr, offsets
 
 
 def stack_arrays(X, n_features=None):

@@ -1,0 +1,189 @@
+"""sklearn_secondorder.crfsuite.CRF against sklearn_crfsuite.CRF on the tutorial flow.
+
+CoNLL-2000 chunking (``../shared/data/conll2000``) with the sklearn-crfsuite
+tutorial's ``word2features``; the peer is the tutorial's
+``sklearn_crfsuite.CRF(algorithm='lbfgs', c1=0.1, c2=0.1, max_iterations=100,
+all_possible_transitions=True)``, measured in the same run. For every model:
+conlleval chunk F1 on the test set, non-zero state / transition weights,
+model-file and pickle sizes, and the wall time of ``fit`` (input conversion
+included, for both).
+
+Then, for every available algorithm, the wall time of ``fit`` and the F1 after
+``max_iterations = k`` passes: the default algorithm is the one that reaches
+CRFsuite L-BFGS's F1 (within 0.3) soonest.
+
+    python benchmarks/bench_crfsuite.py            # the whole run (~5 min)
+    python benchmarks/bench_crfsuite.py --quick    # 2000 training sentences
+"""
+import argparse
+import gzip
+import pickle
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from sklearn_secondorder.crfsuite import CRF, DEFAULT_ALGORITHM, available_algorithms  # noqa: E402
+from sklearn_secondorder.metrics import chunk_f1_score  # noqa: E402
+from sklearn_secondorder.sequence import ASFSequenceTagger  # noqa: E402
+
+DATA = HERE.parent.parent / "shared" / "data" / "conll2000"
+
+
+def read(split):
+    with gzip.open(DATA / f"{split}.txt.gz", "rt") as f:
+        blocks = f.read().strip().split("\n\n")
+    return [[tuple(line.split()) for line in b.splitlines()] for b in blocks]
+
+
+def word2features(sent, i):
+    """The sklearn-crfsuite tutorial's features."""
+    word = sent[i][0]
+    postag = sent[i][1]
+    features = {
+        'bias': 1.0,
+        'word.lower()': word.lower(),
+        'word[-3:]': word[-3:],
+        'word[-2:]': word[-2:],
+        'word.isupper()': word.isupper(),
+        'word.istitle()': word.istitle(),
+        'word.isdigit()': word.isdigit(),
+        'postag': postag,
+        'postag[:2]': postag[:2],
+    }
+    if i > 0:
+        word1 = sent[i - 1][0]
+        postag1 = sent[i - 1][1]
+        features.update({
+            '-1:word.lower()': word1.lower(),
+            '-1:word.istitle()': word1.istitle(),
+            '-1:word.isupper()': word1.isupper(),
+            '-1:postag': postag1,
+            '-1:postag[:2]': postag1[:2],
+        })
+    else:
+        features['BOS'] = True
+    if i < len(sent) - 1:
+        word1 = sent[i + 1][0]
+        postag1 = sent[i + 1][1]
+        features.update({
+            '+1:word.lower()': word1.lower(),
+            '+1:word.istitle()': word1.istitle(),
+            '+1:word.isupper()': word1.isupper(),
+            '+1:postag': postag1,
+            '+1:postag[:2]': postag1[:2],
+        })
+    else:
+        features['EOS'] = True
+    return features
+
+
+def sent2features(sent):
+    return [word2features(sent, i) for i in range(len(sent))]
+
+
+def sent2labels(sent):
+    return [tok[2] for tok in sent]
+
+
+def measure(name, crf, Xtr, ytr, Xte, yte):
+    t0 = time.perf_counter()
+    crf.fit(Xtr, ytr)
+    wall = time.perf_counter() - t0
+    pred = crf.predict(Xte)
+    row = {"model": name, "f1": 100 * chunk_f1_score(yte, [list(p) for p in pred]),
+           "fit_s": wall, "state_nz": len(crf.state_features_),
+           "trans_nz": len(crf.transition_features_), "attrs": crf.num_attributes_,
+           "size": crf.size_, "pickle": len(pickle.dumps(crf)),
+           "passes": len(crf.training_log_.iterations),
+           "train_s": float(sum(it["time"] for it in crf.training_log_.iterations))}
+    print(f"  {name:<34} F1 {row['f1']:6.2f}  fit {wall:7.2f} s  state nz "
+          f"{row['state_nz']:>8}  trans nz {row['trans_nz']:>4}  attrs {row['attrs']:>7}  "
+          f"file {row['size']:>9} B  pickle {row['pickle']:>9} B  passes {row['passes']}  "
+          f"(trainer {row['train_s']:.2f} s)",
+          flush=True)
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="2000 training sentences")
+    ap.add_argument("--rounds", type=int, default=2, help="timing rounds of the sweep")
+    ap.add_argument("--no-l2-peer", action="store_true",
+                    help="skip CRFsuite lbfgs with c1=0 (the L2-only peer)")
+    args = ap.parse_args(argv)
+    if not DATA.exists():
+        print(f"skipped: {DATA} is absent")
+        return 0
+    import sklearn_crfsuite
+
+    train, test = read("train"), read("test")
+    if args.quick:
+        train = train[:2000]
+    Xtr, ytr = [sent2features(s) for s in train], [sent2labels(s) for s in train]
+    Xte, yte = [sent2features(s) for s in test], [sent2labels(s) for s in test]
+    l1 = "penalty" in ASFSequenceTagger().get_params()
+    c1 = 0.1 if l1 else 0.0
+    print(f"CoNLL-2000: {len(Xtr)} training / {len(Xte)} test sentences; algorithms "
+          f"{available_algorithms()}, default {DEFAULT_ALGORITHM!r}; L1 in the taggers: {l1}"
+          + ("" if l1 else " (ours run with c1=0)"))
+    rows = []
+    peer = measure("crfsuite lbfgs c1=0.1 c2=0.1 100 it", sklearn_crfsuite.CRF(
+        algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+        all_possible_transitions=True), Xtr, ytr, Xte, yte)
+    rows.append(peer)
+    if not args.no_l2_peer:
+        rows.append(measure("crfsuite lbfgs c1=0 c2=0.1 100 it", sklearn_crfsuite.CRF(
+            algorithm="lbfgs", c1=0.0, c2=0.1, max_iterations=100,
+            all_possible_transitions=True), Xtr, ytr, Xte, yte))
+    ours = measure(f"ours default ({DEFAULT_ALGORITHM}) c1={c1:g} c2=0.1", CRF(
+        c1=c1, c2=0.1, all_possible_transitions=True), Xtr, ytr, Xte, yte)
+    rows.append(ours)
+    if "lbfgs" in available_algorithms():
+        rows.append(measure("ours lbfgs c1=0.1 c2=0.1 100 it", CRF(
+            algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+            all_possible_transitions=True), Xtr, ytr, Xte, yte))
+    psa = measure(f"ours psa (1 pass) c1={c1:g} c2=0.1", CRF(
+        algorithm="psa", c1=c1, c2=0.1, all_possible_transitions=True), Xtr, ytr, Xte, yte)
+    rows.append(psa)
+
+    print("\nTargets (against the tutorial's CRFsuite in this run):")
+    print(f"  default: F1 {ours['f1'] - peer['f1']:+.2f} (target >= -0.3), state nz "
+          f"{ours['state_nz'] / peer['state_nz']:.2f}x (target <= 2x), fit time "
+          f"{ours['fit_s'] / peer['fit_s']:.3f}x (target <= 0.2x)")
+    print(f"  psa:     F1 {psa['f1'] - peer['f1']:+.2f} (target >= -0.8), fit time "
+          f"{psa['fit_s'] / peer['fit_s']:.3f}x (target <= 1/15 = 0.067x)")
+
+    print("\nPasses to CRFsuite L-BFGS's F1 (within 0.3), each fit from scratch; "
+          f"fit time the best of {args.rounds} interleaved rounds:")
+    ks = {"psa": (1, 2), "asf": (3, 6, 10), "l2sgd": (6, 10, 15), "lbfgs": (50, 100),
+          "ap": (3, 10), "pa": (3, 10), "arow": (3, 10)}
+    runs = {}
+    for rnd in range(args.rounds):
+        for alg in available_algorithms():
+            for k in ks.get(alg, (3, 6, 10)):
+                reg = {} if alg in ("ap", "pa", "arow") else {"c1": c1, "c2": 0.1}
+                r = measure(f"  {alg} max_iterations={k} (round {rnd + 1})", CRF(
+                    algorithm=alg, max_iterations=k, all_possible_transitions=True, **reg),
+                    Xtr, ytr, Xte, yte)
+                best = runs.setdefault((alg, k), r)
+                for key in ("fit_s", "train_s"):
+                    best[key] = min(best[key], r[key])
+    for alg in available_algorithms():
+        hit = next(((k, runs[alg, k]) for k in ks.get(alg, (3, 6, 10))
+                    if runs[alg, k]["f1"] >= peer["f1"] - 0.3), None)
+        if hit is None:
+            print(f"  {alg:<6} does not reach it in {max(ks.get(alg, (10,)))} passes")
+            continue
+        k, r = hit
+        print(f"  {alg:<6} reaches it after {k} passes (F1 {r['f1']:.2f}, state nz "
+              f"{r['state_nz']}): fit {r['fit_s']:.2f} s = {r['fit_s'] / peer['fit_s']:.3f}x "
+              f"CRFsuite's (trainer passes {r['train_s']:.2f} s = "
+              f"{r['train_s'] / peer['train_s']:.3f}x CRFsuite's iterations)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,673 @@
+"""`sklearn_secondorder.crfsuite.CRF`: sklearn-crfsuite's ``CRF`` on this package's trainers."""
+import os
+import sys
+from collections import namedtuple
+from fractions import Fraction
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from .._core._crf_infer import viterbi_decode
+from .._core._dataset import SequenceData
+from .._core._weights import ScaledWeights
+from ..metrics import flat_accuracy_score
+from ..sequence._input import KIND_DICTS, flatten_labels, read_sequences, vectorize_dicts
+from ._model import CRFModel, Tagger
+from ._registry import TRAINER_PARAMS, get_algorithm, penalty_params
+
+#: The algorithm used when ``algorithm`` is None (see the class docstring).
+DEFAULT_ALGORITHM = "asf"
+
+#: CRFsuite's defaults of the regularisation (lbfgs, l2sgd).
+_C1, _C2 = 0.0, 1.0
+
+
+class TrainingLog:
+    """The training log: one record per pass (pycrfsuite's ``TrainLogParser`` fields).
+
+    Attributes
+    ----------
+    iterations : list of dict
+        One dict per pass with pycrfsuite's keys: ``num`` (the pass),
+        ``loss`` (CRFsuite's objective ``-sum log p + c1 ||w||_1 + c2
+        ||w||^2``, the log-likelihood summed over the pass at the weights each
+        sequence met, the penalty at the end of the pass), ``active_features``
+        (non-zero weights), ``feature_norm`` (``||w||_2``), ``time`` (seconds
+        of the pass), and with a dev set ``scores`` (``{label: LabelScore}``),
+        ``avg_precision``, ``avg_recall``, ``avg_f1`` (macro averages over the
+        labels, as CRFsuite's holdout evaluation), ``item_accuracy`` /
+        ``item_accuracy_float`` (tokens), ``instance_accuracy`` /
+        ``instance_accuracy_float`` (whole sequences); ``scores`` is empty
+        without a dev set.
+    """
+
+    def __init__(self):
+        self.iterations = []
+
+    @property
+    def last_iteration(self):
+        """The last pass's record (None before any)."""
+        return self.iterations[-1] if self.iterations else None
+
+    def __len__(self):
+        return len(self.iterations)
+
+    def __iter__(self):
+        return iter(self.iterations)
+
+    def __getitem__(self, i):
+        return self.iterations[i]
+
+    def __repr__(self):
+        return f"<TrainingLog of {len(self.iterations)} passes>"
+
+
+#: pycrfsuite's per-label holdout score (``pycrfsuite._logparser.LabelScore``).
+LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
+
+
+def holdout_evaluation(gold, pred, offsets, labels):
+    """Per-label and average scores of a dev set, as CRFsuite's trainer logs them.
+
+    Parameters
+    ----------
+    gold, pred : ndarray of int
+        Label indices of every dev token (``gold`` -1 for a label the model
+        does not know).
+    offsets : ndarray of int
+        Sequence boundaries.
+    labels : list of str
+        The label names.
+
+    Returns
+    -------
+    record : dict
+        ``scores``, ``avg_precision``, ``avg_recall``, ``avg_f1``,
+        ``item_accuracy`` (a Fraction), ``item_accuracy_float``,
+        ``instance_accuracy``, ``instance_accuracy_float``.
+    """
+    L = len(labels)
+    ok = gold == pred
+    match = np.bincount(gold[ok], minlength=L)
+    model = np.bincount(pred, minlength=L)
+    ref = np.bincount(gold[gold >= 0], minlength=L)     # (-1: a label unknown to the model)
+    scores, sums = {}, np.zeros(3)
+    for i, lab in enumerate(labels):
+        if ref[i] == 0 and model[i] == 0:
+            scores[lab] = LabelScore(0, 0, 0, None, None, None)
+            continue
+        p = match[i] / model[i] if model[i] else 0.0
+        r = match[i] / ref[i] if ref[i] else 0.0
+        f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+        scores[lab] = LabelScore(int(match[i]), int(model[i]), int(ref[i]), p, r, f)
+        sums += (p, r, f)
+    seq_ok = np.logical_and.reduceat(ok, offsets[:-1]) if ok.size else np.zeros(0, bool)
+    item = Fraction(int(ok.sum()), max(int(ok.size), 1))
+    inst = Fraction(int(seq_ok.sum()), max(int(seq_ok.size), 1))
+    avg = sums / max(L, 1)
+    return {"scores": scores, "avg_precision": float(avg[0]), "avg_recall": float(avg[1]),
+            "avg_f1": float(avg[2]), "item_accuracy": item, "item_accuracy_float": float(item),
+            "instance_accuracy": inst, "instance_accuracy_float": float(inst)}
+
+
+def feature_mask(batch, label_idx, n_labels, *, min_freq, all_states, all_transitions):
+    """CRFsuite's feature generation as a 0/1 mask over the flat weights.
+
+    A state feature ``(attribute, label)`` exists when the attribute occurs
+    on a token of that label in training (``all_states``: for every label),
+    a transition feature ``(a, b)`` when label ``a`` is followed by ``b``
+    (``all_transitions``: every pair); a feature's frequency is the sum of
+    the attribute's values over those tokens (the number of bigrams for a
+    transition; 0 for a feature only ``all_*`` generates), and features of
+    frequency below ``min_freq`` are dropped (CRFsuite keeps
+    ``freq >= min_freq``).
+
+    Returns
+    -------
+    mask : uint8 ndarray of shape ((A + L + 1) * L,) or None
+        None when every weight exists.
+    """
+    A, L, n_tok = batch.n_features, n_labels, batch.n_tokens
+    if all_states and all_transitions and min_freq <= 0:
+        return None
+    # one product gives both: real part the frequency, imaginary part the
+    # number of occurrences (> 0, so a pair seen with value 0 is not lost)
+    M = sp.csr_matrix((batch.data + 1j, batch.indices, batch.indptr), shape=(n_tok, A))
+    Y = sp.csr_matrix((np.ones(n_tok), (np.arange(n_tok), label_idx)), shape=(n_tok, L))
+    F = (M.T @ Y).tocoo()
+    seen = F.data.imag > 0
+    state = np.full((A, L), 1 if (all_states and min_freq <= 0) else 0, dtype=np.uint8)
+    state[F.row[seen], F.col[seen]] = F.data.real[seen] >= min_freq
+    starts = batch.offsets[:-1]
+    inner = np.ones(n_tok, dtype=bool)
+    inner[starts] = False                    # tokens with a predecessor in their sequence
+    t = np.nonzero(inner)[0]
+    counts = np.zeros((L, L))
+    np.add.at(counts, (label_idx[t - 1], label_idx[t]), 1.0)
+    trans = np.where(counts > 0, counts >= min_freq,
+                     all_transitions and min_freq <= 0).astype(np.uint8)
+    return np.concatenate([state.ravel(), trans.ravel(), np.ones(L, dtype=np.uint8)])
+
+
+class CRF(BaseEstimator):
+    """A linear-chain CRF with sklearn-crfsuite's API on this package's trainers.
+
+    ``from sklearn_secondorder.crfsuite import CRF`` takes every argument of
+    ``sklearn_crfsuite.CRF`` (same names and defaults; None is "the
+    algorithm's default", as there), the same input (every form of
+    ``pycrfsuite.ItemSequence``, with CRFsuite's attribute names: ``{"w":
+    "x"}`` is attribute ``w:x``), and gives the same fitted attributes and
+    methods: ``fit(X, y, X_dev, y_dev)``, ``predict``, ``predict_single``,
+    ``predict_marginals``, ``predict_marginals_single``, ``score``,
+    ``classes_``, ``attributes_``, ``state_features_``,
+    ``transition_features_``, ``training_log_``, ``size_``,
+    ``num_attributes_``, ``tagger_`` (None before ``fit``).
+
+    The model is CRFsuite's linear-chain CRF (state features and label
+    transitions, no bias), with CRFsuite's feature generation: a state
+    feature exists only for an (attribute, label) pair seen in training and
+    a transition only for a label bigram seen, unless
+    ``all_possible_states`` / ``all_possible_transitions``; features rarer
+    than ``min_freq`` are dropped. The gradient of the weights that do not
+    exist is never applied (``CRFContext.set_allowed``), so they stay zero.
+
+    The objective is CRFsuite's, ``-sum_i log p(y_i | x_i) + c1 ||w||_1 +
+    c2 ||w||^2``, given to the taggers exactly as ``alpha = (c1 + 2 c2) / n``
+    and ``l1_ratio = c1 / (c1 + 2 c2)`` (``n`` training sequences).
+
+    Parameters
+    ----------
+    algorithm : {'asf', 'psa', 'l2sgd', 'lbfgs', 'ap', 'pa', 'arow'} or None, \
+default=None
+        The trainer (the registry ``ALGORITHMS``; see
+        ``available_algorithms()``; an unknown name is a ValueError that lists
+        them): ``'asf'`` (`ASFSequenceTagger`, averaged SGD with feedback),
+        ``'psa'`` (`PSASequenceTagger`, one pass; every (attribute, label)
+        pair and transition exists: its kernel does not take the mask of the
+        feature generation yet, so ``min_freq`` and an explicit False of
+        ``all_possible_*`` are refused), ``'l2sgd'`` (`SGDSequenceTagger`,
+        CRFsuite's l2sgd schedule), and CRFsuite's own trainers ``'lbfgs'``
+        (`LBFGSSequenceTagger`, OWL-QN when ``c1 > 0``), ``'ap'``, ``'pa'``,
+        ``'arow'`` (they generate the features themselves, without
+        ``min_freq``, and run in one call: one ``training_log_`` record).
+        None is ``'asf'``: of the available trainers that take CRFsuite's
+        objective (``c1``, ``c2``) and generate its features, it reaches
+        CRFsuite L-BFGS's chunk F1 (within 0.3) soonest on CoNLL-2000 with
+        the tutorial's features: 6 passes, 0.07-0.10x the time of CRFsuite's
+        fit ('l2sgd': 10 passes, about the same time; 'lbfgs': 100
+        iterations, 0.76x). 'psa' gets there in 2 passes (0.03x) but with
+        every (attribute, label) pair, 12x the weights; 'ap' and 'pa' in 3
+        passes (0.015x, 0.021x) but they take no ``c1`` / ``c2`` (not a
+        likelihood), so the default cannot be them
+        (``benchmarks/bench_crfsuite.py``, ``benchmarks/RESULTS.md``).
+    min_freq : float, default=None
+        Drop the features whose frequency (the sum of the attribute's values
+        over the tokens of the label; for a transition the number of
+        bigrams) is below ``min_freq``. None is 0 (no cut-off).
+    all_possible_states : bool, default=None
+        Generate a state feature for every (attribute, label) pair, not only
+        those seen in training. None is False.
+    all_possible_transitions : bool, default=None
+        Generate every label-bigram transition feature, not only those seen
+        in training. None is False.
+    c1 : float, default=None
+        L1 coefficient (CRFsuite's objective). None is 0. L1 needs a tagger
+        with a ``penalty`` parameter ('lbfgs' has it); for the others
+        ``c1 > 0`` is a ValueError until they take it.
+    c2 : float, default=None
+        L2 coefficient (CRFsuite's objective). None is 1.
+    max_iterations : int, default=None
+        Passes (iterations for 'lbfgs') over the training data. None is the
+        algorithm's default (10 for 'asf' and 'l2sgd', 1 for 'psa', 100 for
+        'lbfgs', 'ap', 'pa', 'arow').
+    num_memories, epsilon, period, delta, linesearch, max_linesearch : default=None
+        CRFsuite's L-BFGS parameters ('lbfgs'; ``epsilon`` also 'ap', 'pa',
+        'arow'); giving one to an algorithm that does not take it is a
+        ValueError, never silently ignored.
+    calibration_eta, calibration_rate, calibration_samples, calibration_candidates, \
+calibration_max_trials : default=None
+        CRFsuite's l2sgd calibration parameters (the taggers' ``eta0='auto'``
+        uses CRFsuite's defaults and does not take them); a ValueError when
+        given.
+    pa_type, c, error_sensitive, averaging, variance, gamma : default=None
+        CRFsuite's PA ('pa') and AROW ('arow') parameters; a ValueError when
+        given to another algorithm.
+    verbose : bool, default=False
+        Print one line per pass (pass, seconds, loss, non-zero weights, and
+        the dev scores with a dev set), as sklearn-crfsuite.
+    model_filename : str, default=None
+        ``fit`` writes the model there; an unfitted ``CRF(model_filename=path)``
+        loads it (this package's ``.npz`` model files, or a CRFsuite model
+        file when python-crfsuite is installed).
+    keep_tempfiles : bool, default=False
+        Accepted for sklearn-crfsuite's signature; no temporary files are
+        made (the model is kept in memory).
+    trainer_cls : None, default=None
+        The pycrfsuite ``Trainer`` subclass hook of sklearn-crfsuite; there is no
+        pycrfsuite trainer here, so anything but None is a ValueError.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the shuffles and the step-size calibration (deterministic by
+        default, as CRFsuite).
+    keep_training_state : bool, default=False
+        Keep the trained tagger (``estimator_``, with its training state) in
+        the fitted model and its pickle; by default only the deployed model
+        is kept, the size of CRFsuite's model.
+
+    Attributes
+    ----------
+    classes_ : list of str
+        The labels, in the order of their first appearance in training (as
+        CRFsuite's); None before ``fit``.
+    attributes_ : list of str
+        The attributes with a non-zero weight; None before ``fit``.
+    state_features_ : dict
+        ``{(attribute, label): weight}``, non-zero weights; None before ``fit``.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}``, non-zero weights; None before ``fit``.
+    training_log_ : TrainingLog
+        One record per pass; None before ``fit``.
+    size_ : int
+        The size of the model file, in bytes; None before ``fit``.
+    num_attributes_ : int
+        The number of attributes with a non-zero weight; None before ``fit``.
+    tagger_ : Tagger
+        pycrfsuite's ``Tagger`` interface on the model; None before ``fit``.
+    estimator_ : sequence tagger
+        The trained tagger (only with ``keep_training_state=True``).
+
+    See Also
+    --------
+    ASFSequenceTagger : The default trainer, with scikit-learn's names.
+    sklearn_crfsuite.CRF : The CRFsuite-based original.
+
+    Examples
+    --------
+    >>> from sklearn_secondorder.crfsuite import CRF
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> crf = CRF(c2=0.01).fit(X, y)
+    >>> crf.predict_single([{"w": "a"}, {"w": "dog"}])
+    ['DET', 'N']
+    >>> sorted(crf.attributes_)
+    ['w:a', 'w:cat', 'w:dog', 'w:the']
+    """
+
+    def __init__(self, algorithm=None, min_freq=None, all_possible_states=None,
+                 all_possible_transitions=None, c1=None, c2=None, max_iterations=None,
+                 num_memories=None, epsilon=None, period=None, delta=None, linesearch=None,
+                 max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None,
+                 calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
+                 averaging=None, variance=None, gamma=None, verbose=False,
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None,
+                 random_state=0, keep_training_state=False):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        self.random_state = random_state
+        self.keep_training_state = keep_training_state
+
+    # ---- parameters ---------------------------------------------------------------
+    def _tagger_params(self, alg, tagger, n_sequences):
+        if self.trainer_cls is not None:
+            raise ValueError("trainer_cls is sklearn-crfsuite's pycrfsuite.Trainer hook; "
+                             "this CRF trains with its own taggers: leave it None and "
+                             "choose `algorithm`.")
+        unused = [p for p in TRAINER_PARAMS if getattr(self, p) is not None
+                  and p not in alg.params and not (alg.regularized and p in ("c1", "c2"))]
+        if unused:
+            takes = sorted(set(alg.params) | ({"c1", "c2"} if alg.regularized else set()))
+            raise ValueError(f"algorithm={alg.name!r} does not use {', '.join(unused)}; "
+                             f"it takes {', '.join(takes)}.")
+        for name in ("c1", "c2", "min_freq"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, Real) and np.isfinite(v)
+                                      and (v >= 0 or name == "min_freq")):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if alg.features == "tagger" and self.min_freq:
+            raise ValueError(f"algorithm={alg.name!r} generates CRFsuite's features itself, "
+                             f"without a frequency cut-off: min_freq={self.min_freq!r} cannot "
+                             "be honoured (leave it None or 0).")
+        if alg.features == "all":
+            explicit = [f"{p}=False" for p in ("all_possible_states", "all_possible_transitions")
+                        if getattr(self, p) is not None and not getattr(self, p)]
+            if self.min_freq:
+                explicit.append(f"min_freq={self.min_freq!r}")
+            if explicit:
+                raise ValueError(
+                    f"algorithm={alg.name!r} trains every (attribute, label) pair and "
+                    f"transition: {', '.join(explicit)} cannot be honoured (leave them None, "
+                    "or choose an algorithm that generates CRFsuite's features).")
+        if self.max_iterations is not None and not (
+                isinstance(self.max_iterations, Integral) and self.max_iterations >= 1):
+            raise ValueError(f"max_iterations must be an int >= 1, got {self.max_iterations!r}.")
+        params = dict(alg.fixed)
+        available = tagger.get_params()
+        for name, value in (("fit_intercept", False), ("random_state", self.random_state),
+                            ("verbose", 0)):
+            if name in available:
+                params[name] = value
+        for ours, theirs in alg.params.items():
+            if getattr(self, ours) is not None:
+                params[theirs] = getattr(self, ours)
+        if alg.regularized:
+            c1 = _C1 if self.c1 is None else float(self.c1)
+            c2 = _C2 if self.c2 is None else float(self.c2)
+            params.update(penalty_params(alg.name, c1, c2, n_sequences, available))
+        return params
+
+    # ---- fitting ------------------------------------------------------------------
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train the CRF on ``X``, ``y`` (a dev set is evaluated after every pass).
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each sequence a list of tokens in pycrfsuite's forms (feature
+            dicts, lists of attribute names) or a ``pycrfsuite.ItemSequence``.
+        y : list of lists of str
+            The labels of every sequence.
+        X_dev : list of sequences, default=None
+            A dev set, scored after every pass (``training_log_``).
+        y_dev : list of lists of str, default=None
+            Its labels; given with ``X_dev`` or not at all.
+
+        Returns
+        -------
+        self : CRF
+            The fitted estimator.
+        """
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        name = DEFAULT_ALGORITHM if self.algorithm is None else self.algorithm
+        alg, cls = get_algorithm(name)
+        tagger = cls()
+        self._tagger_params(alg, tagger, 1)      # (the checks, before reading the data)
+        batch = read_sequences(tagger, X, y, fitting=True, first=True)
+        if batch.kind != KIND_DICTS:
+            raise TypeError("CRF takes pycrfsuite's input: a list of sequences, each a list "
+                            "of feature dicts (or lists of attribute names); use the "
+                            "sequence taggers for numeric arrays.")
+        bad = next((lab for lab in batch.labels if not isinstance(lab, str)), None)
+        if bad is not None:
+            raise TypeError(f"labels must be str (CRFsuite's), got {bad!r} of type "
+                            f"{type(bad).__name__}.")
+        tagger.set_params(**self._tagger_params(alg, tagger, batch.n_sequences))
+        classes = np.unique(batch.labels)
+        label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
+        if alg.features == "mask":
+            mask = feature_mask(batch, label_idx, classes.size,
+                                min_freq=float(self.min_freq or 0.0),
+                                all_states=bool(self.all_possible_states),
+                                all_transitions=bool(self.all_possible_transitions))
+        else:
+            mask = None
+        dev = None
+        if X_dev is not None:
+            data, indices, indptr, offsets = vectorize_dicts(X_dev, tagger.vocabulary_, False)
+            gold = flatten_labels(y_dev, np.diff(offsets))
+            known = np.isin(gold, classes)
+            gold_idx = np.where(known, np.searchsorted(classes, gold).clip(0, classes.size - 1),
+                                -1)
+            dev = (SequenceData(data, indices, indptr, offsets, None, batch.n_features),
+                   gold_idx, offsets)
+        log = TrainingLog()
+        c1 = _C1 if self.c1 is None else float(self.c1)
+        c2 = _C2 if self.c2 is None else float(self.c2)
+        n = batch.n_sequences
+        names = classes.tolist()
+
+        def on_pass(t):
+            w = t._model
+            st = t._state
+            losses = getattr(t, "loss_", None)      # (a trainer's own, CRFsuite's scale)
+            if losses:
+                loss = losses[-1]
+            elif st.pass_losses:
+                loss = st.pass_losses[-1] * n + (
+                    c1 * np.abs(w).sum() + c2 * w @ w if alg.regularized else 0.0)
+            else:
+                loss = np.nan
+            rec = {"num": len(log.iterations) + 1, "loss": float(loss),
+                   "active_features": int(np.count_nonzero(w)),
+                   "feature_norm": float(np.sqrt(w @ w)),
+                   # (the kernel's seconds since the last record: one pass, or all)
+                   "time": float(sum(st.pass_seconds) - sum(r["time"] for r in log)),
+                   "scores": {}}
+            if dev is not None:
+                ds, gold_idx, offsets = dev
+                pred = viterbi_decode(ds, ScaledWeights(np.ascontiguousarray(w), classes.size))
+                rec.update(holdout_evaluation(gold_idx, pred, offsets, names))
+            log.iterations.append(rec)
+            if self.verbose:
+                self._print_pass(rec)
+            return False
+
+        if alg.per_pass:
+            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask,
+                                 callback=on_pass)
+        else:
+            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask)
+            on_pass(tagger)
+        model = self._deployed(tagger, batch, classes, mask)
+        for attr in ("_model_", "_training_log", "estimator_"):
+            self.__dict__.pop(attr, None)
+        self._model_ = model
+        self._training_log = log
+        if self.keep_training_state:
+            self.estimator_ = tagger
+        if self.model_filename is not None:
+            model.save(self.model_filename)
+        return self
+
+    def _print_pass(self, rec):
+        parts = [f"Iter {rec['num']:<3} time={rec['time']:<5.2f} loss={rec['loss']:<8.2f} "
+                 f"active={rec['active_features']:<5}"]
+        if "avg_f1" in rec:
+            parts.append(f"precision={rec['avg_precision']:0.3f}  "
+                         f"recall={rec['avg_recall']:0.3f}  F1={rec['avg_f1']:0.3f}  "
+                         f"Acc(item/seq)={rec['item_accuracy_float']:0.3f} "
+                         f"{rec['instance_accuracy_float']:0.3f}")
+        parts.append(f"feature_norm={rec['feature_norm']:<8.2f}")
+        print(" ".join(parts).strip(), file=sys.stdout, flush=True)
+
+    @staticmethod
+    def _deployed(tagger, batch, classes, mask):
+        """The compact model: labels in first-appearance order, the attributes
+        with a non-zero weight, the weights that exist."""
+        A, L = tagger._state.crf.n_attributes, classes.size
+        flat = np.asarray(tagger._model, dtype=np.float64)
+        W = flat[:A * L].reshape(A, L)
+        T = flat[A * L:A * L + L * L].reshape(L, L)
+        _, first = np.unique(batch.labels, return_index=True)
+        perm = np.argsort(first, kind="stable")
+        W, T = W[:, perm], T[perm][:, perm]
+        used = np.flatnonzero(np.any(W != 0, axis=1))
+        names = [None] * A
+        for key, j in tagger.vocabulary_.items():
+            names[j] = key
+        return CRFModel(classes[perm].tolist(), [names[j] for j in used], W[used], T)
+
+    # ---- the model ------------------------------------------------------------------
+    @property
+    def _model(self):
+        model = self.__dict__.get("_model_")
+        if model is None and self.model_filename is not None and os.path.exists(
+                self.model_filename):
+            model = CRFModel.load(self.model_filename)
+            self._model_ = model
+        return model
+
+    def _fitted_model(self):
+        model = self._model
+        if model is None:
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError("This CRF instance is not fitted yet: call 'fit' first "
+                                 "(or give model_filename of a saved model).")
+        return model
+
+    @property
+    def tagger_(self):
+        """The model behind pycrfsuite's ``Tagger`` methods (None before ``fit``)."""
+        model = self._model
+        if model is None:
+            return None
+        tagger = self.__dict__.get("_tagger")
+        if tagger is None or tagger.model is not model:
+            tagger = self._tagger = Tagger(model)
+        return tagger
+
+    @property
+    def training_log_(self):
+        """The training log, one record per pass (None before ``fit``)."""
+        return self.__dict__.get("_training_log")
+
+    @property
+    def classes_(self):
+        """The labels as a list, in CRFsuite's order (None before ``fit``)."""
+        model = self._model
+        return None if model is None else list(model.labels)
+
+    @property
+    def size_(self):
+        """The size of the model file in bytes (None before ``fit``)."""
+        model = self._model
+        return None if model is None else model.size
+
+    @property
+    def num_attributes_(self):
+        """The number of attributes with a non-zero weight (None before ``fit``)."""
+        model = self._model
+        return None if model is None else len(model.attributes)
+
+    @property
+    def attributes_(self):
+        """The attributes with a non-zero weight (None before ``fit``)."""
+        model = self._model
+        return None if model is None else list(model.attributes)
+
+    @property
+    def state_features_(self):
+        """``{(attribute, label): weight}`` of the non-zero state weights (None before ``fit``)."""
+        model = self._model
+        return None if model is None else model.state_features()
+
+    @property
+    def transition_features_(self):
+        """``{(label_from, label_to): weight}``, non-zero transitions (None before ``fit``)."""
+        model = self._model
+        return None if model is None else model.transition_features()
+
+    # ---- prediction ---------------------------------------------------------------
+    def predict(self, X):
+        """Predict the labels of every sequence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of sequences
+            In the form used for fitting.
+
+        Returns
+        -------
+        y : ndarray of dtype object
+            ``np.array(list of label lists, dtype=object)``, what
+            sklearn-crfsuite returns.
+        """
+        return np.array(self._fitted_model().tag(X), dtype=object)
+
+    def predict_single(self, xseq):
+        """Predict the labels of one sequence.
+
+        Parameters
+        ----------
+        xseq : list
+            One sequence of token features.
+
+        Returns
+        -------
+        y : list of str
+            The labels.
+        """
+        return self._fitted_model().tag([xseq])[0]
+
+    def predict_marginals(self, X):
+        """Compute the marginal probability of every label at every token.
+
+        Parameters
+        ----------
+        X : list of sequences
+            In the form used for fitting.
+
+        Returns
+        -------
+        marginals : ndarray of dtype object
+            One list of ``{label: probability}`` dicts per sequence.
+        """
+        model = self._fitted_model()
+        return np.array([[dict(zip(model.labels, row)) for row in P.tolist()]
+                         for P in model.marginals(X)], dtype=object)
+
+    def predict_marginals_single(self, xseq):
+        """Compute the marginal probability of every label at every token of one sequence.
+
+        Parameters
+        ----------
+        xseq : list
+            One sequence of token features.
+
+        Returns
+        -------
+        marginals : list of dict
+            ``{label: probability}`` per token.
+        """
+        model = self._fitted_model()
+        return [dict(zip(model.labels, row)) for row in model.marginals([xseq])[0].tolist()]
+
+    def score(self, X, y):
+        """Return the flat token accuracy on ``X``, ``y``.
+
+        Parameters
+        ----------
+        X : list of sequences
+            In the form used for fitting.
+        y : list of lists of str
+            The true labels.
+
+        Returns
+        -------
+        score : float
+            The fraction of tokens labelled correctly.
+        """
+        return flat_accuracy_score(y, self._fitted_model().tag(X))
+
+    def __getstate__(self):
+        state = super().__getstate__().copy()
+        state.pop("_tagger", None)        # (rebuilt on demand, as sklearn-crfsuite's)
+        return state
