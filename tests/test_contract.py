@@ -82,10 +82,15 @@ def test_best_constant_loss_is_the_brute_force_minimum(name):
 # ---- stopping --------------------------------------------------------------------
 
 def _objective(est, X, y):
-    """The training objective of a fitted binary model, from its coef_."""
+    """The training objective of a fitted binary model, from its coef_:
+    mean loss + alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)."""
     loss = getattr(est, "loss", "log_loss")
     z = np.where(y == est.classes_[1], 1.0, -1.0) * est.decision_function(X)
-    return np.mean(_margin_losses(loss, z)) + 0.5 * est.alpha * np.sum(est.coef_ ** 2)
+    share = {"l2": 0.0, "l1": 1.0}.get(getattr(est, "penalty", "l2"),
+                                      getattr(est, "l1_ratio", 0.0))
+    return (np.mean(_margin_losses(loss, z))
+            + est.alpha * (share * np.sum(np.abs(est.coef_))
+                           + 0.5 * (1.0 - share) * np.sum(est.coef_ ** 2)))
 
 
 def _sklearn_rule(values, tol, n_iter_no_change):
@@ -114,6 +119,22 @@ def test_stopping_follows_scikit_learns_rule(make, fmt):
         assert est.n_iter_ == (expected or 12), (tol, n_no, values)
         ref = make(max_iter=est.n_iter_, **kw).fit(X, y)
         assert_allclose(est.coef_, ref.coef_, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("Est", [PSAClassifier, PlainSGDClassifier])
+@pytest.mark.parametrize("penalty", ["l1", "elasticnet"])
+def test_stopping_objective_includes_the_l1_term(Est, penalty):
+    # the stopped-on value is the whole objective, L1 term included: the
+    # pass at which scikit-learn's rule stops on it is the pass we stop at
+    X, y = _data()
+    kw = dict(alpha=0.02, penalty=penalty, l1_ratio=0.5, random_state=0)
+    values = [_objective(Est(max_iter=k, **kw).fit(X, y), X, y) for k in range(1, 13)]
+    for tol, n_no in [(1e-4, 2), (1e-3, 3), (1e-2, 1), (0.0, 2)]:
+        expected = _sklearn_rule(values, tol, n_no)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = Est(max_iter=12, tol=tol, n_iter_no_change=n_no, **kw).fit(X, y)
+        assert est.n_iter_ == (expected or 12), (tol, n_no, values)
 
 
 def test_large_tol_stops_where_sgdclassifier_stops(make):

@@ -16,6 +16,7 @@ from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
+from .._penalty import split_alpha
 from .._validation import (
     best_constant_loss,
     mean_margin_loss,
@@ -130,11 +131,16 @@ class TrainingLoopMixin:
 
     def _problem_objective(self, state, X, y, sample_weight):
         """The two terms of one problem's objective: ``sum_i s_i loss_i /
-        sum_i s_i`` and ``alpha/2 ||w||^2``."""
+        sum_i s_i`` and the penalty ``l2/2 ||w||^2 + l1 ||w||_1`` (``alpha``
+        split by ``penalty`` / ``l1_ratio``, ``_penalty.split_alpha``)."""
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
         loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
-        return loss, 0.5 * self.alpha * float(np.sum(np.square(coef)))
+        l2, l1 = split_alpha(self)
+        penalty = 0.5 * l2 * float(np.sum(np.square(coef)))
+        if l1:
+            penalty += l1 * float(np.sum(np.abs(coef)))
+        return loss, penalty
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """Weighted accuracy of one problem on its targets (+-1 or indices)."""
