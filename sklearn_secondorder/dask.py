@@ -116,6 +116,11 @@ def _restart_window(kernel, period):
     next event ends a window, its ratio is then the rule's ``x/0`` case: one
     factor in ``[psa_beta, psa_alpha]`` (at most a 1% change with the defaults)."""
     t = kernel.t
+    if kernel.snaps is None:   # (dropped for the transfer: _slim)
+        n_blocks = kernel.ve.shape[0] // kernel.n_outputs
+        kernel.snaps = np.empty((kernel.ve.shape[0], 2))
+        kernel.last = np.empty(n_blocks, dtype=np.int64)
+        kernel.next_event = np.empty(n_blocks, dtype=np.int64)
     kernel.writable()
     kernel.last[:] = t
     kernel.next_event[:] = (t // period + 1) * period
@@ -144,7 +149,7 @@ def _mix_psa_kernel(kernels, p, start, period):
     """``LazyStepState``: weights averaged, step sizes geometric mean, ``t`` summed,
     window restarted."""
     out = copy.deepcopy(kernels[0])
-    out.writable()
+    out.ve = np.require(out.ve, requirements=["C", "W"])
     out.ve[:, 0] = _wavg([k.weights for k in kernels], p)
     out.ve[:, 1] = _geomean([k.step_sizes for k in kernels], p)
     out.t = int(_sum_increments([k.t for k in kernels], 0 if start is None else start.t))
@@ -295,6 +300,47 @@ def _rule_for(estimator):
         + ", ".join(c.__name__ for c in MIXING_RULES) + ".")
 
 
+# ---- what travels ---------------------------------------------------------------------
+#: Arrays a pass recomputes from the state (partial_fit exports them again).
+_EXPORTS = ("coef_", "intercept_", "eta_", "B_", "_model")
+
+
+def _psa_windows(model):
+    """``(LazyStepState, period)`` of each PSA state of ``model`` (none for other methods)."""
+    if isinstance(model, PSAClassifier):
+        return [(s.kernel, s.period) for s in getattr(model, "_states", ())
+                if s.kernel is not None]
+    if isinstance(model, PSASequenceTagger) and getattr(model, "_state", None) is not None \
+            and model._state.psa is not None:
+        return [(model._state.psa, model.period)]
+    return []
+
+
+def _slim(model, windows=True):
+    """Drop, in place, what need not travel: the exported arrays, and after a
+    mixing step PSA's window arrays (restarted there: ``_restart_window`` rebuilds
+    them from the weights and ``t``). A third of PSA's state and the exports of
+    every method. ``windows=False`` keeps the windows (a model that was not mixed)."""
+    for name in _EXPORTS:
+        vars(model).pop(name, None)
+    for kernel, _ in (_psa_windows(model) if windows else ()):
+        kernel.snaps = kernel.last = kernel.next_event = None
+    return model
+
+
+def _rehydrate(model, export):
+    """Undo ``_slim``: the restarted PSA windows, and (``export``) the exports."""
+    for kernel, period in _psa_windows(model):
+        if kernel.snaps is None:
+            _restart_window(kernel, period)
+    if export:
+        if isinstance(model, _BaseSequenceTagger):
+            model._model = model._final_flat()
+        elif hasattr(model, "_states"):
+            model._export()
+    return model
+
+
 # ---- worker-side functions (they run where the partitions are) ----------------------
 def _bundle(*parts):
     """One partition: ``(X, y[, sample_weight])`` (linear) or a list of pairs (bag)."""
@@ -335,10 +381,14 @@ def _n_rows(part):
     return len(part)
 
 
-def _worker_pass(model, classes, tagger, parts):
+def _worker_pass(model, classes, tagger, parts, slim):
     """One pass of ``model`` over a worker's partitions (one ``partial_fit`` call,
-    so the worker's rows are shuffled together, as one machine's pass would)."""
-    model = copy.deepcopy(model)  # (the scattered start is shared by the worker's tasks)
+    so the worker's rows are shuffled together, as one machine's pass would).
+    Returns the model (``_slim`` when it is to be mixed), the rows, and the
+    seconds the pass took on the worker."""
+    tic = time.perf_counter()
+    # (a copy: the scattered start must not change under the worker's task)
+    model = _rehydrate(copy.deepcopy(model), export=False)
     with warnings.catch_warnings():
         # a worker's share is not the data the estimator's weight-scale check is about
         warnings.filterwarnings("ignore", message=".*implausibl", category=UserWarning)
@@ -352,7 +402,7 @@ def _worker_pass(model, classes, tagger, parts):
             first = not hasattr(model, "classes_")
             model.partial_fit(X, y, classes=classes if first else None, sample_weight=sw)
             n = X.shape[0]
-    return model, n
+    return (_slim(model) if slim else model), n, time.perf_counter() - tic
 
 
 def _resolve_auto(model, part, classes, tagger, n_head, n_rows):
@@ -488,9 +538,14 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         Wall time of every pass (the workers' passes, transfers included).
     mix_seconds_ : list of float
         Wall time of every mixing step on the client.
+    worker_seconds_ : list of list of float
+        For every pass, the seconds of each worker's pass on the worker (its
+        partitions joined and ``partial_fit``), without the transfers.
     model_bytes_ : int
-        Size of the pickled model, what each worker sends and receives per
-        pass.
+        Size of the pickled model a worker sends back per pass (the largest);
+        the start it receives is about as large. The exported arrays
+        (``coef_``...) and, between mixing steps, PSA's window arrays are left
+        out: they are rebuilt from the state.
     resolved_params_ : dict
         The ``'auto'`` settings as resolved before the first pass.
 
@@ -668,23 +723,28 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         self.model_bytes_ = 0
         w_rows = np.asarray([sum(rows[i] for i in by_worker[w]) for w in workers], dtype=float)
         shares = w_rows / w_rows.sum()
+        self.worker_seconds_ = []
+        mixing = len(workers) > 1
         for _ in range(max_iter):
             tic = time.perf_counter()
-            [start_f] = client.scatter([model], broadcast=True, hash=False)
+            [start_f] = client.scatter([_slim(model, windows=mixing)], broadcast=True, hash=False)
             tasks = [client.submit(_worker_pass, start_f, classes, tagger,
-                                   [futures[i] for i in by_worker[w]], workers=[w],
+                                   [futures[i] for i in by_worker[w]], mixing, workers=[w],
                                    allow_other_workers=False, pure=False)
                      for w in workers]
             results = client.gather(tasks)
             del start_f
             self.pass_seconds_.append(time.perf_counter() - tic)
+            self.worker_seconds_.append([r[2] for r in results])
+            self.model_bytes_ = max(self.model_bytes_, *(
+                len(pickle.dumps(r[0], protocol=pickle.HIGHEST_PROTOCOL)) for r in results))
             tic = time.perf_counter()
             # (one worker: its model is the mixed model, the identity of every rule)
-            model = (results[0][0] if len(results) == 1 else
-                     rule.mix([m for m, _ in results], shares, start))
+            model = (results[0][0] if not mixing else
+                     rule.mix([r[0] for r in results], shares, start))
             self.mix_seconds_.append(time.perf_counter() - tic)
             start = model
-        self.model_bytes_ = len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
+        _rehydrate(model, export=True)
         model.n_iter_ = max_iter
         self.estimator_ = model
         self.classes_ = model.classes_

@@ -431,6 +431,10 @@ def test_fitted_model_pickles_and_predicts_without_dask(client, rows):
     assert_allclose(model.decision_function(Xd).compute(), plain.decision_function(X))
     assert model.score(Xd, yd) == pytest.approx(plain.score(X, y))
     assert_array_equal(model.predict(X), plain.predict(X))
+    # and it goes on learning as any fitted estimator (its PSA windows rebuilt)
+    assert_array_equal(copy.deepcopy(plain).partial_fit(X, y).coef_,
+                       copy.deepcopy(model.estimator_).partial_fit(X, y).coef_)
+    assert plain.partial_fit(X, y).t_ == 3 * X.shape[0]
 
 
 def test_dataframe_input(client, rows):
