@@ -65,10 +65,18 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, check_is_fitted
+from ._validation import check_eta0
 from .linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
 from .sequence import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
 from .sequence._base import _BaseSequenceTagger
-from .sequence._input import KIND_ARRAYS, KIND_DICTS
+from .sequence._input import (
+    KIND_ARRAYS,
+    KIND_DICTS,
+    SequenceBatch,
+    flatten_labels,
+    stack_arrays,
+    vectorize_dicts,
+)
 
 try:
     import dask
@@ -301,8 +309,9 @@ def _rule_for(estimator):
 
 
 # ---- what travels ---------------------------------------------------------------------
-#: Arrays a pass recomputes from the state (partial_fit exports them again).
-_EXPORTS = ("coef_", "intercept_", "eta_", "B_", "_model")
+#: What a pass recomputes from the state (partial_fit exports it again), and the
+#: taggers' vocabulary (the client keeps it; the workers' data is vectorised).
+_EXPORTS = ("coef_", "intercept_", "eta_", "B_", "_model", "vocabulary_")
 
 
 def _psa_windows(model):
@@ -381,11 +390,32 @@ def _n_rows(part):
     return len(part)
 
 
-def _worker_pass(model, classes, tagger, parts, slim):
-    """One pass of ``model`` over a worker's partitions (one ``partial_fit`` call,
-    so the worker's rows are shuffled together, as one machine's pass would).
-    Returns the model (``_slim`` when it is to be mixed), the rows, and the
-    seconds the pass took on the worker."""
+def _join(parts, tagger, classes, kind, vocabulary):
+    """A worker's partitions joined once per fit, in the form its passes read:
+    ``(X, y, sample_weight)`` for linear models; for taggers the
+    ``SequenceBatch`` the tagger's ``partial_fit`` would build, vectorised with
+    the shared vocabulary (so the feature dicts are read once, not every pass)."""
+    if not tagger:
+        return _linear_batch(parts)
+    X, y = _tagger_batch(parts)
+    if kind == KIND_DICTS:
+        data, indices, indptr, offsets = vectorize_dicts(X, vocabulary, grow=False)
+        n_features = len(vocabulary)
+    else:
+        data, indices, indptr, offsets, n_features = stack_arrays(X, vocabulary)
+    labels = flatten_labels(y, np.diff(offsets))
+    unseen = np.setdiff1d(np.unique(labels), classes)
+    if unseen.size:
+        raise ValueError(f"y contains labels not in classes {classes!r}: {unseen[:5]!r}")
+    return SequenceBatch(data, indices, indptr, offsets, labels, n_features, kind)
+
+
+def _worker_pass(model, classes, tagger, batch, slim):
+    """One pass of ``model`` over a worker's joined partitions (one
+    ``partial_fit``, so the worker's rows are shuffled together as one machine's
+    pass would; for taggers its core, ``_fit_batch``, on the batch vectorised
+    once). Returns the model (``_slim`` when it is to be mixed), the rows, and
+    the seconds the pass took on the worker."""
     tic = time.perf_counter()
     # (a copy: the scattered start must not change under the worker's task)
     model = _rehydrate(copy.deepcopy(model), export=False)
@@ -393,12 +423,10 @@ def _worker_pass(model, classes, tagger, parts, slim):
         # a worker's share is not the data the estimator's weight-scale check is about
         warnings.filterwarnings("ignore", message=".*implausibl", category=UserWarning)
         if tagger:
-            X, y = _tagger_batch(parts)
-            first = not hasattr(model, "_state")
-            model.partial_fit(X, y, classes=classes if first else None)
-            n = len(X)
+            model._fit_batch(batch, 1, first=False)
+            n = batch.n_sequences
         else:
-            X, y, sw = _linear_batch(parts)
+            X, y, sw = batch
             first = not hasattr(model, "classes_")
             model.partial_fit(X, y, classes=classes if first else None, sample_weight=sw)
             n = X.shape[0]
@@ -678,6 +706,8 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
                                    for f in futures])
         rows = [s["n"] for s in summaries]
         n_rows = int(sum(rows))
+        if n_rows == 0:
+            raise ValueError("X has no rows: every partition is empty.")
         if classes is None:
             if tagger:
                 classes = np.unique(np.asarray(list(set().union(
@@ -718,6 +748,20 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         elif isinstance(model, SBMLogisticRegression):
             start = model = _start_sbm(model, classes, X.shape[1], n_rows, columns)
 
+        # each worker's partitions joined once, on the worker; the partitions go
+        vocabulary = getattr(model, "vocabulary_", None) if tagger else None
+        kind = getattr(model, "_kind", None)
+        [vocab_f] = client.scatter(
+            [vocabulary if kind == KIND_DICTS else getattr(model, "n_features_in_", None)],
+            broadcast=True, hash=False)
+        batches = [client.submit(_join, [futures[i] for i in by_worker[w]], tagger, classes,
+                                 kind, vocab_f, workers=[w], allow_other_workers=False,
+                                 pure=False)
+                   for w in workers]
+        distributed.wait(batches)
+        futures.clear()   # (released, not cancelled: that would cancel the batches too)
+        del vocab_f
+
         max_iter = self.max_iter if self.max_iter is not None else self.estimator.max_iter
         self.pass_seconds_, self.mix_seconds_ = [], []
         self.model_bytes_ = 0
@@ -728,10 +772,9 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         for _ in range(max_iter):
             tic = time.perf_counter()
             [start_f] = client.scatter([_slim(model, windows=mixing)], broadcast=True, hash=False)
-            tasks = [client.submit(_worker_pass, start_f, classes, tagger,
-                                   [futures[i] for i in by_worker[w]], mixing, workers=[w],
-                                   allow_other_workers=False, pure=False)
-                     for w in workers]
+            tasks = [client.submit(_worker_pass, start_f, classes, tagger, b, mixing,
+                                   workers=[w], allow_other_workers=False, pure=False)
+                     for w, b in zip(workers, batches)]
             results = client.gather(tasks)
             del start_f
             self.pass_seconds_.append(time.perf_counter() - tic)
@@ -743,7 +786,10 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
             model = (results[0][0] if not mixing else
                      rule.mix([r[0] for r in results], shares, start))
             self.mix_seconds_.append(time.perf_counter() - tic)
+            if vocabulary is not None:   # (kept here: the workers' batches are vectorised)
+                model.vocabulary_ = vocabulary
             start = model
+        del batches
         _rehydrate(model, export=True)
         model.n_iter_ = max_iter
         self.estimator_ = model
@@ -891,6 +937,7 @@ def _start_tagger(model, summaries, classes):
     if model.eta0 == "auto":  # (resolved before unless the caller set it)
         raise ValueError("eta0='auto' must be resolved before the start is built.")
     model.eta0_ = float(model.eta0)
+    check_eta0(model, model.eta0_)   # (the workers run the tagger's core, not partial_fit)
     model.t_ = 0
     model.n_iter_ = 0
     model._model = model._final_flat()
