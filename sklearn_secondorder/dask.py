@@ -416,7 +416,7 @@ def _worker_pass(model, classes, tagger, batch, slim):
     pass would; for taggers its core, ``_fit_batch``, on the batch vectorised
     once). Returns the model (``_slim`` when it is to be mixed), the rows, and
     the seconds the pass took on the worker."""
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), time.process_time()
     # (a copy: the scattered start must not change under the worker's task)
     model = _rehydrate(copy.deepcopy(model), export=False)
     with warnings.catch_warnings():
@@ -430,7 +430,8 @@ def _worker_pass(model, classes, tagger, batch, slim):
             first = not hasattr(model, "classes_")
             model.partial_fit(X, y, classes=classes if first else None, sample_weight=sw)
             n = X.shape[0]
-    return (_slim(model) if slim else model), n, time.perf_counter() - tic
+    return ((_slim(model) if slim else model), n, time.perf_counter() - tic,
+            time.process_time() - cpu)
 
 
 def _resolve_auto(model, part, classes, tagger, n_head, n_rows):
@@ -519,6 +520,10 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
     This is iterative parameter mixing (McDonald, Hall and Mann 2010); one
     pass is the one-shot parameter averaging of Zinkevich et al. (2010).
 
+    A worker's partitions are joined once, on the worker (taggers: vectorised
+    once with the shared vocabulary), and each pass is one ``partial_fit`` (the
+    taggers' core) over them, so a worker's rows are shuffled together.
+
     The partitions are computed on the workers and stay there: the client
     receives partition lengths, labels and (bags) attribute names, and one
     model per worker per pass. Every worker of the client trains: when the
@@ -569,6 +574,9 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
     worker_seconds_ : list of list of float
         For every pass, the seconds of each worker's pass on the worker (its
         partitions joined and ``partial_fit``), without the transfers.
+    worker_cpu_seconds_ : list of list of float
+        The same passes in CPU seconds of the worker process (what the pass
+        costs whatever else runs on the machine).
     model_bytes_ : int
         Size of the pickled model a worker sends back per pass (the largest);
         the start it receives is about as large. The exported arrays
@@ -767,7 +775,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         self.model_bytes_ = 0
         w_rows = np.asarray([sum(rows[i] for i in by_worker[w]) for w in workers], dtype=float)
         shares = w_rows / w_rows.sum()
-        self.worker_seconds_ = []
+        self.worker_seconds_, self.worker_cpu_seconds_ = [], []
         mixing = len(workers) > 1
         for _ in range(max_iter):
             tic = time.perf_counter()
@@ -779,6 +787,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
             del start_f
             self.pass_seconds_.append(time.perf_counter() - tic)
             self.worker_seconds_.append([r[2] for r in results])
+            self.worker_cpu_seconds_.append([r[3] for r in results])
             self.model_bytes_ = max(self.model_bytes_, *(
                 len(pickle.dumps(r[0], protocol=pickle.HIGHEST_PROTOCOL)) for r in results))
             tic = time.perf_counter()

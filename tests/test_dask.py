@@ -425,6 +425,7 @@ def test_fitted_model_pickles_and_predicts_without_dask(client, rows):
     assert type(plain) is PSAClassifier
     assert_array_equal(plain.predict(X), model.estimator_.predict(X))
     assert model.model_bytes_ > 0 and len(model.mix_seconds_) == 2
+    assert np.shape(model.worker_seconds_) == np.shape(model.worker_cpu_seconds_) == (2, 2)
     # delegated prediction: lazy on Dask input, computed on the workers
     assert_array_equal(model.predict(Xd).compute(), plain.predict(X))
     assert_allclose(model.predict_proba(Xd).compute(), plain.predict_proba(X))
@@ -487,6 +488,20 @@ def test_errors(client, rows, sentences):
     unfitted = ParameterMixing(LINEAR["sgd"])
     with pytest.raises(Exception, match="not fitted"):
         unfitted.predict(Xd)
+
+
+def test_balance_moves_partitions_to_idle_workers():
+    from sklearn_secondorder.dask import _balance
+    rows = [700, 500, 900, 400]
+    # all on one worker: half of the rows move, the loads end 1200 / 1300
+    moves = _balance({0: "a", 1: "a", 2: "a", 3: "a"}, rows, ["a", "b"])
+    on_b = sum(rows[i] for i, w in moves.items() if w == "b")
+    assert set(moves.values()) == {"b"} and on_b in (1200, 1300)
+    # no move that would not narrow the gap (700 vs 900 + ... stays)
+    assert _balance({0: "a", 1: "b", 2: "a", 3: "b"}, rows, ["a", "b"]) == {}
+    assert _balance({0: "a"}, [10], ["a", "b"]) == {}
+    moves = _balance({0: "a", 1: "a", 2: "a"}, [5, 5, 5], ["a", "b", "c"])
+    assert sorted(moves.values()) == ["b", "c"]
 
 
 def test_every_estimator_has_a_rule():
