@@ -19,13 +19,24 @@ PSASequenceTagger
     PSA on the CRF core.
 SGDSequenceTagger
     Plain / averaged SGD on the CRF core (the baseline).
+LBFGSSequenceTagger, AveragedPerceptronSequenceTagger,
+PassiveAggressiveSequenceTagger, AROWSequenceTagger
+    CRFsuite's trainers (lbfgs with OWL-QN, ap, pa, arow) on the CRF core.
 
 ``sklearn_secondorder.metrics`` has conlleval chunk F1 and scorers.
 """
 from importlib.metadata import PackageNotFoundError, version
 
 from .linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
-from .sequence import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
+from .sequence import (
+    AROWSequenceTagger,
+    ASFSequenceTagger,
+    AveragedPerceptronSequenceTagger,
+    LBFGSSequenceTagger,
+    PassiveAggressiveSequenceTagger,
+    PSASequenceTagger,
+    SGDSequenceTagger,
+)
 
 try:
     __version__ = version("sklearn-secondorder")
@@ -33,4 +44,6 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree, not i
     __version__ = "0+unknown"
 
 __all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC", "SBMLogisticRegression",
-           "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger"]
+           "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger",
+           "LBFGSSequenceTagger", "AveragedPerceptronSequenceTagger",
+           "PassiveAggressiveSequenceTagger", "AROWSequenceTagger"]

@@ -5,9 +5,13 @@ checks, the seed range, the weight-scale warning, the divergence error and
 the rollback of a failed ``fit`` / ``partial_fit``.
 """
 import contextlib
+import dataclasses
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import logsumexp
+from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
@@ -48,7 +52,11 @@ def check_classes_arg(classes):
     """
     check_label_types(classes, "classes")
     classes = column_or_1d(classes, warn=False)
-    check_classification_targets(classes)
+    # (check_classification_targets would warn that more than half of the
+    # "samples" are distinct classes: here every value is one, by definition)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The number of unique classes")
+        check_classification_targets(classes)
     return np.unique(classes)
 
 
@@ -92,7 +100,7 @@ def warn_if_implausible(est, penalty, cost_of_zero, advice):
     At the optimum ``alpha/2 ||w||^2 <= P(w*) <= P(0)``: a model whose
     penalty alone is ten times ``cost_of_zero`` (the objective at ``w = 0``)
     is far worse than ``w = 0``; its steps were too large for the features'
-    scale.
+    scale. Returns whether it warned.
     """
     if not penalty <= 10.0 * cost_of_zero:
         warnings.warn(
@@ -100,6 +108,8 @@ def warn_if_implausible(est, penalty, cost_of_zero, advice):
             f"= {penalty:.3g}, while the cost of w = 0 is at most {cost_of_zero:.3g}): "
             f"the steps were too large for the scale of the features. {advice}",
             UserWarning, stacklevel=5)
+        return True
+    return False
 
 
 def remove_fitted(est, private):
@@ -124,3 +134,169 @@ def unfit_on_error(est, private, continued=False):
             raise ValueError(f"{exc} The estimator is now unfitted: the state could not "
                              "be continued.") from exc
         raise
+
+
+# ---- stopping, initialisation, deployment (issue 13) --------------------------
+
+def _margin_losses(name, z):
+    """Per-row margin loss at ``z = y p`` (the equations of ``_losses.pyx``,
+    vectorised for the per-pass monitoring; ``tests/test_contract.py`` checks
+    them against its ``py_loss``)."""
+    if name == "log_loss":
+        return np.logaddexp(0.0, -z)
+    if name == "hinge":
+        return np.maximum(0.0, 1.0 - z)
+    if name == "squared_hinge":
+        return np.square(np.maximum(0.0, 1.0 - z))
+    if name == "modified_huber":
+        return np.where(z >= -1.0, np.square(np.maximum(0.0, 1.0 - z)), -4.0 * z)
+    raise ValueError(f"unknown loss {name!r}")
+
+
+def mean_margin_loss(name, scores, y, sample_weight):
+    """Weighted mean loss of one problem.
+
+    ``scores`` has one column (binary margin loss ``name``, ``y`` in +-1) or
+    ``K`` (multinomial log loss, ``y`` class indices).
+    """
+    total = float(np.sum(sample_weight))
+    if total <= 0:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        if scores.shape[1] == 1:
+            loss = _margin_losses(name, y * scores[:, 0])
+        else:
+            idx = y.astype(np.intp)
+            loss = logsumexp(scores, axis=1) - scores[np.arange(idx.size), idx]
+        # (an elementwise sum: a threaded BLAS dot costs more in waking threads)
+        return float(np.sum(sample_weight * loss)) / total
+
+
+def best_constant_loss(name, y, sample_weight, n_outputs):
+    """Weighted mean loss of the best constant model (intercepts only).
+
+    The entropy of the weighted class shares for the multinomial log loss;
+    for a binary margin loss the minimum over ``b`` of ``q+ l(b) + q- l(-b)``
+    (``q+-``: weighted shares of the two targets).
+    """
+    total = float(np.sum(sample_weight))
+    if total <= 0:
+        return 0.0
+    if n_outputs > 1:
+        share = np.bincount(y.astype(np.intp), weights=sample_weight,
+                            minlength=n_outputs) / total
+        share = share[share > 0]
+        return float(-np.sum(share * np.log(share)))
+    q = float(np.sum(sample_weight[y > 0])) / total
+    if q in (0.0, 1.0):
+        return 0.0
+
+    def f(b):
+        return float(q * _margin_losses(name, np.array([b]))[0]
+                     + (1 - q) * _margin_losses(name, np.array([-b]))[0])
+
+    res = minimize_scalar(f, bounds=(-30.0, 30.0), method="bounded",
+                          options={"xatol": 1e-8})
+    return min(float(res.fun), f(0.0))
+
+
+def warn_if_worse_than_constant(est, loss, constant_loss, accuracy, majority):
+    """Warn that a fitted model is worse than the best constant model on its
+    own training rows (the caller found its accuracy significantly below the
+    majority class's).
+
+    It happens when the features' scales are too far apart for the steps
+    (e.g. unscaled measurements in the thousands beside fractions): the
+    message names the remedy.
+    """
+    warnings.warn(
+        f"{type(est).__name__}: the fitted model is worse than a constant one on its "
+        f"own training data (accuracy {accuracy:.3f} below the majority class's "
+        f"{majority:.3f}; mean loss {loss:.4g}, against {constant_loss:.4g} for the best "
+        "intercept-only model). The features are probably on very different scales: "
+        "scale them (e.g. make_pipeline(StandardScaler(), ...), or MaxAbsScaler for "
+        "sparse data), or train longer (max_iter).", UserWarning, stacklevel=5)
+
+
+def validation_split(y, sample_weight, validation_fraction, random_state):
+    """The held-out rows of ``early_stopping``: a mask, as scikit-learn's
+    ``SGDClassifier`` (``StratifiedShuffleSplit`` with ``random_state``)."""
+    n = y.shape[0]
+    cv = StratifiedShuffleSplit(test_size=validation_fraction, random_state=random_state)
+    try:
+        idx_train, idx_val = next(cv.split(np.zeros((n, 1)), y))
+    except ValueError as exc:
+        raise ValueError(
+            f"early_stopping cannot split {n} samples with validation_fraction="
+            f"{validation_fraction!r} into stratified training and validation sets "
+            f"({exc}). Change validation_fraction, give more samples, or set "
+            "early_stopping=False.") from exc
+    if idx_train.size == 0 or idx_val.size == 0:
+        raise ValueError(
+            f"Splitting {n} samples into a train set and a validation set with "
+            f"validation_fraction={validation_fraction!r} led to an empty set "
+            f"({idx_train.size} and {idx_val.size} samples). Please either change "
+            "validation_fraction, increase number of samples, or disable early_stopping.")
+    if not np.any(sample_weight[idx_val]):
+        raise ValueError("The sample weights for validation set are all zero, consider "
+                         "using a different random state.")
+    mask = np.zeros(n, dtype=bool)
+    mask[idx_val] = True
+    return mask
+
+
+def check_init_weights(coef_init, intercept_init, n_classes, n_features, fit_intercept):
+    """``coef_init`` / ``intercept_init`` of ``fit`` as ``(n_rows,
+    n_features)`` and ``(n_rows,)`` float64 arrays, ``n_rows`` being 1 for
+    two classes, else ``n_classes`` (scikit-learn's shapes)."""
+    n_rows = 1 if n_classes == 2 else n_classes
+    if coef_init is None:
+        coef = np.zeros((n_rows, n_features))
+    else:
+        coef = np.asarray(coef_init, dtype=np.float64)
+        if n_rows == 1 and coef.ndim == 1:
+            coef = coef[None, :]
+        if coef.shape != (n_rows, n_features):
+            raise ValueError(f"coef_init has shape {np.shape(coef_init)}; expected "
+                             f"({n_rows}, {n_features}) for {n_classes} classes and "
+                             f"{n_features} features.")
+    if intercept_init is None:
+        intercept = np.zeros(n_rows)
+    else:
+        intercept = np.atleast_1d(np.asarray(intercept_init, dtype=np.float64))
+        if intercept.shape != (n_rows,):
+            raise ValueError(f"intercept_init has shape {np.shape(intercept_init)}; "
+                             f"expected ({n_rows},) for {n_classes} classes.")
+        if not fit_intercept and np.any(intercept != 0):
+            raise ValueError("intercept_init needs fit_intercept=True (without an "
+                             "intercept it would stay fixed at its initial value).")
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+        raise ValueError("coef_init and intercept_init must be finite.")
+    return coef, intercept
+
+
+def own_arrays(states):
+    """Make every array of the training states writable, copying the
+    read-only ones (a model loaded by ``joblib.load(..., mmap_mode='r')``
+    holds read-only memory maps that the kernels cannot update)."""
+    for state in states:
+        _own(state, depth=2)
+
+
+def _own(obj, depth):
+    fields = (vars(obj) if hasattr(obj, "__dict__") else {})
+    for name, value in list(fields.items()):
+        if isinstance(value, np.ndarray):
+            if not value.flags.writeable or isinstance(value, np.memmap):
+                setattr(obj, name, np.array(value, copy=True, order="K"))
+        elif depth > 1 and (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+            _own(value, depth - 1)
+
+
+def check_not_stripped(est):
+    """Refuse to continue training a model whose state was dropped."""
+    if not hasattr(est, "_states"):
+        raise ValueError(
+            f"{type(est).__name__}: the training state was dropped by "
+            "strip_training_state(), so partial_fit cannot continue training; the "
+            "model can still predict. Call fit to train a new model.")

@@ -44,9 +44,11 @@ SGD-QN ``1/B``                    ``1/B_s + sum_w (1/B_w - 1/B_s)``: ``1/B`` sum
                                   without curvature, consistent with ``t``
 SGD-QN skip cycle                 restarted (``count = skip``, no pending
                                   re-estimate, ``v`` = the mixed weights)
-SBM ``Sigma = M^-1``, ``mu``      ``Sigma_s + sum_w (Sigma_w - Sigma_s)`` and
-                                  ``mu`` likewise: both are sums over the rows
-                                  seen (Algorithm 2); ``phi = M mu``
+SBM ``Sigma = M^-1``, ``mu``      the bounds' curvature ``C = Sigma - lam I``:
+                                  ``C_s + sum_w (C_w - C_s)``, ``mu`` likewise
+                                  (sums over the rows seen, Algorithm 2); then
+                                  ``Sigma = C + alpha n_t I`` with the workers'
+                                  largest ``n_t``; ``phi = M mu``
 ================================  =================================================
 
 SBM is mixed at full rank only (``rank=None``): the low-rank factors of
@@ -189,19 +191,26 @@ def _mix_sgdqn_state(states, p, start, est):
 
 
 def _mix_sbm_state(states, p, start, est):
-    """``FullRankState``: ``theta`` averaged; ``Sigma = M^-1``, ``mu``, ``t`` and the
-    regulariser's bookkeeping summed (``start`` is never None: see
-    ``_start_sbm``)."""
+    """``FullRankState``: ``theta`` averaged; the bounds' curvature
+    ``Sigma - lam I`` (``Sigma = M^-1``), ``mu`` and ``t`` summed as increments;
+    the regulariser sized for the largest ``n_t`` of the workers (the next pass
+    doubles it, as one machine's would, once the rows seen reach it)."""
     out = copy.deepcopy(states[0])
     out.theta = _wavg([s.theta for s in states], p)
-    sigma0 = _spd_inverse(start.M)
-    sigma = _sum_increments([_spd_inverse(s.M) for s in states], sigma0)
-    out.M = _spd_inverse(sigma)
-    out.mu = _sum_increments([s.mu for s in states], start.mu)
+    eye = np.eye(out.theta.size)
+
+    def curvature(s):   # the bounds' part of Sigma, without the regulariser
+        return _spd_inverse(s.M) - s.lam_total * eye
+
+    data = _sum_increments([curvature(s) for s in states],
+                           0.0 if start is None else curvature(start))
+    n_ref = max(int(s.n_ref) for s in states)
+    out.n_ref, out.lam, out.eta = n_ref, est.alpha * n_ref, est._eta(n_ref)
+    out.lam_total = out.lam
+    out.M = _spd_inverse(data + out.lam * eye)
+    out.mu = _sum_increments([s.mu for s in states], 0.0 if start is None else start.mu)
     out.phi = out.M @ out.mu
-    out.t = int(_sum_increments([s.t for s in states], start.t))
-    out.rows_seen = int(_sum_increments([s.rows_seen for s in states], start.rows_seen))
-    out.lam_total = float(_sum_increments([s.lam_total for s in states], start.lam_total))
+    out.t = int(_sum_increments([s.t for s in states], 0 if start is None else start.t))
     return out
 
 
@@ -692,10 +701,6 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         rule = _rule_for(self.estimator)
-        if isinstance(self.estimator, SBMLogisticRegression) and self.estimator.rank is not None:
-            raise ValueError("ParameterMixing mixes SBMLogisticRegression at full rank only "
-                             "(rank=None): the low-rank factors of different workers do not "
-                             "add up to a rank-k bound.")
         client = distributed.get_client()
         parts, tagger, columns = self._partitions(X, y, sample_weight)
         if tagger != isinstance(self.estimator, _BaseSequenceTagger):
@@ -754,7 +759,14 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         if tagger:
             start = model = _start_tagger(model, summaries, classes)
         elif isinstance(model, SBMLogisticRegression):
-            start = model = _start_sbm(model, classes, X.shape[1], n_rows, columns)
+            K = 1 if classes.size == 2 else classes.size
+            rank = model._rank(X.shape[1], K)
+            if rank is not None:
+                raise ValueError(
+                    f"ParameterMixing mixes SBMLogisticRegression at full rank only (rank="
+                    f"{self.estimator.rank!r} gives rank {rank} for {X.shape[1]} features): "
+                    "the low-rank factors of different workers do not add up to a rank-k "
+                    "bound. Pass rank=None.")
 
         # each worker's partitions joined once, on the worker; the partitions go
         vocabulary = getattr(model, "vocabulary_", None) if tagger else None
@@ -950,24 +962,4 @@ def _start_tagger(model, summaries, classes):
     model.t_ = 0
     model.n_iter_ = 0
     model._model = model._final_flat()
-    return model
-
-
-def _start_sbm(model, classes, n_features, n_rows, columns):
-    """SBM's state with ``n`` the rows of the whole data (``lam = n alpha`` and the
-    paper's ``eta = 1/n``), as its ``fit`` on all the rows would start it
-    (``SBMLogisticRegression._start``, full rank)."""
-    model._validate_params()
-    model.classes_ = classes
-    model._check_n_classes(classes)
-    model.n_features_in_ = int(n_features)
-    if columns is not None:
-        model.feature_names_in_ = columns
-    model._reset_state(int(n_features))
-    default = 1.0 / n_rows if model.update == "paper" else 1.0
-    eta = default if model.eta is None else float(model.eta)
-    for state in model._states:
-        state.start(n_rows, n_rows * model.alpha, eta)
-    model.t_ = 0
-    model.n_iter_ = 0
     return model

@@ -97,19 +97,9 @@ LINEAR = {
 
 
 def _local_start(est, X, y, n_rows):
-    """The model a worker's first pass starts from: unfitted, except SBM, whose
-    regulariser is fixed for the whole data (``lam = n alpha`` with ``n`` all
-    the rows, as its ``fit`` on all of them would)."""
-    est = clone(est)
-    if not isinstance(est, SBMLogisticRegression):
-        return None
-    est.classes_ = np.unique(y)
-    est.n_features_in_ = X.shape[1]
-    est._reset_state(X.shape[1])
-    for s in est._states:
-        s.start(n_rows, n_rows * est.alpha, 1.0 / n_rows)
-    est.t_ = est.n_iter_ = 0
-    return est
+    """The model a worker's first pass starts from: the unfitted estimator (its
+    settings concrete), as on the workers."""
+    return None
 
 
 def _expected_states(name, models, p, start):
@@ -132,9 +122,15 @@ def _expected_states(name, models, p, start):
         inv0 = 1.0 / (s0.B if s0 is not None else np.full_like(s[0].B, 1 / (1e-4 * 1e6)))
         exp["B_"] = 1.0 / (inv0 + sum(1.0 / x.B - inv0 for x in s))[None, :]
     elif name == "sbm":
-        sig0 = np.linalg.inv(s0.M)
-        exp["M"] = np.linalg.inv(sig0 + sum(np.linalg.inv(x.M) - sig0 for x in s))
-        exp["mu"] = s0.mu + sum(x.mu - s0.mu for x in s)
+        # the bounds' curvature (Sigma without the regulariser) summed, the
+        # regulariser of the largest n_t
+        eye = np.eye(s[0].M.shape[0])
+        c0 = 0.0 if s0 is None else np.linalg.inv(s0.M) - s0.lam_total * eye
+        curv = c0 + sum(np.linalg.inv(x.M) - x.lam_total * eye - c0 for x in s)
+        n_ref = max(x.n_ref for x in s)
+        exp["M"] = np.linalg.inv(curv + models[0].alpha * n_ref * eye)
+        mu0 = 0.0 if s0 is None else s0.mu
+        exp["mu"] = mu0 + sum(x.mu - mu0 for x in s)
     return exp
 
 
@@ -504,9 +500,17 @@ def test_balance_moves_partitions_to_idle_workers():
     assert sorted(moves.values()) == ["b", "c"]
 
 
-def test_every_estimator_has_a_rule():
+def test_every_single_pass_estimator_has_a_rule(client, sentences):
+    online = {"PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC",
+              "SBMLogisticRegression", "ASFSequenceTagger", "PSASequenceTagger",
+              "SGDSequenceTagger"}
     for name in sklearn_secondorder.__all__:
-        assert getattr(sklearn_secondorder, name) in MIXING_RULES, name
+        cls = getattr(sklearn_secondorder, name)
+        assert (cls in MIXING_RULES) == (name in online), name
+    bag = db.from_sequence(list(zip(*sentences)), npartitions=2)
+    for name in sorted(set(sklearn_secondorder.__all__) - online):
+        with pytest.raises(TypeError, match=f"no mixing rule for {name}"):
+            ParameterMixing(getattr(sklearn_secondorder, name)()).fit(bag)
 
 
 # ---- dask-ml's Incremental and the joblib backend ---------------------------------

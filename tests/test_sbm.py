@@ -101,25 +101,28 @@ def ref_full(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size
 
 def ref_surrogate(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size=1):
     """Incremental MM with the bounds of Algorithm 1: explicit Sigma, its inverse, and
-    the minimiser of the sum of the bounds; lam added to Sigma before each later pass."""
+    the minimiser of the sum of the bounds; lam added to Sigma as the visits grow."""
     X = _dense(X)
     n, d = X.shape
     Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
     P = Xt.shape[1] * K
     F = _table(K)
     icpt = np.arange(P) >= d * K
-    m = np.count_nonzero(sw)
-    lam = m * alpha                  # n: the rows that take part (weight 0: left out)
-    Sig, b, theta, lam_tot, seen = lam * np.eye(P), np.zeros(P), theta0.copy(), lam, 0
+    m = np.count_nonzero(sw)         # the rows that take part (weight 0: left out)
+    # lam = n_t alpha: n_t starts at min(128, m) and doubles whenever the
+    # visits t reach it (the estimator's schedule, every visit counted)
+    n_t = min(128, m)
+    lam_tot = n_t * alpha
+    Sig, b, theta, t = lam_tot * np.eye(P), np.zeros(P), theta0.copy(), 0
     for order in orders:
-        delta = lam * (seen + m) / m - lam_tot
-        if delta > 0:
-            Sig, lam_tot = Sig + delta * np.eye(P), lam_tot + delta
-        seen += m
         cnt = 0
         for j in order:
             if sw[j] == 0:
                 continue
+            while n_t <= t:
+                n_t *= 2
+                Sig, lam_tot = Sig + (n_t * alpha - lam_tot) * np.eye(P), n_t * alpha
+            t += 1
             x = Xt[j]
             s = theta.reshape(-1, K).T @ x
             la = np.array([0.0, s[0]]) if K == 1 else s
@@ -562,13 +565,16 @@ def test_dense_and_csr_give_the_same_model(multiclass, rank, binary):
 @pytest.mark.parametrize("rank", [None, 2])
 def test_partial_fit_continues_state(multiclass, rank):
     X, y = multiclass
-    kw = dict(rank=rank, rank_features=4, random_state=0, alpha=1e-2)
-    a = SBMLogisticRegression(max_iter=3, **kw).fit(X, y)
+    kw = dict(rank=rank, rank_features=4, random_state=0, alpha=1e-2, shuffle=False)
+    # partial_fit sees a stream: three calls on X are one pass over X three times
+    a = SBMLogisticRegression(max_iter=1, **kw).fit(np.vstack([X] * 3), np.tile(y, 3))
     b = SBMLogisticRegression(**kw)
     for _ in range(3):
         b.partial_fit(X, y, classes=np.unique(y))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
     assert b.t_ == 3 * X.shape[0]
+    kw["shuffle"] = True
+    a = SBMLogisticRegression(max_iter=3, **kw).fit(X, y)
     # a fresh fit resets the state (M, mu) instead of continuing
     c = SBMLogisticRegression(max_iter=3, **kw).fit(X, y).fit(X, y)
     np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-12)
@@ -607,7 +613,7 @@ def test_approaches_logistic_regression_optimum(multiclass, rank):
 
     kw = dict(alpha=alpha, rank=rank, rank_features=8, random_state=0)
     f1 = objective(SBMLogisticRegression(max_iter=1, **kw).fit(X, y))
-    m = 5 if rank is None else 10          # the low-rank bound is looser: slower
+    m = 5 if rank is None else 20          # the low-rank bound is looser: slower
     fm = objective(SBMLogisticRegression(max_iter=m, **kw).fit(X, y))
     fopt = objective(lr)
     assert fopt < fm < f1
@@ -641,10 +647,17 @@ def test_surrogate_needs_full_rank(multiclass):
 
 def test_eta_default_and_lambda_documented(multiclass):
     X, y = multiclass
-    clf = SBMLogisticRegression(max_iter=1, alpha=0.01, random_state=0).fit(X, y)
-    st = clf._states[0]
-    assert st.eta == pytest.approx(1 / X.shape[0])
-    assert st.lam == pytest.approx(0.01 * X.shape[0])
+    # n_t: 128 rows, doubled when the rows seen reach it (256 at row 256 < 300,
+    # then 512); eta = 1 / n_t, lam = n_t alpha; later passes of fit repeat rows
+    for max_iter in (1, 3):
+        clf = SBMLogisticRegression(max_iter=max_iter, alpha=0.01, random_state=0).fit(X, y)
+        st = clf._states[0]
+        assert st.n_ref == 512
+        assert st.eta == pytest.approx(1 / 512)
+        assert st.lam == pytest.approx(0.01 * 512)
+    # fewer rows than the first block: the paper's n (the data set's rows)
+    st = SBMLogisticRegression(max_iter=2, alpha=0.01).fit(X[:100], y[:100])._states[0]
+    assert st.n_ref == 100 and st.eta == pytest.approx(1 / 100)
     clf = SBMLogisticRegression(max_iter=1, update="surrogate").fit(X, y)
     assert clf._states[0].eta == 1.0
 
@@ -688,7 +701,7 @@ def test_memory_guard_refuses_full_rank():
     X = sp.csr_matrix(([1.0], ([0], [0])), shape=(10, 20000))
     y = np.r_[0, np.ones(9)]
     with pytest.raises(ValueError, match=r"20001 x 20001 .*MiB.*rank=k"):
-        SBMLogisticRegression().fit(X, y)
+        SBMLogisticRegression(rank=None).fit(X, y)
     # the low-rank version fits the same problem
     SBMLogisticRegression(rank=2, max_iter=1).fit(X, y)
 
@@ -697,7 +710,7 @@ def test_memory_guard_constant(monkeypatch, multiclass):
     X, y = multiclass
     monkeypatch.setattr(_sbm, "FULL_RANK_MAX_BYTES", 1000)
     with pytest.raises(ValueError, match="budget"):
-        SBMLogisticRegression().fit(X, y)
+        SBMLogisticRegression(rank=None).fit(X, y)
 
 
 @pytest.mark.parametrize("rank", [None, 2])

@@ -287,7 +287,7 @@ def test_auto_settings_dense_and_csr_give_the_same_model(binary_problem):
     assert_array_equal(dense.B_, csr.B_)
 
 
-def test_t0_auto_picks_the_lowest_primal_cost_after_one_pass():
+def test_t0_auto_picks_the_largest_nearly_lowest_primal_cost_after_one_pass():
     """With n <= 1000 the sample is the whole data; with shuffle=False the
     selection pass is a plain fit(max_iter=1) with that t0."""
     X, y = make_classification(n_samples=300, n_features=8, random_state=3)
@@ -304,7 +304,9 @@ def test_t0_auto_picks_the_lowest_primal_cost_after_one_pass():
         costs.append(5e-3 * c.coef_.ravel() @ c.coef_.ravel()
                      + np.mean(np.maximum(0, 1 - ys * p) ** 2))
     auto = SGDQNLinearSVC(alpha=1e-2, max_iter=1, shuffle=False).fit(X, y)
-    assert auto.t0_[0] == grid[int(np.argmin(costs))]
+    costs = np.array(costs)
+    # the largest t0 within T0_COST_SLACK (25%) of the lowest cost
+    assert auto.t0_[0] == max(t0 for t0, c in zip(grid, costs) if c <= 1.25 * costs.min())
     # the choice matters: the worst candidate is clearly worse
     assert max(costs) > 1.5 * min(costs)
 

@@ -37,6 +37,32 @@ cdef inline double dot(int n, const double* x, const double* y) noexcept nogil:
     return (s0 + s1) + (s2 + s3)
 
 
+cdef inline double strided_dot(int n, const double* x, int incx, const double* y,
+                               int incy) noexcept nogil:
+    """``sum_k x[k incx] y[k incy]``, summed in order from ``k = 0``: a row or
+    column of a small row-major matrix against another, without a copy."""
+    cdef int k
+    cdef double s = 0.0
+    for k in range(n):
+        s += x[<size_t>k * incx] * y[<size_t>k * incy]
+    return s
+
+
+cdef inline void matmul(int m, int n, int p, const double* A, int a_row, int a_col,
+                        const double* B, int b_row, int b_col, double* C) noexcept nogil:
+    """``C = A B`` for small strided matrices (``C`` row-major, ``m x n``).
+
+    ``A`` is ``m x p`` with entry ``(i, l)`` at ``A[i a_row + l a_col]`` and
+    ``B`` is ``p x n`` with entry ``(l, j)`` at ``B[l b_row + j b_col]``, so a
+    transpose is a swap of strides. ``C`` must not overlap ``A`` or ``B``.
+    """
+    cdef int i, j
+    for i in range(m):
+        for j in range(n):
+            C[i * n + j] = strided_dot(p, A + <size_t>i * a_row, a_col,
+                                       B + <size_t>j * b_col, b_row)
+
+
 cdef inline int cholesky(int n, double* A) noexcept nogil:
     """In-place lower Cholesky factor ``L`` of the SPD ``n x n`` matrix ``A``.
 

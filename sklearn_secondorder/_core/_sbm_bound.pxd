@@ -218,3 +218,16 @@ cdef struct PassTotals:
     double loss_sum         # sum_j s_j loss_j over the pass
     double w_sum            # sum_j s_j over the pass
     long long t             # examples processed so far
+
+
+cdef inline PassTotals start_totals(long long t) noexcept nogil:
+    """Empty pass sums, the step counter continuing from ``t``."""
+    cdef PassTotals tot
+    tot.loss_sum = 0.0
+    tot.w_sum = 0.0
+    tot.t = t
+    return tot
+
+
+cdef object finish_passes(object state, PassTotals tot, unsigned int rng, int epochs_run,
+                          bint diverged)

@@ -93,6 +93,18 @@ class SBMResult:
     diverged: bool
 
 
+cdef object finish_passes(object state, PassTotals tot, unsigned int rng, int epochs_run,
+                          bint diverged):
+    """Store the counters of the passes of either kernel in ``state`` (its
+    ``t`` and ``seed``) and report them as an ``SBMResult``; a pass that
+    diverged counts as made."""
+    state.t = tot.t
+    state.seed = rng
+    return SBMResult(t=tot.t, seed=rng, epochs=epochs_run + (1 if diverged else 0),
+                     mean_loss=tot.loss_sum / tot.w_sum if tot.w_sum > 0 else 0.0,
+                     diverged=diverged)
+
+
 def bound(F, logalpha):
     """Algorithm 1 (test hook): ``(log z, g, Sigma)`` for ``f(y) = F[y]``.
 

@@ -7,7 +7,7 @@ fit_intercept) K``). Per example: Algorithm 1 at the current weights
 ``batch_size`` examples the step ``theta -= eta M mu`` (``full_step``). The
 model and the objective are described in ``_sbm_bound``.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,12 +16,11 @@ from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._dataset cimport RowDataset
-from ._linalg cimport axpy, cholesky, lower_solve_rows
+from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
-    Example, PassTotals, example_alloc, example_bound, example_free, read_row)
-
-from ._sbm_bound import SBMResult
+    Example, PassTotals, example_alloc, example_bound, example_free, finish_passes, read_row,
+    start_totals)
 
 
 @dataclass
@@ -53,10 +52,8 @@ class FullRankState:
     eta : float or None
         The step ``theta -= eta phi`` fixed at ``start``.
     lam_total : float
-        The regulariser's curvature inside ``M`` (grown by
-        ``grow_regulariser`` in surrogate mode).
-    rows_seen : int
-        Rows passed over in surrogate mode.
+        The regulariser's curvature inside ``M`` (``lam`` from ``start``,
+        raised by ``grow_regulariser``).
     """
 
     n_features: int
@@ -72,7 +69,6 @@ class FullRankState:
     lam: object = None
     eta: object = None
     lam_total: float = 0.0
-    rows_seen: int = 0
 
     @staticmethod
     def n_params(n_features, n_outputs, fit_intercept):
@@ -101,22 +97,21 @@ class FullRankState:
         self.lam_total = lam
         self.M *= 1.0 / lam
 
-    def grow_regulariser(self, rows):
-        """Before a surrogate pass over ``rows`` more rows: grow the
-        regulariser's curvature in ``M`` to ``lam (rows seen after the pass) /
-        n_ref``, the sum form of the mean objective over the rows seen.
+    def grow_regulariser(self, n_ref, lam, eta):
+        """Size the regulariser for ``n_ref`` rows: raise its curvature in
+        ``M`` to ``lam`` (``delta = lam - lam_total``) and take the step
+        ``eta`` (the estimator's ``n_t`` schedule).
 
         ``M <- (Sigma + delta I)^-1 = (I + delta M)^-1 M``, symmetrised (the
-        kernel's Woodbury updates keep both triangles equal).
+        kernel's Woodbury updates keep both triangles equal); O(P^3).
         """
-        seen = self.rows_seen + rows
-        delta = self.lam * seen / self.n_ref - self.lam_total
+        delta = lam - self.lam_total
         if delta > 0:
             M = self.M
             M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
             M[:] = 0.5 * (M + M.T)
-            self.lam_total += delta
-        self.rows_seen = seen
+            self.lam_total = lam
+        self.n_ref, self.lam, self.eta = n_ref, lam, eta
 
     def weights(self):
         """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
@@ -226,19 +221,11 @@ cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
             for j in range(ex.nz):
                 v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
             C[a * K + b] = v
-    # G = I + L^T C L (r x r)
+    # G = I + L^T C L (r x r), with L^T = Lt (r x K)
+    matmul(r, K, K, ex.Lt, K, 1, C, K, 1, tmp)
+    matmul(r, r, K, tmp, K, 1, ex.Lt, 1, K, G)
     for f in range(r):
-        for b in range(K):
-            v = 0.0
-            for a in range(K):
-                v += ex.Lt[f * K + a] * C[a * K + b]
-            tmp[f * K + b] = v
-    for f in range(r):
-        for j in range(r):
-            v = 0.0
-            for b in range(K):
-                v += tmp[f * K + b] * ex.Lt[j * K + b]
-            G[f * r + j] = v + (1.0 if f == j else 0.0)
+        G[f * r + f] += 1.0
     if not cholesky(r, G):
         return 0
     lower_solve_rows(r, G, P, Rt)         # T^T = chol(G)^-1 R^T
@@ -256,7 +243,7 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
     bound minus its curvature times the weights it was formed at, so that
     ``b`` and ``M`` define the sum of the bounds as a quadratic.
     """
-    cdef int K = kr.K, r = ex.r, j, a, b, f, row
+    cdef int K = kr.K, r = ex.r, j, a, b, row
     cdef Py_ssize_t p, n_reg = kr.n_reg
     cdef double v, sc, alpha = kr.alpha
     cdef double* mup = kr.mu
@@ -265,9 +252,7 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
         for a in range(K):
             v = 0.0
             for b in range(K):
-                sc = 0.0
-                for f in range(r):
-                    sc += ex.Lt[f * K + a] * ex.Lt[f * K + b]
+                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)     # (L L^T)_ab
                 v += sc * ex.scores[b]
             ex.c[a] = ex.gcoef[a] - v           # (c is free after example_bound)
         for j in range(ex.nz):
@@ -357,7 +342,7 @@ def full_epochs(RowDataset ds, state, opts):
     Algorithm 2's ``mu``): ``mu`` holds ``b = sum_s [s_s (c_s - F[y_s]) - S_s
     scores_s] (x) xt_s`` and the step moves ``theta`` towards the minimiser
     of the sum of the bounds plus the regulariser, whose curvature inside
-    ``M`` is ``state.lam_total`` (grown by ``surrogate_epochs``).
+    ``M`` is ``state.lam_total`` (raised by ``grow_regulariser``).
 
     Parameters
     ----------
@@ -403,10 +388,7 @@ def full_epochs(RowDataset ds, state, opts):
     cdef bint shuffle = opts.shuffle, diverged = False
     cdef unsigned int seed = state.seed
     cdef unsigned int rng = seed if seed != 0 else 1
-    cdef PassTotals tot
-    tot.loss_sum = 0.0
-    tot.w_sum = 0.0
-    tot.t = state.t
+    cdef PassTotals tot = start_totals(state.t)
     cdef Example ex
     cdef FullRankWork w
     memset(&ex, 0, sizeof(Example))
@@ -428,45 +410,4 @@ def full_epochs(RowDataset ds, state, opts):
     finally:
         example_free(&ex)
         work_free(&w)
-    state.t = tot.t
-    state.seed = rng
-    return SBMResult(t=tot.t, seed=rng, epochs=epochs_run + (1 if diverged else 0),
-                     mean_loss=tot.loss_sum / tot.w_sum if tot.w_sum > 0 else 0.0,
-                     diverged=diverged)
-
-
-def surrogate_epochs(RowDataset ds, state, opts):
-    """``opts.n_epochs`` surrogate passes of ``full_epochs``, one at a time.
-
-    Before each pass the regulariser's curvature in ``M`` grows to ``lam
-    (rows seen after the pass) / n`` (``FullRankState.grow_regulariser``), so
-    the sum of the bounds keeps the objective's proportions.
-
-    Parameters
-    ----------
-    ds : RowDataset
-    state : FullRankState
-    opts : SBMOptions
-        ``surrogate`` is implied.
-
-    Returns
-    -------
-    result : SBMResult
-        That of the last pass, with ``epochs`` counting all of them.
-    """
-    cdef const double[::1] sw = ds.sample_weight
-    cdef Py_ssize_t i
-    cdef long long rows = 0           # rows that take part (weight 0: left out)
-    for i in range(ds.n_samples):
-        if sw[i] != 0.0:
-            rows += 1
-    one_pass = replace(opts, n_epochs=1, surrogate=True)
-    epochs = 0
-    result = None
-    for _ in range(opts.n_epochs):
-        state.grow_regulariser(rows)
-        result = full_epochs(ds, state, one_pass)
-        epochs += result.epochs
-        if result.diverged:
-            break
-    return replace(result, epochs=epochs)
+    return finish_passes(state, tot, rng, epochs_run, diverged)

@@ -6,6 +6,7 @@
 from libc.math cimport fabs, sqrt
 
 from ._dataset cimport RowDataset, SKSO_PREFETCH_READ
+from ._linalg cimport strided_dot
 from ._sbm_bound cimport Example, example_bound
 from ._sbm_lazy cimport advance_tail
 from ._sbm_lowrank_sigma cimport LowRank, merge, woodbury_solve
@@ -150,7 +151,7 @@ cdef inline void bound_tail(const LowRankKernel* kr, const Example* ex, const Ro
                             double ft) noexcept nogil:
     """The tail part ``ft S_j (x) xtl xtl^T`` into the diagonal:
     ``D_i += ft (|S_j| 1)_a ||xtl||_1 |x_i|``."""
-    cdef int j, a, b, f, K = kr.K, r = ex.r
+    cdef int j, a, b, K = kr.K, r = ex.r
     cdef Py_ssize_t q
     cdef double v, sc, nt1 = rp.nt1
     cdef double* rowabs = rp.rowabs
@@ -158,9 +159,7 @@ cdef inline void bound_tail(const LowRankKernel* kr, const Example* ex, const Ro
     for a in range(K):
         v = 0.0
         for b in range(K):
-            sc = 0.0
-            for f in range(r):
-                sc += ex.Lt[f * K + a] * ex.Lt[f * K + b]
+            sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)     # (L L^T)_ab
             v += fabs(sc)
         rowabs[a] = v
     for j in range(rp.nt):

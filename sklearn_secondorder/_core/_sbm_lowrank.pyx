@@ -28,13 +28,12 @@ from libc.string cimport memset
 
 from ._dataset cimport RowDataset, prefetch_row
 from ._numeric cimport all_finite
-from ._sbm_bound cimport Example, PassTotals, example_alloc, example_free, read_row
+from ._sbm_bound cimport (
+    Example, PassTotals, example_alloc, example_free, finish_passes, read_row, start_totals)
 from ._sbm_lazy cimport advance_tail
 from ._sbm_lowrank_sigma cimport (
     LowRank, lowrank_scratch_alloc, lowrank_scratch_free, merge, orthonormalize,
     woodbury_solve)
-
-from ._sbm_bound import SBMResult
 
 
 @dataclass
@@ -145,6 +144,17 @@ class LowRankState:
         self.V = V
         self.S = np.zeros((k, k))
         self.tau = np.zeros(d, dtype=np.int64)
+
+    def grow_regulariser(self, n_ref, lam, eta):
+        """Size the regulariser for ``n_ref`` rows: raise every coordinate's
+        curvature to ``lam`` (``D += lam - self.lam``: the diagonal of
+        ``V^T S V + D``) and take the step ``eta`` (the estimator's ``n_t``
+        schedule). Between passes only: the tail is current then."""
+        delta = lam - self.lam
+        if delta > 0:
+            self.D += delta
+            self.D_head += delta
+        self.n_ref, self.lam, self.eta = n_ref, lam, eta
 
     def weights(self):
         """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
@@ -305,10 +315,7 @@ cdef _run_passes(RowDataset ds, state, opts, LowRankKernel* kr, LowRank* lr, the
     cdef bint shuffle = opts.shuffle, diverged = False
     cdef unsigned int seed = state.seed
     cdef unsigned int rng = seed if seed != 0 else 1
-    cdef PassTotals tot
-    tot.loss_sum = 0.0
-    tot.w_sum = 0.0
-    tot.t = state.t
+    cdef PassTotals tot = start_totals(state.t)
     cdef Example ex
     cdef RowParts rp
     memset(&ex, 0, sizeof(Example))
@@ -336,11 +343,7 @@ cdef _run_passes(RowDataset ds, state, opts, LowRankKernel* kr, LowRank* lr, the
         lowrank_scratch_free(lr)
         parts_free(&rp)
     theta_arr[head_coords] = theta_head_arr
-    state.t = tot.t
-    state.seed = rng
-    return SBMResult(t=tot.t, seed=rng, epochs=epochs_run + (1 if diverged else 0),
-                     mean_loss=tot.loss_sum / tot.w_sum if tot.w_sum > 0 else 0.0,
-                     diverged=diverged)
+    return finish_passes(state, tot, rng, epochs_run, diverged)
 
 
 # ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from libc.math cimport fabs, sqrt
 from libc.stdlib cimport free, malloc
 
 from ._linalg cimport (
-    axpy, dot, householder_rows, householder_sandwich, scal, smallest_eigvec, solve_small)
+    axpy, dot, householder_rows, householder_sandwich, matmul, scal, smallest_eigvec,
+    solve_small)
 
 
 cdef struct LowRank:
@@ -207,7 +208,7 @@ cdef inline void orthonormalize(LowRank* lr) noexcept nogil:
     """Re-orthonormalise the rows of ``V`` (modified Gram-Schmidt, ``V = L Q``)
     and change basis exactly: ``V^T S V = Q^T (L^T S L) Q``. Once per pass:
     the merges keep ``V`` orthonormal only up to rounding."""
-    cdef int k = lr.k, H = lr.H, i, j, m
+    cdef int k = lr.k, H = lr.H, i, j
     cdef double* V = lr.V
     cdef double* L = lr.T2        # k x k lower (T2 has room: (k+1)^2)
     cdef double* W = lr.T         # k x k scratch
@@ -223,19 +224,9 @@ cdef inline void orthonormalize(LowRank* lr) noexcept nogil:
         L[i * k + i] = nrm
         if nrm > 0.0:
             scal(H, 1.0 / nrm, V + <size_t>i * H)
-    # S <- L^T S L
-    for i in range(k):
-        for j in range(k):
-            v = 0.0
-            for m in range(k):
-                v += lr.S[i * k + m] * L[m * k + j]
-            W[i * k + j] = v
-    for i in range(k):
-        for j in range(k):
-            v = 0.0
-            for m in range(k):
-                v += L[m * k + i] * W[m * k + j]
-            lr.S[i * k + j] = v
+    # S <- L^T (S L)
+    matmul(k, k, k, lr.S, k, 1, L, k, 1, W)
+    matmul(k, k, k, L, 1, k, W, k, 1, lr.S)
     for i in range(k):
         for j in range(i):
             v = 0.5 * (lr.S[i * k + j] + lr.S[j * k + i])

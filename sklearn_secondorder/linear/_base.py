@@ -19,12 +19,16 @@ with a loss the estimator fits jointly), otherwise one-vs-rest with one
 binary problem per class, run in parallel threads (``n_jobs``) because the
 kernels release the GIL.
 """
+import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state, compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot, softmax
 from sklearn.utils.metaestimators import available_if
@@ -39,12 +43,19 @@ from .._compat import (
     validate_data,
 )
 from .._validation import (
+    best_constant_loss,
     check_classes_arg,
+    check_init_weights,
     check_label_types,
+    check_not_stripped,
     draw_seed,
+    mean_margin_loss,
+    own_arrays,
     remove_fitted,
     unfit_on_error,
+    validation_split,
     warn_if_implausible,
+    warn_if_worse_than_constant,
 )
 
 
@@ -66,7 +77,14 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         "n_jobs": [Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
+    #: Fitted attributes that only training needs (per-weight step sizes,
+    #: rescalings): ``strip_training_state`` removes them with ``_states``.
+    _training_attributes = ("eta_", "B_")
     _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
     _private_state = ("_states",)
 
@@ -88,6 +106,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """Check the parameters against the state before a later ``partial_fit``
         changes anything (default: nothing to check)."""
 
+    def _begin_call(self, X, sample_weight):
+        """Called once per ``fit`` / ``partial_fit`` before its passes, with
+        the rows it trains on (default: nothing to do)."""
+
     def _final_weights(self, state):  # pragma: no cover - abstract
         """The ``(coef, intercept)`` a problem exposes: flat C-order
         ``(n_features, n_outputs)`` and ``(n_outputs,)``."""
@@ -95,11 +117,17 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
 
     # ---- fitting --------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model with ``max_iter`` passes over the data.
+    def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
+        """Fit the model with up to ``max_iter`` passes over the data.
 
         Input that is refused leaves a fitted model as it was; if the weights
-        overflow during training the estimator is left unfitted.
+        overflow during training the estimator is left unfitted. With
+        ``warm_start=True`` (same classes and features) ``fit`` continues the
+        whole training state: the weights, the step sizes and the update
+        counter ``t_``, so the step schedule continues where it stopped and
+        ``k`` such fits make the passes of one ``fit(max_iter=k)``
+        (``SGDClassifier`` instead restarts its schedule at ``t_ = 1`` from
+        ``coef_``; for ``SBMLogisticRegression`` see its ``warm_start``).
 
         Parameters
         ----------
@@ -107,6 +135,14 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             Training rows (CSR when sparse).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct ones.
+        coef_init : array-like of shape (n_classes, n_features), default=None
+            Starting weights (``(1, n_features)`` or ``(n_features,)`` for two
+            classes). The training state starts afresh from them (update
+            counter 0, step sizes chosen again), also with ``warm_start``:
+            as in scikit-learn, ``coef_init`` takes precedence.
+        intercept_init : array-like of shape (n_classes,), default=None
+            Starting intercepts (``(1,)`` for two classes); needs
+            ``fit_intercept=True``.
         sample_weight : array-like of shape (n_samples,), default=None
             Finite, non-negative weight of each row (multiplied by the class
             weight); rows of weight zero are skipped. None weighs every row 1.
@@ -117,7 +153,8 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         self._more_validate_params()
-        keep_state = self.warm_start and hasattr(self, "_states")
+        init = coef_init is not None or intercept_init is not None
+        keep_state = self.warm_start and hasattr(self, "_states") and not init
         old = (self.classes_, self.coef_.shape[1]) if keep_state else None
         saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in vars(self)}
@@ -127,6 +164,12 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             self._check_n_classes(classes)
             sample_weight = self._weights_for(X, y, sample_weight, classes,
                                               allow_balanced=True)
+            if init:
+                init = check_init_weights(coef_init, intercept_init, classes.size,
+                                          X.shape[1], self.fit_intercept)
+            validation = (validation_split(y, sample_weight, self.validation_fraction,
+                                           self.random_state)
+                          if self.early_stopping else None)
         except BaseException:
             # refused input: the fitted model (if any) stays as it was
             for k in ("n_features_in_", "feature_names_in_"):
@@ -134,11 +177,24 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             vars(self).update(saved)
             raise
         with unfit_on_error(self, self._private_state):
+            if keep_state:
+                own_arrays(self._states)      # e.g. loaded with mmap_mode='r'
             self.classes_ = classes
             if not (old is not None and np.array_equal(classes, old[0])
                     and old[1] == X.shape[1]):
                 self._reset_state(X.shape[1])
-            return self._fit_epochs(X, y, sample_weight, self.max_iter)
+            if validation is not None:
+                Xv, yv, swv = X[validation], y[validation], sample_weight[validation]
+                X, y, sample_weight = X[~validation], y[~validation], sample_weight[~validation]
+                validation = (Xv, yv, swv)
+            if init:
+                self._start_from(X, y, sample_weight, *init)
+            converged, scale_warned = self._fit_epochs(
+                X, y, sample_weight, self.max_iter, validation=validation, stop=True)
+        if not scale_warned:                          # (one warning is enough)
+            self._warn_if_worse_than_constant(X, y, sample_weight)
+        self._warn_unconverged(converged)
+        return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -168,6 +224,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         """
         first = not hasattr(self, "classes_")
         if not first:
+            check_not_stripped(self)
             # (_fit_context validates a first call only: the parameters may
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
@@ -208,7 +265,10 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             if first:
                 self.classes_ = all_classes
                 self._reset_state(X.shape[1])
-            return self._fit_epochs(X, y, sample_weight, 1)
+            else:
+                own_arrays(self._states)      # e.g. loaded with mmap_mode='r'
+            self._fit_epochs(X, y, sample_weight, 1)
+        return self
 
     def _check_classes(self, classes):
         """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
@@ -273,26 +333,195 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         positive = 1 if n_problems == 1 else problem
         return np.where(idx == positive, 1.0, -1.0)
 
-    def _fit_epochs(self, X, y, sample_weight, n_epochs):
+    def _fit_epochs(self, X, y, sample_weight, n_epochs, validation=None, stop=False):
+        """Run up to ``n_epochs`` passes on every problem and export the model.
+
+        The passes run in one kernel call per problem unless the estimator
+        monitors them (``verbose``, ``tol`` with ``stop``, ``validation``):
+        then one pass at a time, each followed by the evaluation the stopping
+        rule or the progress line needs (``_monitored_passes``). A kernel's
+        visiting order depends only on its RNG state, so both give the same
+        model after the same passes (up to rounding: plain SGD folds its
+        weight scale at the end of each call). Returns ``(converged,
+        scale_warned)``: whether the stopping rule was met (True when there
+        is none) and whether the weight-scale warning was raised.
+        """
         if not hasattr(self, "_states"):
             self._reset_state(X.shape[1])
+        self._begin_call(X, sample_weight)
         n_problems = len(self._states)
+        monitor = bool(self.verbose) or validation is not None or (
+            stop and self.tol is not None and n_epochs > 1)
+        converged = True
 
         def run(p):
-            return self._run_problem(X, self._targets(y, p), sample_weight,
-                                     self._states[p], n_epochs)
+            targets = self._targets(y, p)
+            if not monitor:
+                return self._run_problem(X, targets, sample_weight, self._states[p],
+                                         n_epochs), False
+            val = None
+            if validation is not None:
+                val = (validation[0], self._targets(validation[1], p), validation[2])
+            return self._monitored_passes(p, X, targets, sample_weight, n_epochs,
+                                          val, stop)
 
         if n_problems == 1:
-            passes = [run(0)]
+            runs = [run(0)]
         else:
-            passes = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
+            runs = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
                 delayed(run)(p) for p in range(n_problems))
-        self.n_iter_ = int(max(passes))
+        self.n_iter_ = int(max(r[0] for r in runs))
+        if monitor and stop and self.tol is not None and n_epochs > 1:
+            converged = all(r[1] for r in runs)
         self.t_ = int(max(s.t for s in self._states))
         self._export()
         used = sample_weight[sample_weight > 0]
-        self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
-        return self
+        scale_warned = self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
+        return converged, scale_warned
+
+    def _monitored_passes(self, p, X, y, sample_weight, n_epochs, validation, stop):
+        """One problem's passes one kernel call at a time, with scikit-learn's
+        stopping rule and ``verbose`` lines.
+
+        The rule is ``SGDClassifier``'s (``_plain_sgd``): a pass that does not
+        improve the best value so far by ``tol`` counts as no improvement;
+        ``n_iter_no_change`` of them in a row stop training. The value is
+        the accuracy on the held-out rows with ``early_stopping``, else the
+        training objective ``mean_i s_i loss_i / mean_i s_i + alpha/2
+        ||w||^2`` at the end of the pass (``SGDClassifier`` sums the losses
+        met during the pass, at the weights before each step: the kernels
+        here do not track them, so one product ``X w`` per pass evaluates
+        the objective exactly). Returns ``(passes, converged)``.
+        """
+        state = self._states[p]
+        best, no_improvement, start = np.inf, 0, time.perf_counter()
+        rows = int(np.count_nonzero(sample_weight))
+        for epoch in range(1, n_epochs + 1):
+            self._run_problem(X, y, sample_weight, state, 1)
+            if validation is not None and stop and self.tol is not None:
+                value = -self._problem_accuracy(state, *validation)
+            if self.verbose or (validation is None and stop and self.tol is not None):
+                loss, penalty = self._problem_objective(state, X, y, sample_weight)
+                if validation is None:
+                    value = loss + penalty
+            if self.verbose:
+                coef, intercept = self._final_weights(state)
+                label = ("" if len(self._states) == 1 or self._is_multinomial()
+                         else f" (class {self.classes_[p].tolist()!r})")
+                print(f"-- {type(self).__name__}{label} pass {epoch}: rows {rows}, "
+                      f"T {int(state.t)}, mean loss {loss:.6g}, ||w|| "
+                      f"{float(np.sqrt(np.sum(np.square(coef)))):.4g}, bias "
+                      f"{float(np.ravel(intercept)[0]):.6g}, "
+                      f"{time.perf_counter() - start:.2f} s", flush=True)
+            if not stop or self.tol is None:      # (scikit-learn: tol=None never stops)
+                continue
+            if value > best - self.tol:
+                no_improvement += 1
+            else:
+                no_improvement = 0
+            best = min(best, value)
+            if no_improvement >= self.n_iter_no_change:
+                if self.verbose:
+                    print(f"-- {type(self).__name__}: convergence after {epoch} passes "
+                          f"took {time.perf_counter() - start:.2f} s", flush=True)
+                return epoch, True
+        return n_epochs, False
+
+    def _problem_scores(self, state, X):
+        coef, intercept = self._final_weights(state)
+        K = np.asarray(intercept).size
+        W = np.asarray(coef).reshape(-1, K)
+        return safe_sparse_dot(X, W, dense_output=True) + np.asarray(intercept)
+
+    def _problem_objective(self, state, X, y, sample_weight):
+        """The two terms of one problem's objective: ``sum_i s_i loss_i /
+        sum_i s_i`` and ``alpha/2 ||w||^2``."""
+        scores = self._problem_scores(state, X)
+        coef, _ = self._final_weights(state)
+        loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
+        return loss, 0.5 * self.alpha * float(np.sum(np.square(coef)))
+
+    def _problem_accuracy(self, state, X, y, sample_weight):
+        """Weighted accuracy of one problem on its targets (+-1 or indices)."""
+        scores = self._problem_scores(state, X)
+        pred = (np.where(scores[:, 0] > 0, 1.0, -1.0) if scores.shape[1] == 1
+                else scores.argmax(axis=1).astype(np.float64))
+        return float(np.average(pred == y, weights=sample_weight))
+
+    def _warn_unconverged(self, converged):
+        """scikit-learn's ``ConvergenceWarning`` (``max_iter > 1``, ``tol`` set)."""
+        if not converged and self.max_iter > 1:
+            warnings.warn(
+                f"{type(self).__name__}: maximum number of passes (max_iter="
+                f"{self.max_iter}) reached before convergence (tol={self.tol}, "
+                f"n_iter_no_change={self.n_iter_no_change}). Consider increasing "
+                "max_iter to improve the fit.", ConvergenceWarning, stacklevel=4)
+
+    def _warn_if_worse_than_constant(self, X, y, sample_weight):
+        """Warn when the fitted model's training accuracy is below the
+        majority class's by more than two standard errors
+        (``warn_if_worse_than_constant``)."""
+        total_weight = float(np.sum(sample_weight))
+        if total_weight <= 0:
+            return
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        pred = (scores[:, 0] > 0).astype(int) if scores.shape[1] == 1 else scores.argmax(1)
+        idx = np.searchsorted(self.classes_, y)
+        # (elementwise sums, not np.dot: a threaded BLAS call costs more in
+        # waking its threads than the sum)
+        accuracy = float(np.sum(sample_weight[pred == idx])) / total_weight
+        majority = float(np.max(np.bincount(idx, weights=sample_weight))) / total_weight
+        # (the accuracy's standard error with the rows' effective number
+        # (sum s)^2 / sum s^2: chance-level data must not warn)
+        n_eff = total_weight ** 2 / float(np.sum(np.square(sample_weight)))
+        margin = 2.0 * np.sqrt(majority * (1.0 - majority) / n_eff)
+        if not accuracy < majority - margin:
+            return
+        loss_name = getattr(self, "loss", "log_loss")
+        total, constant = 0.0, 0.0
+        for p, state in enumerate(self._states):
+            targets = self._targets(y, p)
+            problem_scores = self._problem_scores(state, X)
+            total += mean_margin_loss(loss_name, problem_scores, targets, sample_weight)
+            constant += best_constant_loss(loss_name, targets, sample_weight,
+                                           problem_scores.shape[1])
+        warn_if_worse_than_constant(self, total, constant, accuracy, majority)
+
+    def _start_from(self, X, y, sample_weight, coef, intercept):
+        """Start every problem from ``coef_init`` / ``intercept_init``.
+
+        A zero-pass kernel call makes the estimator's first-data choices
+        (step size, period, ``t0``...) on zero weights and allocates the
+        state; the weights are then set (``_set_problem_weights``).
+        """
+        n_problems, n_outputs = self._problem_count()
+        for p, state in enumerate(self._states):
+            self._run_problem(X, self._targets(y, p), sample_weight, state, 0)
+            if n_outputs > 1:                      # one multinomial problem
+                c, b = coef.T.ravel(), intercept
+            else:
+                row = p if n_problems > 1 else 0
+                c, b = coef[row], intercept[row:row + 1]
+            self._set_problem_weights(state, np.ascontiguousarray(c, dtype=np.float64),
+                                      np.asarray(b, dtype=np.float64))
+
+    def _set_problem_weights(self, state, coef, intercept):
+        """Set one started problem's weights: flat C-order ``(n_features,
+        n_outputs)`` coefficients and ``(n_outputs,)`` intercepts."""
+        kernel = getattr(state, "kernel", None)
+        if kernel is not None:                 # PSA: LazyStepState, intercept last
+            w = kernel.weights
+            w[:coef.size] = coef
+            w[coef.size:] = intercept
+            # the first window's snapshots theta(0) are the initial weights
+            kernel.snaps[:, 0] = w
+            kernel.snaps[:, 1] = w
+            return
+        state.coef[:] = coef
+        state.intercept[:] = intercept
+        if getattr(state, "v", None) is not None:      # SGD-QN's secant anchor
+            state.v[:coef.size] = coef
+            state.v[coef.size:] = intercept
 
     def _check_weight_scale(self, mean_weight):
         """Warn when the weights are implausibly large without overflowing.
@@ -307,7 +536,7 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
         with np.errstate(over="ignore", invalid="ignore"):
             penalty = 0.5 * self.alpha * float(np.sum(np.square(self.coef_)))
         n_problems, n_outputs = self._problem_count()
-        warn_if_implausible(
+        return warn_if_implausible(
             self, penalty, mean_weight * n_problems * max(1.0, np.log(n_outputs)),
             "Scale the features (e.g. StandardScaler) consistently across calls, or use "
             "smaller steps.")
@@ -322,6 +551,64 @@ class LinearClassifierBase(ClassifierMixin, BaseEstimator):
             intercepts.append(np.asarray(intercept))
         self.coef_ = np.ascontiguousarray(np.vstack(coefs))
         self.intercept_ = np.concatenate(intercepts)
+
+    # ---- deployment -------------------------------------------------------------
+    def densify(self):
+        """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array.
+
+        The default format of ``coef_``; ``fit`` and ``partial_fit`` set it.
+
+        Returns
+        -------
+        self : object
+            The estimator, with a dense ``coef_``.
+        """
+        check_is_fitted(self)
+        if sp.issparse(self.coef_):
+            self.coef_ = np.ascontiguousarray(self.coef_.toarray())
+        return self
+
+    def sparsify(self):
+        """Convert ``coef_`` to a scipy.sparse CSR matrix.
+
+        As scikit-learn's ``SGDClassifier.sparsify``: with many zero weights
+        (an L1 penalty, or hashed features never seen) the sparse matrix is
+        smaller and ``decision_function`` faster. Unlike scikit-learn, later
+        ``fit`` / ``partial_fit`` calls still work (they continue the
+        training state and set a dense ``coef_`` again); ``densify`` undoes
+        it. ``strip_training_state`` drops what only training needs.
+
+        Returns
+        -------
+        self : object
+            The estimator, with a CSR ``coef_``.
+        """
+        check_is_fitted(self)
+        self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
+    def strip_training_state(self):
+        """Drop everything but what prediction needs (a deployment-size model).
+
+        Removes the training state (step sizes, snapshots, running averages,
+        ``M``, rescalings: several times the size of ``coef_`` for some
+        estimators) and the fitted attributes that expose it (``eta_``,
+        ``B_``), so that a pickle holds ``coef_``, ``intercept_``,
+        ``classes_`` and the small fitted attributes. ``predict``,
+        ``decision_function`` and ``predict_proba`` work as before;
+        ``partial_fit`` then raises a ``ValueError`` (there is no state to
+        continue) and ``fit`` trains a new model (``warm_start`` has nothing
+        to continue). Combine with ``sparsify`` for sparse weights.
+
+        Returns
+        -------
+        self : object
+            The estimator, without its training state.
+        """
+        check_is_fitted(self)
+        for name in (*self._private_state, *self._training_attributes):
+            vars(self).pop(name, None)
+        return self
 
     # ---- prediction -------------------------------------------------------------
     def decision_function(self, X):

@@ -66,7 +66,10 @@ class PSAClassifier(LinearClassifierBase):
     fit_intercept : bool, default=True
         Whether to fit an intercept (not penalised).
     max_iter : int, default=1
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``). One pass is
+        PSA's point (Hsu et al.: a single pass lands near the empirical
+        optimum), so the default is 1, not ``SGDClassifier``'s 1000; the
+        package's other linear estimators make 5.
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     random_state : int, RandomState instance or None, default=None
@@ -86,8 +89,32 @@ class PSAClassifier(LinearClassifierBase):
         None means 1 unless in a ``joblib.parallel_config`` context; -1
         means all processors.
     verbose : int, default=0
-        Accepted for compatibility with the package's other estimators;
-        this estimator prints nothing.
+        Above 0, print one line per pass: the pass, the rows, the update
+        counter ``T``, the mean training loss at the end of the pass,
+        ``||w||``, the bias and the seconds since the call started (the
+        content of ``SGDClassifier``'s lines; the evaluation costs one
+        product ``X w`` per pass).
+    tol : float or None, default=None
+        Stopping criterion of ``fit`` (scikit-learn's): a pass that does not
+        lower the training objective ``mean loss + alpha/2 ||w||^2`` (at the
+        end of the pass) by at least ``tol`` below the best so far, or with
+        ``early_stopping`` does not raise the validation accuracy by ``tol``,
+        counts as no improvement; ``n_iter_no_change`` in a row stop. None
+        (the default, unlike ``SGDClassifier``'s 1e-3) makes exactly
+        ``max_iter`` passes: these methods are built to get near the optimum
+        in a fixed, small number of passes, and a ``ConvergenceWarning`` on
+        every default fit would say nothing. A ``ConvergenceWarning`` is
+        raised when ``tol`` is set, ``max_iter > 1`` and the passes ran out.
+        ``partial_fit`` always makes one pass.
+    n_iter_no_change : int, default=5
+        Passes without improvement before stopping (with ``tol`` set).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows of ``fit`` (stratified,
+        as scikit-learn) and stop on their accuracy instead of the training
+        objective (with ``tol`` set). The model is that of the last pass, as
+        in ``SGDClassifier``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out by ``early_stopping``.
 
     Attributes
     ----------
@@ -146,7 +173,8 @@ class PSAClassifier(LinearClassifierBase):
     def __init__(self, loss="log_loss", *, alpha=1e-4, period="auto", eta0="auto",
                  psa_alpha=0.9999, psa_beta=0.99, psa_kappa=0.9, fit_intercept=True,
                  max_iter=1, shuffle=True, random_state=None, class_weight=None,
-                 warm_start=False, n_jobs=None, verbose=0):
+                 warm_start=False, n_jobs=None, verbose=0, tol=None,
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
         self.loss = loss
         self.alpha = alpha
         self.period = period
@@ -162,6 +190,10 @@ class PSAClassifier(LinearClassifierBase):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

@@ -38,7 +38,10 @@ class PlainSGDClassifier(LinearClassifierBase):
     fit_intercept : bool, default=True
         Whether to fit an intercept (not penalised).
     max_iter : int, default=5
-        Passes over the data in ``fit``.
+        Passes over the data in ``fit`` (at most, with ``tol``): a small
+        fixed budget, the same for every linear estimator of the package but
+        ``PSAClassifier`` (1), instead of ``SGDClassifier``'s 1000 with
+        ``tol=1e-3``.
     learning_rate : {'optimal', 'constant'}, default='optimal'
         ``'optimal'``: ``eta_t = 1 / (alpha (t + t0))``; ``'constant'``: ``eta0``.
     eta0 : 'auto' or float, default='auto'
@@ -66,8 +69,32 @@ class PlainSGDClassifier(LinearClassifierBase):
         None means 1 unless in a ``joblib.parallel_config`` context; -1
         means all processors.
     verbose : int, default=0
-        Accepted for compatibility with the package's other estimators;
-        this estimator prints nothing.
+        Above 0, print one line per pass: the pass, the rows, the update
+        counter ``T``, the mean training loss at the end of the pass,
+        ``||w||``, the bias and the seconds since the call started (the
+        content of ``SGDClassifier``'s lines; the evaluation costs one
+        product ``X w`` per pass).
+    tol : float or None, default=None
+        Stopping criterion of ``fit`` (scikit-learn's): a pass that does not
+        lower the training objective ``mean loss + alpha/2 ||w||^2`` (at the
+        end of the pass) by at least ``tol`` below the best so far, or with
+        ``early_stopping`` does not raise the validation accuracy by ``tol``,
+        counts as no improvement; ``n_iter_no_change`` in a row stop. None
+        (the default, unlike ``SGDClassifier``'s 1e-3) makes exactly
+        ``max_iter`` passes: these methods are built to get near the optimum
+        in a fixed, small number of passes, and a ``ConvergenceWarning`` on
+        every default fit would say nothing. A ``ConvergenceWarning`` is
+        raised when ``tol`` is set, ``max_iter > 1`` and the passes ran out.
+        ``partial_fit`` always makes one pass.
+    n_iter_no_change : int, default=5
+        Passes without improvement before stopping (with ``tol`` set).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows of ``fit`` (stratified,
+        as scikit-learn) and stop on their accuracy instead of the training
+        objective (with ``tol`` set). The model is that of the last pass, as
+        in ``SGDClassifier``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out by ``early_stopping``.
 
     Attributes
     ----------
@@ -114,7 +141,8 @@ class PlainSGDClassifier(LinearClassifierBase):
     def __init__(self, loss="log_loss", *, alpha=1e-4, fit_intercept=True, max_iter=5,
                  learning_rate="optimal", eta0="auto", average=False, shuffle=True,
                  random_state=None, class_weight=None, warm_start=False, n_jobs=None,
-                 verbose=0):
+                 verbose=0, tol=None,
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
         self.loss = loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -128,6 +156,10 @@ class PlainSGDClassifier(LinearClassifierBase):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

@@ -1,0 +1,266 @@
+"""``skso`` end to end (parsing included) against Vowpal Wabbit, same run.
+
+Issue 17's targets:
+
+- a9a: ``skso train --model psa`` one pass within 0.2 points of converged
+  ``LogisticRegression``'s test accuracy (same L2: ``alpha = 1/n``, ``C = 1``);
+- rows/s of the whole command (parse + train, one pass, logistic loss) and
+  test accuracy, against ``vw --loss_function logistic -b 20`` on the same
+  rows (VW reads its own text format: the same features written as
+  ``label |f index:value ...``);
+- peak RSS of the command at 10x the file <= 1.2x the peak at 1x.
+
+Vowpal Wabbit is the PyPI wheel ``vowpalwabbit`` (``pip install
+vowpalwabbit``; in the ``benchmark`` extra where a wheel exists): its
+``python -m vowpalwabbit ARGS`` runs VW's own driver (a parser thread and
+the learner, as the ``vw`` binary). Without it, the VW rows are skipped.
+
+Every command runs as a child process under GNU ``time`` (``/usr/bin/time``),
+which reports its peak RSS. "rows/s" divides the rows by the command's wall
+time, start-up included (Python and the imports: scikit-learn's take seconds
+on a loaded machine, VW's 0.3 s); "stream s" is the streaming alone: for
+``skso`` the time from the scan's start to the end of the last
+``partial_fit`` (the model header's ``scan_seconds + seconds``: reading,
+parsing, progressive validation and training), for VW the wall time less
+its start-up (``python -c 'import vowpalwabbit'``, measured here). Data
+(decompressed, converted, replicated) go to a temporary folder that is
+deleted afterwards.
+
+Data sets: a9a (``../shared/data/a9a``), a9a replicated 10x (the RSS
+check), and the CoNLL-2000 training tokens with the chunking template hashed
+to 2**20 columns, replicated and shuffled to ``--big-rows`` rows (the binary
+task: is the token inside a noun phrase, B-NP / I-NP), tested on the CoNLL-2000
+test tokens.
+
+Usage::
+
+    python benchmarks/bench_cli.py                  # a9a, a9a x 10, CoNLL tokens x 15
+    python benchmarks/bench_cli.py --big-rows 0     # skip the large file
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _datasets import DATA
+from sklearn.datasets import load_svmlight_file
+from sklearn.linear_model import LogisticRegression
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+TIME = shutil.which("time") or "/usr/bin/time"
+
+
+def measured(cmd, cwd):
+    """Run ``cmd``: (wall seconds, peak RSS in MB, stdout, stderr); raises on failure."""
+    out, err = Path(cwd) / ".out", Path(cwd) / ".err"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rss = Path(cwd) / ".rss"
+    with open(out, "w") as fo, open(err, "w") as fe:
+        t = time.perf_counter()
+        # GNU time forks the command from its own small process: a child
+        # forked from this (large) one would count our pages in its peak
+        p = subprocess.run([TIME, "-f", "%M", "-o", str(rss), *map(str, cmd)], stdout=fo,
+                           stderr=fe, cwd=cwd, env=env)
+        wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{err.read_text()[-2000:]}")
+    return wall, int(rss.read_text().split()[-1]) / 1024, out.read_text(), err.read_text()
+
+
+def have_vw():
+    try:
+        import vowpalwabbit  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def to_vw(svm_path, vw_path):
+    """The same rows in VW's format: ``label |f index:value ...``."""
+    with open(svm_path, "rb") as f, open(vw_path, "wb") as g:
+        for line in f:
+            label, _, rest = line.partition(b" ")
+            g.write(label + b" |f " + rest)
+
+
+def write_svmlight(path, X, y, order=None):
+    """``label index:value ...`` lines (one-based, as LIBSVM's), in ``order``."""
+    lines = []
+    for i in range(X.shape[0]):
+        idx = X.indices[X.indptr[i]:X.indptr[i + 1]]
+        val = X.data[X.indptr[i]:X.indptr[i + 1]]
+        lines.append(f"{int(y[i])} " + " ".join(f"{j + 1}:{v:g}" for j, v in zip(idx, val)) + "\n")
+    with open(path, "w") as f:
+        if order is None:
+            f.writelines(lines)
+        else:
+            for start in range(0, order.size, 100_000):
+                f.writelines(lines[i] for i in order[start:start + 100_000])
+
+
+def conll_tokens(folder, big_rows, seed=0):
+    """CoNLL-2000 tokens, chunking template hashed to 2**20 (the featurizer of
+    ``skso``), labels +1 inside a noun phrase; train replicated and shuffled."""
+    from sklearn_secondorder.cli._stream import ConllFeaturizer, iter_chunks
+    from sklearn_secondorder.cli._templates import CHUNKING_TEMPLATE
+    fz = ConllFeaturizer(20, 3, CHUNKING_TEMPLATE)
+    out = {}
+    for name in ("train", "test"):
+        import scipy.sparse as sp
+        Xs, ys = [], []
+        for chunk, _ in iter_chunks([str(DATA / "conll2000" / f"{name}.txt.gz")], fz, 50_000):
+            Xs.append(chunk.X)
+            ys.append(np.where(np.isin(chunk.y, ["B-NP", "I-NP"]), 1, -1))
+        X, y = sp.vstack(Xs, format="csr"), np.concatenate(ys)
+        if name == "train":
+            reps = max(1, -(-big_rows // X.shape[0]))
+            order = np.random.default_rng(seed).permutation(np.tile(np.arange(X.shape[0]),
+                                                                    reps))
+            path = folder / "conll_big.svm"
+            write_svmlight(path, X, y, order)
+            out["train"], out["n_train"] = path, order.size
+        else:
+            path = folder / "conll_test.svm"
+            write_svmlight(path, X, y)
+            out["test"] = path
+    return out
+
+
+def skso_run(train, test, n, folder, label, n_features=None, model="psa"):
+    """``skso train --model psa`` (with ``n_features``: ``--classes`` and
+    ``--n-features``, no pre-scan), then ``skso evaluate``."""
+    path = folder / "m.skso"
+    extra = [] if n_features is None else ["--classes=-1,1", "--n-features", str(n_features)]
+    wall, rss, _, err = measured([PY, "-m", "sklearn_secondorder", "train", str(train),
+                                  "--model", model, "--alpha", repr(1.0 / n), "--out",
+                                  str(path), "--progress", "lines", *extra], folder)
+    _, _, res, _ = measured([PY, "-m", "sklearn_secondorder", "evaluate", str(path),
+                             str(test), "--json"], folder)
+    header = json.loads(measured([PY, "-m", "sklearn_secondorder", "info", str(path),
+                                  "--json"], folder)[2])
+    tr = header["training"]
+    tool = f"skso {model}" + ("" if n_features is None else ", no scan")
+    return {"data": label, "tool": tool, "rows": n, "wall_s": wall, "rss_mb": rss,
+            "stream_s": tr["seconds"] + tr["scan_seconds"],
+            "test_acc": 100 * json.loads(res)["accuracy"], "log": err.strip().splitlines()}
+
+
+def vw_run(train_vw, test_vw, n, folder, label, l2=None):
+    model, preds = folder / "vw.model", folder / "vw.pred"
+    extra = [] if l2 is None else ["--l2", repr(l2)]
+    wall, rss, _, _ = measured([PY, "-m", "vowpalwabbit", "-d", str(train_vw),
+                                "--loss_function", "logistic", "-b", "20", "--quiet",
+                                "-f", str(model), *extra], folder)
+    measured([PY, "-m", "vowpalwabbit", "-t", "-i", str(model), "-d", str(test_vw),
+              "-p", str(preds), "--quiet"], folder)
+    score = np.loadtxt(preds, usecols=0)
+    y = np.array([float(ln.split(b" ", 1)[0]) for ln in open(test_vw, "rb")])
+    acc = 100 * np.mean(np.where(score > 0, 1.0, -1.0) == y)
+    return {"data": label, "tool": "vw" + ("" if l2 is None else " --l2 1/n"), "rows": n,
+            "wall_s": wall, "rss_mb": rss, "test_acc": acc}
+
+
+def startup(module, folder):
+    return min(measured([PY, "-c", f"import {module}"], folder)[0] for _ in range(3))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big-rows", type=int, default=3_000_000,
+                    help="rows of the replicated CoNLL-token file (0: skip it)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args()
+    if not (DATA / "a9a" / "a9a.gz").exists():
+        sys.exit(f"{DATA} has no a9a: the benchmark needs ../shared/data")
+    folder = Path(tempfile.mkdtemp(prefix="skso-bench-"))
+    vw = have_vw()
+    if not vw:
+        print("vowpalwabbit is not installed (pip install vowpalwabbit): no VW rows")
+    rows = []
+    try:
+        a9a, a9a_t = folder / "a9a.svm", folder / "a9a.t.svm"
+        for src, dst in (("a9a.gz", a9a), ("a9a.t.gz", a9a_t)):
+            with gzip.open(DATA / "a9a" / src, "rb") as f, open(dst, "wb") as g:
+                shutil.copyfileobj(f, g)
+        a9a10 = folder / "a9a10.svm"
+        with open(a9a10, "wb") as g:
+            for _ in range(10):
+                g.write(a9a.read_bytes())
+        sets = [("a9a", a9a, a9a_t, 32561, 123), ("a9a x 10", a9a10, a9a_t, 325610, 123)]
+        if args.big_rows > 0:
+            t = time.perf_counter()
+            big = conll_tokens(folder, args.big_rows)
+            print(f"(CoNLL-token files written in {time.perf_counter() - t:.0f}s)")
+            sets.append(("CoNLL tokens 2^20", big["train"], big["test"], big["n_train"],
+                         1 << 20))
+        start = {"skso": startup("sklearn_secondorder.cli", folder)}
+        if vw:
+            start["vw"] = startup("vowpalwabbit", folder)
+        for label, train, test, n, d in sets:
+            for n_features in (None, d):
+                r = skso_run(train, test, n, folder, label, n_features)
+                rows.append(r)
+                print("\n".join(r.pop("log")))
+            # the same stream into plain SGD (a cheap learner): what the
+            # command line itself (reading, parsing, chunks) costs
+            r = skso_run(train, test, n, folder, label, d, model="sgd")
+            rows.append(r)
+            print("\n".join(r.pop("log")))
+            if vw:
+                tv, sv = folder / (train.name + ".vw"), folder / (test.name + ".vw")
+                if not tv.exists():
+                    to_vw(train, tv)
+                if not sv.exists():
+                    to_vw(test, sv)
+                rows.append(vw_run(tv, sv, n, folder, label))
+                rows.append(vw_run(tv, sv, n, folder, label, l2=1.0 / n))
+        X, y = load_svmlight_file(str(a9a), n_features=123)
+        Xt, yt = load_svmlight_file(str(a9a_t), n_features=123)
+        lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
+        lr_acc = 100 * lr.score(Xt, yt)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    print("\nstart-up (python -c 'import ...', best of 3): "
+          + ", ".join(f"{k} {v:.2f}s" for k, v in start.items()))
+    print(f"a9a: converged LogisticRegression (C = 1, i.e. alpha = 1/n) test accuracy "
+          f"{lr_acc:.2f}")
+    print(f"\n{'data':18s} {'tool':18s} {'rows':>10s} {'wall s':>7s} {'rows/s':>9s} "
+          f"{'stream s':>8s} {'rows/s':>9s} {'peak RSS MB':>11s} {'test acc':>8s}")
+    for r in rows:
+        if "stream_s" not in r:     # VW: the wall time less its start-up (~0.3 s)
+            r["stream_s"] = max(r["wall_s"] - start["vw"], 1e-3)
+        r["rows_s"] = r["rows"] / r["wall_s"]
+        r["rows_s_excl_start"] = r["rows"] / r["stream_s"]
+        print(f"{r['data']:18s} {r['tool']:18s} {r['rows']:10,d} {r['wall_s']:7.2f} "
+              f"{r['rows_s']:9,.0f} {r['stream_s']:8.2f} {r['rows_s_excl_start']:9,.0f} "
+              f"{r['rss_mb']:11.0f} {r['test_acc']:8.2f}")
+    by = {(r["data"], r["tool"]): r for r in rows}
+    print("\nratios (same run):")
+    s1, s10 = by[("a9a", "skso psa")], by[("a9a x 10", "skso psa")]
+    print(f"  skso a9a one pass - converged LogisticRegression: "
+          f"{s1['test_acc'] - lr_acc:+.2f} points (target >= -0.2)")
+    print(f"  skso peak RSS a9a x 10 / a9a: {s10['rss_mb'] / s1['rss_mb']:.3f} (target <= 1.2)")
+    if vw:
+        v1, v10 = by[("a9a", "vw")], by[("a9a x 10", "vw")]
+        print(f"  vw   peak RSS a9a x 10 / a9a: {v10['rss_mb'] / v1['rss_mb']:.3f}")
+        for label in [s[0] for s in sets]:
+            for tool in ("skso psa", "skso psa, no scan", "skso sgd, no scan"):
+                a, b = by[(label, tool)], by[(label, "vw")]
+                c = by[(label, "vw --l2 1/n")]
+                print(f"  {label}, {tool}: / vw rows/s {a['rows_s'] / b['rows_s']:.2f} "
+                      f"(streaming {a['rows_s_excl_start'] / b['rows_s_excl_start']:.2f}); "
+                      f"test accuracy - vw {a['test_acc'] - b['test_acc']:+.2f} points "
+                      f"(- vw --l2 1/n {a['test_acc'] - c['test_acc']:+.2f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The CRF log-likelihood and gradient over CRFsuite's feature set (compact).
+
+CRFsuite gives a weight only to the (attribute, label) pairs and label
+bigrams seen in training (``sequence/_feature_set.py``). In the core's dense
+layout the other weights are zero, so scoring a token's attributes against
+all ``H`` labels and accumulating their gradient (``CRFContext.add_gradient``)
+does ``H`` multiply-adds per non-zero where CRFsuite does one per existing
+feature (one to three labels for most attributes). This pass keeps the
+weights as a compact vector, one entry per existing feature, read through a
+CSR table (``attr_ptr``: the features of attribute ``j`` are ``attr_ptr[j] ..
+attr_ptr[j + 1]``, their labels in ``feat_label``, ids consecutive) plus the
+ids of the transitions and biases (-1: absent). Emissions and gradient cost
+O(existing features of the sequence's attributes); forward-backward and the
+marginals are ``CRFContext``'s (``forward_backward``, ``path_score``), the
+same scaled recursions as everywhere else. L-BFGS (``sequence/_lbfgs.py``)
+evaluates its objective with it: one pass over the sequences per call, nogil.
+"""
+import numpy as np
+from libc.math cimport exp, INFINITY
+
+from ._crf_infer cimport CRFContext
+from ._dataset cimport SequenceData
+
+
+def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long long[::1] attr_ptr,
+                            const int[::1] feat_label, const long long[::1] trans_id,
+                            const long long[::1] bias_id, int n_states, double[::1] grad):
+    """Total ``log p(y | x)`` and its gradient (written to ``grad``) for the
+    compact weights ``w`` (module docstring).
+
+    Parameters
+    ----------
+    ds : SequenceData (with labels)
+    w : ndarray of shape (n_features,)
+        The compact weights.
+    attr_ptr : int64 ndarray of shape (n_attributes + 1,)
+        Attribute ``j``'s features are ``attr_ptr[j] .. attr_ptr[j + 1]``.
+    feat_label : int32 ndarray of shape (n_state_features,)
+        The label of each state feature.
+    trans_id : int64 ndarray of shape (n_states * n_states,)
+        The feature id of transition ``(i, j)`` at ``i * H + j``, or -1.
+    bias_id : int64 ndarray of shape (n_states,)
+        The feature id of label ``h``'s bias, or -1.
+    n_states : int
+    grad : ndarray like ``w``
+        Overwritten with the gradient of the total log-likelihood.
+
+    Returns
+    -------
+    loglik : float
+        ``sum log p(y | x)`` (``-inf`` / NaN if the scores overflow).
+    """
+    if not ds.has_labels:
+        raise ValueError("labels are required")
+    cdef int H = n_states
+    cdef Py_ssize_t n_attr = attr_ptr.shape[0] - 1
+    if ds.n_features > n_attr or trans_id.shape[0] != H * H or bias_id.shape[0] != H:
+        raise ValueError("the feature table does not match the data")
+    if grad.shape[0] != w.shape[0]:
+        raise ValueError("grad must have the shape of w")
+    cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, 0)
+    cdef Py_ssize_t s, j, i
+    cdef long long f, r, k, first, fid
+    cdef int t, h, T
+    cdef double total = 0.0, x, m, ll
+    cdef double* e
+    cdef const int* lab = &ds.labels[0]
+    cdef const int* y
+    cdef const double* mt
+    grad[:] = 0.0
+    with nogil:
+        # transition scores and their exponentials (CRFContext.load_transitions's)
+        m = -INFINITY
+        for i in range(H * H):
+            ctx.trans[i] = w[trans_id[i]] if trans_id[i] >= 0 else 0.0
+            if ctx.trans[i] > m:
+                m = ctx.trans[i]
+        ctx.trans_max = m
+        for i in range(H * H):
+            ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+        for s in range(ds.n_sequences):
+            first = ds.offsets[s]
+            T = <int>(ds.offsets[s + 1] - first)
+            ctx.ensure_capacity(T)
+            ctx.T = T
+            y = lab + first
+            for t in range(T):
+                e = ctx.emit + <Py_ssize_t>t * H
+                for h in range(H):
+                    e[h] = w[bias_id[h]] if bias_id[h] >= 0 else 0.0
+                r = first + t
+                for k in range(ds.indptr[r], ds.indptr[r + 1]):
+                    j = ds.indices[k]
+                    x = ds.data[k]
+                    for f in range(attr_ptr[j], attr_ptr[j + 1]):
+                        e[feat_label[f]] += x * w[f]
+            ctx.finish_emissions(NULL)
+            ll = ctx.forward_backward(NULL, ctx.marg, ctx.edge)
+            ll = ctx.path_score(y) - ll
+            total += ll
+            # observed minus expected counts, on the existing features only
+            for t in range(T):
+                mt = ctx.marg + <Py_ssize_t>t * H
+                for h in range(H):
+                    if bias_id[h] >= 0:
+                        grad[bias_id[h]] += (1.0 if h == y[t] else 0.0) - mt[h]
+                r = first + t
+                for k in range(ds.indptr[r], ds.indptr[r + 1]):
+                    j = ds.indices[k]
+                    x = ds.data[k]
+                    for f in range(attr_ptr[j], attr_ptr[j + 1]):
+                        h = feat_label[f]
+                        grad[f] += x * ((1.0 if h == y[t] else 0.0) - mt[h])
+                if t > 0:
+                    fid = trans_id[y[t - 1] * H + y[t]]
+                    if fid >= 0:
+                        grad[fid] += 1.0
+            for i in range(H * H):
+                if trans_id[i] >= 0:
+                    grad[trans_id[i]] -= ctx.edge[i]
+    return total
+
+
+def feature_table(const unsigned char[::1] exists, Py_ssize_t n_attributes, int n_states):
+    """The compact layout of the existing weights of the dense layout.
+
+    Parameters
+    ----------
+    exists : uint8 ndarray of shape ((n_attributes + n_states + 1) * n_states,)
+        The mask of ``observed_weights``.
+    n_attributes, n_states : int
+
+    Returns
+    -------
+    idx : int64 ndarray
+        The dense positions of the compact weights, increasing (the attribute
+        rows' features first, so they are ``0 .. attr_ptr[-1]``).
+    attr_ptr, feat_label, trans_id, bias_id : ndarray
+        ``compact_loglik_gradient``'s table.
+    """
+    H = n_states
+    mask = np.asarray(exists, dtype=bool)
+    idx = np.flatnonzero(mask).astype(np.int64)
+    attr_ptr = np.searchsorted(idx, np.arange(n_attributes + 1, dtype=np.int64) * H)
+    n_state = int(attr_ptr[-1])
+    feat_label = (idx[:n_state] % H).astype(np.int32)
+    ids = np.full(mask.size, -1, dtype=np.int64)
+    ids[idx] = np.arange(idx.size)
+    trans_id = np.ascontiguousarray(ids[n_attributes * H:(n_attributes + H) * H])
+    bias_id = np.ascontiguousarray(ids[(n_attributes + H) * H:])
+    return idx, attr_ptr.astype(np.int64), feat_label, trans_id, bias_id

@@ -1,0 +1,146 @@
+"""The saved-model format of ``skso`` (joblib with a versioned header).
+
+A model file is ``joblib.dump`` of a dict with two keys:
+
+``"header"``
+    A plain dict (``str``, numbers, lists, dicts only):
+
+    - ``format``: ``"skso-model"``;
+    - ``format_version``: ``MODEL_FORMAT_VERSION`` (an int; a later version
+      that cannot read an older file says so);
+    - ``package_version``: ``sklearn_secondorder.__version__`` at saving;
+    - ``estimator``: the class name (``"PSAClassifier"``...), ``model`` the
+      ``--model`` name;
+    - ``params``: ``estimator.get_params()``;
+    - ``featurizer``: how rows are read (``format`` -- ``svmlight``, ``vw``
+      or ``conll`` -- and ``n_features``, ``zero_based``, ``hash_bits``,
+      ``n_columns``, ``template`` as they apply);
+    - ``classes``: the labels; ``training``: files, rows, passes, seconds.
+``"estimator"``
+    The fitted estimator (a scikit-learn estimator of this package).
+
+Like every pickle, a model file runs code when loaded: load only files you
+trust.
+"""
+import os
+import tempfile
+
+import joblib
+
+MODEL_FORMAT_VERSION = 1
+
+
+class SavedModel:
+    """A model file's estimator and header (``load_model``'s result).
+
+    Parameters
+    ----------
+    estimator : estimator
+        The fitted estimator.
+    header : dict
+        The header (see the module docstring).
+
+    Attributes
+    ----------
+    estimator : estimator
+        The fitted estimator.
+    header : dict
+        The header.
+    """
+
+    def __init__(self, estimator, header):
+        self.estimator = estimator
+        self.header = header
+
+    @property
+    def featurizer(self):
+        """The reader of the model's data format (``iter_chunks`` uses it)."""
+        from ._stream import featurizer_from_dict
+        return featurizer_from_dict(self.header["featurizer"])
+
+    def iter_chunks(self, path, chunk_size=10000):
+        """Read a data file as the model reads it, in chunks.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file in the model's format (gzip or plain).
+        chunk_size : int, default=10000
+            Lines per chunk (CoNLL: whole sentences of at least that many
+            lines).
+
+        Yields
+        ------
+        X : sparse matrix or list of sparse matrices
+            CSR rows (one matrix per sentence for the taggers).
+        y : ndarray, list of ndarray or None
+            The labels, when the file has them.
+        """
+        from ._stream import iter_chunks
+        for chunk, _ in iter_chunks([str(path)], self.featurizer, chunk_size):
+            if chunk.offsets is not None and self.header.get("kind") == "tagger":
+                yield chunk.sequences()
+            else:
+                yield chunk.X, chunk.y
+
+
+def save_model(path, estimator, header):
+    """Write a model file (atomically: nothing is left behind on failure).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    estimator : estimator
+        The fitted estimator.
+    header : dict
+        The header (``format`` and ``format_version`` are set here).
+    """
+    header = dict(header, format="skso-model", format_version=MODEL_FORMAT_VERSION)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".skso-", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        joblib.dump({"header": header, "estimator": estimator}, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_model(path):
+    """Load a model file written by ``skso train``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file. It is unpickled: load only files you trust.
+
+    Returns
+    -------
+    model : SavedModel
+        ``model.estimator`` (a fitted scikit-learn estimator) and
+        ``model.header`` (the format version, parameters, featurizer...).
+
+    Raises
+    ------
+    ValueError
+        If the file is not an ``skso`` model or has a newer format version.
+    """
+    try:
+        obj = joblib.load(path)
+    except (OSError, EOFError) as e:
+        raise ValueError(f"{os.fspath(path)}: cannot read the model file: {e}") from e
+    except Exception as e:   # an unpickling error of a file that is not a model
+        raise ValueError(f"{os.fspath(path)}: not an skso model file ({e})") from e
+    if not (isinstance(obj, dict) and isinstance(obj.get("header"), dict)
+            and obj["header"].get("format") == "skso-model"):
+        raise ValueError(f"{os.fspath(path)}: not an skso model file")
+    version = obj["header"].get("format_version")
+    if not isinstance(version, int) or version > MODEL_FORMAT_VERSION:
+        raise ValueError(f"{os.fspath(path)}: model format version {version!r} is newer than "
+                         f"this package reads ({MODEL_FORMAT_VERSION}): upgrade "
+                         "sklearn-secondorder")
+    return SavedModel(obj["estimator"], obj["header"])

@@ -1,0 +1,680 @@
+"""The ``skso`` command line (``sklearn_secondorder.cli``).
+
+References: scikit-learn's ``load_svmlight_file`` and ``murmurhash3_32``
+(parsing, hashing), hand-written CSR and feature dicts (VW, CRF++
+templates), the same estimator's ``partial_fit`` over the same chunks
+(training), ``sklearn.metrics`` and ``sklearn_secondorder.metrics``
+(evaluation).
+"""
+import gzip
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+from sklearn.metrics import accuracy_score, f1_score, log_loss
+from sklearn.utils import murmurhash3_32
+
+from sklearn_secondorder import PlainSGDClassifier, PSAClassifier, PSASequenceTagger
+from sklearn_secondorder._core._text_readers import (
+    hash_strings,
+    murmurhash3_bytes,
+    parse_svmlight,
+    parse_vw,
+    scan_svmlight,
+)
+from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
+from sklearn_secondorder.cli._stream import Block, ConllFeaturizer, iter_blocks
+from sklearn_secondorder.cli._templates import (
+    CHUNKING_TEMPLATE,
+    feature_strings,
+    parse_template,
+)
+from sklearn_secondorder.metrics import chunk_precision_recall_fscore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*argv):
+    """``main(argv)`` in-process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def mh(data, seed=0):
+    return murmurhash3_32(data, seed=seed, positive=True)
+
+
+# ---- data --------------------------------------------------------------------------------
+def make_rows(n=700, d=40, n_classes=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=0.2, random_state=rng, format="csr")
+    X.data = np.round(rng.uniform(-1, 1, X.data.shape), 3)
+    W = rng.randn(d, n_classes)
+    y = (X @ W + 0.3 * rng.randn(n, n_classes)).argmax(axis=1)
+    if n_classes == 2:
+        y = np.where(y == 1, 1, -1)
+    return X, y.astype(np.float64)
+
+
+@pytest.fixture
+def binary_file(tmp_path):
+    X, y = make_rows()
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return path, X, y
+
+
+CONLL = """\
+Confidence NN B-NP
+in IN B-PP
+the DT B-NP
+pound NN I-NP
+
+He PRP B-NP
+reckons VBZ B-VP
+the DT B-NP
+deficit NN I-NP
+. . O
+
+Rockwell NNP B-NP
+said VBD B-VP
+"""
+
+
+def conll_text(n_copies=40, seed=0):
+    """Sentences of the three above, in a shuffled order."""
+    sents = CONLL.strip("\n").split("\n\n")
+    rng = np.random.RandomState(seed)
+    order = rng.randint(0, len(sents), size=n_copies)
+    return "\n\n".join(sents[i] for i in order) + "\n"
+
+
+# ---- hashing and parsing -------------------------------------------------------------
+def test_murmurhash_matches_scikit_learn():
+    for key in [b"", b"a", b"ab", b"abc", b"abcd", b"hello world", b"\xff" * 37]:
+        for seed in (0, 1, 2 ** 31 + 7):
+            assert murmurhash3_bytes(key, seed) == mh(key, seed)
+    items = np.array([b"ab", b"abcd", b"", b"x"], dtype="S4")
+    assert_array_equal(hash_strings(items.view(np.uint8).reshape(4, 4), 3),
+                       [mh(bytes(k), 3) for k in items])
+    raw = np.frombuffer(b"ab\x00dxyzw", dtype=np.uint8).reshape(2, 4)
+    assert_array_equal(hash_strings(raw, 0, False), [mh(b"ab\x00d"), mh(b"xyzw")])
+
+
+@pytest.mark.parametrize("zero_based", [True, False])
+def test_parse_svmlight_matches_load_svmlight_file(tmp_path, zero_based):
+    X, y = make_rows(n=50, n_classes=3)
+    path = tmp_path / "f.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=zero_based, comment="a comment")
+    text = path.read_bytes() + b"# a comment line\n\n2 qid:4 3:0.5 7:-1e-3\n"
+    path.write_bytes(text)
+    X_ref, y_ref = load_svmlight_file(path, n_features=40, zero_based=zero_based)
+    labels, indptr, indices, data = parse_svmlight(text, zero_based, 40)
+    got = sp.csr_matrix((data, indices, indptr), shape=(labels.size, 40))
+    assert_array_equal(labels, y_ref)
+    assert_array_equal(got.toarray(), X_ref.toarray())
+    # features beyond n_features are dropped (unseen by the model)
+    labels, indptr, indices, data = parse_svmlight(text, zero_based, 5)
+    assert_array_equal(sp.csr_matrix((data, indices, indptr), shape=(labels.size, 5))
+                       .toarray(), X_ref[:, :5].toarray())
+    lab, lo, hi = scan_svmlight(text)
+    assert_array_equal(lab, y_ref)
+    assert (lo, hi) == (X_ref.indices.min() + (not zero_based), 39 + (not zero_based))
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"1 1:1\nx 2:1\n", "line 2: label 'x' is not a number"),
+    (b"1 1:1\n1 a:1\n", "line 2: feature index 'a'"),
+    (b"1 1:1 2:b\n", "line 1: feature value 'b'"),
+    (b"1 1:1\n\n1 2\n", "line 3: '2' is not 'index:value'"),
+    (b"1 0:1\n", "line 1: feature index 0 in a one-based file"),
+])
+def test_parse_svmlight_errors_name_the_line(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_svmlight(text, False, 10)
+
+
+def test_parse_vw_against_hand_written_csr():
+    text = (b"1 2.5 'tag1|a:2 x y:3 |b z\n"
+            b"\n"
+            b"-1 |  q:0 r:-1.5\n"
+            b"1 tag|c w w\n")
+    labels, weights, indptr, indices, data = parse_vw(text, 8)
+    assert_array_equal(labels, [1, -1, 1])
+    assert_array_equal(weights, [2.5, 1, 1])
+    ha, hb, hc, h0 = mh(b"a"), mh(b"b"), mh(b"c"), mh(b"")
+    m = 255
+    expected = [  # (row, column, value): namespace a scaled by 2
+        (0, mh(b"x", ha) & m, 2.0), (0, mh(b"y", ha) & m, 6.0), (0, mh(b"z", hb) & m, 1.0),
+        (1, mh(b"r", h0) & m, -1.5),                      # q:0 is dropped
+        (2, mh(b"w", hc) & m, 1.0), (2, mh(b"w", hc) & m, 1.0),
+    ]
+    assert_array_equal(indptr, [0, 3, 4, 6])
+    assert_array_equal(indices, [c for _, c, _ in expected])
+    assert_array_equal(data, [v for _, _, v in expected])
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"1 |a x\n1 a x\n", "line 2: no '|'"),
+    (b"1 |a x\nfoo 1 |a x\n", "line 2: 'foo' is not a number"),
+    (b"1 |a x:y\n", "line 1: feature value 'y'"),
+    (b"1 |a:s x\n", "line 1: namespace scale 's'"),
+])
+def test_parse_vw_errors_name_the_line(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_vw(text, 8)
+
+
+def test_iter_blocks_cuts_lines_and_sentences(tmp_path):
+    path = tmp_path / "f.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("".join(f"{i} 1:1\n" for i in range(25)))
+    blocks = list(iter_blocks(str(path), 10, first_max_lines=4, block_bytes=16))
+    assert [b.data.count(b"\n") for b in blocks] == [4, 10, 10, 1]
+    assert [b.first_line for b in blocks] == [1, 5, 15, 25]
+    assert b"".join(b.data for b in blocks) == gzip.decompress(path.read_bytes())
+    path = tmp_path / "c.txt"
+    path.write_text(conll_text(10))
+    blocks = list(iter_blocks(str(path), 6, sentences=True, block_bytes=7))
+    assert b"".join(b.data for b in blocks) == path.read_bytes()
+    for b in blocks[:-1]:                  # whole sentences of >= 6 lines
+        assert b.data.endswith(b"\n\n") and b.data.count(b"\n") >= 6
+
+
+# ---- CRF++ templates ---------------------------------------------------------------------
+def test_templates_against_expected_features():
+    templates = parse_template("# c\nU00:%x[-1,0]\nU01:%x[0,0]/%x[1,1]\n\nB\n", 2)
+    assert templates == [["U00:", (-1, 0)], ["U01:", (0, 0), "/", (1, 1)]]
+    words = np.array(["He", "reckons", "the", "Rockwell", "said"])
+    pos = np.array(["PRP", "VBZ", "DT", "NNP", "VBD"])
+    sentence = np.array([0, 0, 0, 1, 1])
+    feats = feature_strings(templates, [words, pos], sentence)
+    assert feats == [
+        ["U00:_B-1", "U01:He/VBZ"],
+        ["U00:He", "U01:reckons/DT"],
+        ["U00:reckons", "U01:the/_B+1"],
+        ["U00:_B-1", "U01:Rockwell/VBD"],
+        ["U00:Rockwell", "U01:said/_B+1"],
+    ]
+    assert feature_strings(parse_template("U:%x[-2,0]"), [words], sentence) == [
+        ["U:_B-2"], ["U:_B-1"], ["U:He"], ["U:_B-2"], ["U:_B-1"]]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("U00:%x[0,2]", "uses column 2, but the data have 2 feature column"),
+    ("X00:%x[0,0]", "is not a CRF\\+\\+ template"),
+    ("U00:hello", "has no %x"),
+    ("B01:%x[0,0]", "observation bigram"),
+    ("B\n# nothing else", "no U template"),
+])
+def test_template_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_template(text, 2)
+
+
+def test_conll_featurizer_hashes_the_template_features():
+    """Each column of X is the hash chain of the feature's pieces, computed
+    here with scikit-learn's murmurhash3_32 from the expected strings."""
+    text = CONLL.encode()
+    fz = ConllFeaturizer(12, 3, "U00:%x[-1,0]\nU01:%x[0,0]/%x[1,1]\nB\n")
+    chunk = fz.parse(Block(text, 1, "mem", 0))
+    assert_array_equal(chunk.offsets, [0, 4, 9, 11])
+    assert chunk.y.tolist()[:3] == ["B-NP", "B-PP", "B-NP"]
+    rows = [ln.split() for ln in CONLL.splitlines() if ln.strip()]
+    words, pos = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    sentence = np.repeat(np.arange(3), np.diff(chunk.offsets))
+    expected = sp.lil_matrix((11, 4096))
+    for i, (f0, f1) in enumerate(feature_strings(fz.templates, [words, pos], sentence)):
+        # the pieces: the literal, the values (or CRF++'s padding), in order
+        for feat, pieces in ((f0, ["U00:", f0[4:]]),
+                             (f1, ["U01:", f1[4:].split("/")[0], "/",
+                                   f1[4:].split("/")[1]])):
+            assert "".join(pieces) == feat
+            chained = b"".join(struct.pack("<I", mh(p.encode())) for p in pieces)
+            expected[i, mh(chained) & 4095] += 1
+    assert_array_equal(chunk.X.toarray(), expected.toarray())
+
+
+# ---- train: the streamed model is the estimator's partial_fit over the same chunks -----
+class Spy:
+    """Records the rows of every partial_fit call of an estimator class."""
+
+    def __init__(self, monkeypatch, cls):
+        self.sizes, self.calls = [], []
+        original = cls.partial_fit
+
+        def partial_fit(est, X, y, **kw):
+            self.sizes.append(X.shape[0] if hasattr(X, "shape") else len(X))
+            self.calls.append((X, y, kw))
+            return original(est, X, y, **kw)
+
+        monkeypatch.setattr(cls, "partial_fit", partial_fit)
+
+
+@pytest.mark.parametrize("model, cls, extra", [
+    ("psa", PSAClassifier, []),
+    ("sgd", PlainSGDClassifier, ["--loss", "hinge", "--param", "average=True"]),
+])
+def test_train_equals_partial_fit_over_the_same_chunks(tmp_path, binary_file, monkeypatch,
+                                                       model, cls, extra):
+    path, X, y = binary_file
+    out = tmp_path / "m.skso"
+    spy = Spy(monkeypatch, cls)
+    code, _, err = run("train", path, "--model", model, "--out", out, "--chunk-size", 150,
+                       "--first-chunk-size", 250, "--alpha", 1e-3, "--progress", "none",
+                       *extra)
+    assert code == 0, err
+    assert spy.sizes == [250, 150, 150, 150]      # bounded chunks, in file order
+    monkeypatch.undo()
+    saved = load_model(out)
+    ref = clone(saved.estimator)
+    assert ref.get_params()["alpha"] == 1e-3
+    X_ref, y_ref = load_svmlight_file(path, n_features=40)
+    bounds = [0, 250, 400, 550, 700]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        ref.partial_fit(X_ref[a:b], y_ref[a:b], **({"classes": [-1.0, 1.0]} if k == 0 else {}))
+    assert_array_equal(saved.estimator.coef_, ref.coef_)
+    assert_array_equal(saved.estimator.intercept_, ref.intercept_)
+    if model == "psa":   # the paper's period from the whole file (700 rows): max(10, 0)
+        assert saved.estimator.period == 10
+
+
+def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_file):
+    path, X, y = binary_file
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
+                       "--first-chunk-size", 200, "--progress", "lines")
+    assert code == 0, err
+    saved = load_model(out)
+    ref = clone(saved.estimator)
+    losses, errors = [], []
+    bounds = [0, 200, 300, 400, 500, 600, 700]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if k:
+            P = ref.predict_proba(X[a:b])
+            losses.append(log_loss(y[a:b], P, labels=ref.classes_, normalize=False))
+            errors.append(np.sum(ref.classes_[P.argmax(1)] != y[a:b]))
+        ref.partial_fit(X[a:b], y[a:b], **({"classes": [-1.0, 1.0]} if k == 0 else {}))
+    tr = saved.header["training"]
+    assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-10)
+    assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
+    # printed at doubling row counts: 300, 400 (>= 2 x 200... ), then the summary
+    lines = err.splitlines()
+    assert "avg loss" in lines[1]
+    table = [ln.split() for ln in lines[2:] if ln.strip()[0].isdigit()]
+    rows = [int(r[4].replace(",", "")) for r in table]
+    assert rows == sorted(rows) and all(b >= 2 * a for a, b in zip(rows, rows[1:]))
+    assert f"average loss {tr['progressive_loss']:.6f}" in err
+    assert "finished: 700 rows in 1 pass(es)" in err
+
+
+def test_train_multiclass_vw_with_weights_equals_partial_fit(tmp_path, monkeypatch):
+    X, y = make_rows(n=400, d=12, n_classes=3, seed=1)
+    rng = np.random.RandomState(0)
+    w = rng.choice([0.5, 1.0, 2.0], size=400)
+    lines = []
+    for i in range(400):
+        row = X[i]
+        feats = " ".join(f"f{j}:{v:g}" for j, v in zip(row.indices, row.data))
+        lines.append(f"{int(y[i]) + 1} {w[i]:g} 'r{i}|num {feats} |words w{i % 7}")
+    path = tmp_path / "train.vw.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--hash-bits", 10,
+                       "--chunk-size", 100, "--first-chunk-size", 100, "--progress", "none")
+    assert code == 0, err
+    saved = load_model(out)
+    assert saved.header["featurizer"] == {"format": "vw", "n_features": 1024,
+                                          "hash_bits": 10}
+    assert_array_equal(saved.estimator.classes_, [1.0, 2.0, 3.0])
+    # the reference: the same rows hashed here, then partial_fit per 100 rows
+    hn, hw = mh(b"num"), mh(b"words")
+    Xh = sp.lil_matrix((400, 1024))
+    for i in range(400):
+        row = X[i]
+        for j, v in zip(row.indices, row.data):
+            Xh[i, mh(f"f{j}".encode(), hn) & 1023] += v
+        Xh[i, mh(f"w{i % 7}".encode(), hw) & 1023] += 1
+    Xh = Xh.tocsr()
+    ref = clone(saved.estimator)
+    for k in range(4):
+        s = slice(100 * k, 100 * (k + 1))
+        ref.partial_fit(Xh[s], y[s] + 1, sample_weight=w[s],
+                        **({"classes": [1.0, 2.0, 3.0]} if k == 0 else {}))
+    assert_allclose(saved.estimator.coef_, ref.coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_tagger_train_predict_evaluate(tmp_path, monkeypatch):
+    path = tmp_path / "train.conll"
+    path.write_text(conll_text(60))
+    out = tmp_path / "t.skso"
+    spy = Spy(monkeypatch, PSASequenceTagger)
+    code, _, err = run("train", path, "--model", "psa-tagger", "--out", out,
+                       "--chunk-size", 40, "--first-chunk-size", 80, "--hash-bits", 12,
+                       "--progress", "none", "--param", "eta0=0.05")
+    assert code == 0, err
+    calls = spy.calls
+    monkeypatch.undo()
+    assert sum(spy.sizes) == 60 and spy.sizes[0] * 4 >= 80 // 2
+    saved = load_model(out)
+    assert saved.header["featurizer"]["template"] == CHUNKING_TEMPLATE
+    ref = clone(saved.estimator)
+    for X, y, kw in calls:
+        ref.partial_fit(X, y, **kw)
+    assert_array_equal(saved.estimator.coef_, ref.coef_)
+    assert_array_equal(saved.estimator.transition_features_.__len__(),
+                       ref.transition_features_.__len__())
+    # predict: a label per token, a blank line between sentences
+    test = tmp_path / "test.conll"
+    test.write_text(CONLL)
+    code, text, err = run("predict", out, test)
+    assert code == 0, err
+    sents = text.rstrip("\n").split("\n\n")
+    X_test = next(saved.iter_chunks(test))[0]
+    assert [s.split("\n") for s in sents] == saved.estimator.predict(X_test)
+    # evaluate: conlleval chunk figures and the flat accuracy
+    code, text, err = run("evaluate", out, test, "--json")
+    assert code == 0, err
+    res = json.loads(text)
+    gold = [[ln.split()[-1] for ln in s.splitlines()] for s in CONLL.strip().split("\n\n")]
+    pred = saved.estimator.predict(X_test)
+    p, r, f = chunk_precision_recall_fscore(gold, pred)
+    assert_allclose([res["chunk_precision"], res["chunk_recall"], res["chunk_f1"]], [p, r, f])
+    flat = accuracy_score(sum(gold, []), sum(pred, []))
+    assert res["accuracy"] == pytest.approx(flat) and res["sentences"] == 3
+    # --proba: the marginals of every label
+    code, text, err = run("predict", out, test, "--proba")
+    first = text.splitlines()[1].split()
+    assert text.startswith("# labels: ") and len(first) == 1 + len(saved.estimator.classes_)
+    marg = saved.estimator.predict_marginals(X_test)[0][0]
+    assert_allclose([float(v) for v in first[1:]],
+                    [marg[c] for c in saved.estimator.classes_], rtol=1e-5)
+
+
+def test_sentences_through_the_shuffle_buffer(tmp_path, monkeypatch):
+    path = tmp_path / "train.conll"
+    path.write_text(conll_text(50, seed=3))
+    spy = Spy(monkeypatch, PSASequenceTagger)
+    code, _, err = run("train", path, "--model", "psa-tagger", "--out", tmp_path / "t.skso",
+                       "--chunk-size", 30, "--first-chunk-size", 30, "--shuffle-buffer", 20,
+                       "--hash-bits", 8, "--progress", "none", "--param", "eta0=0.05")
+    assert code == 0, err
+    # whole sentences, each once, their labels with them, in a new order
+    sent = [tuple(s) for X, y, _ in spy.calls for s in y]
+    expected = [tuple(ln.split()[-1] for ln in s.splitlines())
+                for s in conll_text(50, seed=3).strip().split("\n\n")]
+    assert sorted(sent) == sorted(expected) and sent != expected
+    for X, y, _ in spy.calls:
+        assert [x.shape[0] for x in X] == [len(s) for s in y]
+
+
+def test_template_file_and_word_only_files(tmp_path):
+    path = tmp_path / "train.conll.gz"
+    with gzip.open(path, "wt") as f:          # word + label only: the 'words' template
+        f.write("\n".join(" ".join((ln.split()[0], ln.split()[2])) if ln.strip() else ""
+                          for ln in conll_text(20).splitlines()) + "\n")
+    out = tmp_path / "t.skso"
+    code, _, err = run("train", path, "--model", "sgd-tagger", "--out", out,
+                       "--progress", "none", "--hash-bits", 10)
+    assert code == 0, err
+    assert load_model(out).header["featurizer"]["n_columns"] == 2
+    tmpl = tmp_path / "template"
+    tmpl.write_text("U00:%x[0,0]\nU01:%x[0,1]\n")
+    code, _, err = run("train", path, "--model", "sgd-tagger", "--out", out,
+                       "--template", tmpl, "--progress", "none")
+    assert code == 2 and "uses column 1, but the data have 1 feature column" in err
+
+
+# ---- predict / evaluate / info ---------------------------------------------------------
+@pytest.fixture
+def trained(tmp_path, binary_file):
+    path, X, y = binary_file
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--progress", "none")
+    assert code == 0, err
+    return out, path, X, y
+
+
+def test_predict_output(tmp_path, trained):
+    out, path, X, y = trained
+    est = load_model(out).estimator
+    code, text, err = run("predict", out, path, "--chunk-size", 64)
+    assert code == 0, err
+    assert text.splitlines() == [str(int(v)) for v in est.predict(X)]
+    target = tmp_path / "pred.txt"
+    code, text, err = run("predict", out, path, "--proba", "--out", target)
+    assert code == 0 and text == ""
+    lines = target.read_text().splitlines()
+    assert lines[0] == "# labels: -1 1" and len(lines) == 701
+    P = np.array([[float(v) for v in ln.split()[1:]] for ln in lines[1:]])
+    assert_allclose(P, est.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_evaluate_matches_sklearn_metrics(trained):
+    out, path, X, y = trained
+    est = load_model(out).estimator
+    code, text, err = run("evaluate", out, path, "--json", "--chunk-size", 128)
+    assert code == 0, err
+    res = json.loads(text)
+    pred = est.predict(X)
+    assert res["rows"] == 700
+    assert res["accuracy"] == pytest.approx(accuracy_score(y, pred))
+    assert res["log_loss"] == pytest.approx(log_loss(y, est.predict_proba(X)), rel=1e-10)
+    assert res["f1"] == pytest.approx(f1_score(y, pred))
+    assert res["f1_macro"] == pytest.approx(f1_score(y, pred, average="macro"))
+    code, text, _ = run("evaluate", out, path)
+    assert code == 0 and "accuracy" in text and "log_loss" in text
+
+
+def test_evaluate_multiclass_and_unseen_labels(tmp_path):
+    X, y = make_rows(n=300, n_classes=3, seed=2)
+    path = tmp_path / "m.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "sgdqn", "--out", out, "--progress", "none",
+                       "--alpha", "0.01")
+    assert code == 0, err
+    est = load_model(out).estimator
+    y_test = y.copy()
+    y_test[:5] = 7.0                       # a label the model never saw
+    test = tmp_path / "t.svm"
+    dump_svmlight_file(X, y_test, str(test), zero_based=True)
+    code, text, err = run("evaluate", out, test, "--json")
+    assert code == 0, err
+    res = json.loads(text)
+    pred = est.predict(X)
+    assert "log_loss" not in res              # squared hinge: no probabilities
+    assert res["accuracy"] == pytest.approx(accuracy_score(y_test, pred))
+    assert res["f1_macro"] == pytest.approx(f1_score(y_test, pred, average="macro"))
+    code, _, err = run("predict", out, test, "--proba")
+    assert code == 2 and "has no probabilities" in err
+
+
+def test_info(trained):
+    out, *_ = trained
+    code, text, err = run("info", out)
+    assert code == 0, err
+    assert "PSAClassifier" in text and "classes          -1 1" in text
+    assert "n_features       40" in text
+    code, text, _ = run("info", out, "--json")
+    res = json.loads(text)
+    assert res["format_version"] == MODEL_FORMAT_VERSION
+    assert res["params"]["alpha"] == 1e-4 and res["training"]["rows"] == 700
+    assert res["nonzero_weights"] == np.count_nonzero(load_model(out).estimator.coef_)
+
+
+def test_zero_and_one_based_and_gzip_give_the_same_model(tmp_path):
+    X, y = make_rows(n=300)
+    paths = []
+    for zb, name in ((True, "a.svm"), (False, "b.svm.gz")):
+        buf = io.BytesIO()
+        dump_svmlight_file(X, y, buf, zero_based=zb)
+        data = buf.getvalue()
+        (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        paths.append(tmp_path / name)
+    coefs = []
+    for p in paths:
+        out = tmp_path / (p.name + ".skso")
+        code, _, err = run("train", p, "--model", "psa", "--out", out, "--progress", "none")
+        assert code == 0, err
+        m = load_model(out)
+        coefs.append(m.estimator.coef_)
+    assert load_model(tmp_path / "a.svm.skso").header["featurizer"]["zero_based"]
+    # (the zero-based file's column 0 exists if X has it; the one-based file shifts)
+    d = X.shape[1]
+    assert_array_equal(coefs[0][:, :d], coefs[1][:, :d])
+
+
+def test_passes_and_shuffle_buffer(tmp_path, binary_file, monkeypatch):
+    path, X, y = binary_file
+    spy = Spy(monkeypatch, PSAClassifier)
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--passes", 2,
+                       "--chunk-size", 100, "--first-chunk-size", 100, "--shuffle-buffer",
+                       250, "--progress", "none")
+    assert code == 0, err
+    assert max(spy.sizes) <= 100 and sum(spy.sizes) == 1400
+    seen = sp.vstack([c[0] for c in spy.calls[:len(spy.calls) // 2]]).toarray()
+    labels = np.concatenate([c[1] for c in spy.calls[:len(spy.calls) // 2]])
+    # every row once per pass, not in file order
+    key = np.lexsort(seen.T)
+    ref = np.lexsort(X.toarray().T)
+    assert_array_equal(seen[key], X.toarray()[ref])
+    assert_array_equal(labels[key], y[ref])
+    assert not np.array_equal(seen, X.toarray())
+    assert load_model(out).header["training"]["passes"] == 2
+
+
+def test_classes_skip_the_scan_and_estimate_the_rows(tmp_path):
+    X, y = make_rows(n=3000, d=30)
+    path = tmp_path / "big.svm.gz"
+    buf = io.BytesIO()
+    dump_svmlight_file(X, y, buf, zero_based=False)
+    path.write_bytes(gzip.compress(buf.getvalue()))
+    models = []
+    for extra in ([], ["--classes=-1,1", "--n-features", "30"]):
+        out = tmp_path / f"m{len(models)}.skso"
+        code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size",
+                           200, "--first-chunk-size", 400, *extra)
+        assert code == 0, err
+        models.append(load_model(out))
+    assert "(about 3,0" in err and "rows not scanned" in err   # ~3000 rows from 400
+    assert not models[1].header["training"]["scanned"]
+    assert_array_equal(models[0].estimator.coef_, models[1].estimator.coef_)
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1,1")
+    assert code == 2 and "give --n-features too" in err
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1", "--n-features", "30")
+    assert code == 2 and "single label" in err
+    code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "x",
+                       "--classes=-1,2", "--n-features", "30")
+    assert code == 2 and "y contains labels not in classes_" in err
+
+
+# ---- errors: a clear message, exit code 2, nothing written ------------------------------
+@pytest.mark.parametrize("content, message", [
+    ("1 1:1\n-1 2:1\n1 3:x\n", "line 3: feature value 'x'"),
+    ("1 1:1\n-1 2:1\n1 3\n", "line 3: '3' is not 'index:value'"),
+    ("1 |a x\n-1 |a y\n-1 a y\n", "line 3: no '|'"),
+    ("w NN B-NP\nx VB\n", "line 2: 2 column"),
+    ("1 1:1\n1 2:1\n", "single label"),
+    ("", "empty file"),
+])
+def test_bad_data_exit_code_2_and_no_model(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    out = tmp_path / "m.skso"
+    model = "psa-tagger" if "NN" in content else "psa"
+    code, _, err = run("train", path, "--model", model, "--out", out, "--progress", "none")
+    assert code == 2
+    assert message in err and "skso train: error:" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
+
+
+def test_usage_errors(tmp_path, trained):
+    out, path, *_ = trained
+    assert run("train", path, "--model", "psa", "--out", out, "--param", "nope=1")[0] == 2
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--param", "nope=1")
+    assert "has no parameter(s) nope" in err
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--alpha", "-1")
+    assert code == 2 and "alpha" in err
+    code, _, err = run("train", path, "--model", "psa-tagger", "--out", out)
+    assert code == 2 and "read CoNLL files, not svmlight" in err
+    code, _, err = run("train", tmp_path / "missing", "--model", "psa", "--out", out)
+    assert code == 2 and "no such file" in err
+    code, _, err = run("train", path, "--model", "nope", "--out", out)
+    assert code == 2 and "invalid choice" in err
+    code, _, err = run("predict", path, path)
+    assert code == 2 and "not an skso model file" in err
+    code, text, _ = run("train", "--help")
+    assert code == 0 and "--hash-bits" in text and "--shuffle-buffer" in text
+    for cmd in ("predict", "evaluate", "info"):
+        code, text, _ = run(cmd, "--help")
+        assert code == 0 and "model" in text
+
+
+def test_model_format(tmp_path, trained):
+    out, *_ = trained
+    saved = load_model(out)
+    h = saved.header
+    assert h["format"] == "skso-model" and h["format_version"] == MODEL_FORMAT_VERSION
+    assert h["estimator"] == "PSAClassifier" and h["featurizer"]["format"] == "svmlight"
+    newer = tmp_path / "newer.skso"
+    save_model(newer, saved.estimator, h)
+    import joblib
+    obj = joblib.load(newer)
+    obj["header"]["format_version"] = MODEL_FORMAT_VERSION + 1
+    joblib.dump(obj, newer)
+    with pytest.raises(ValueError, match="newer than this package reads"):
+        load_model(newer)
+
+
+def test_progress_bar_and_its_absence(tmp_path, binary_file, monkeypatch):
+    pytest.importorskip("tqdm")
+    path, *_ = binary_file
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--progress", "bar",
+                       "--chunk-size", 100, "--first-chunk-size", 100)
+    assert code == 0 and "rows_s=" in err and "finished" in err
+    monkeypatch.setitem(sys.modules, "tqdm", None)        # not installed
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--progress", "bar",
+                       "--chunk-size", 100, "--first-chunk-size", 100)
+    assert code == 0 and "tqdm is not installed" in err and "rows/s" in err
+
+
+def test_subprocess_entry_point(tmp_path, binary_file):
+    path, *_ = binary_file
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                             ""))
+    out = tmp_path / "m.skso"
+    r = subprocess.run([sys.executable, "-m", "sklearn_secondorder", "train", str(path),
+                        "--model", "psa", "--out", str(out)], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "finished: 700 rows" in r.stderr and out.exists()
+    r = subprocess.run([sys.executable, "-m", "sklearn_secondorder", "evaluate", str(out),
+                        str(tmp_path / "nope")], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_public_docstrings():
+    validate = pytest.importorskip("numpydoc.validate").validate
+    for name in ("main", "load_model", "save_model", "build_parser", "SavedModel",
+                 "SavedModel.iter_chunks", "SavedModel.featurizer"):
+        errors = [(c, m) for c, m in validate(f"sklearn_secondorder.cli.{name}")["errors"]
+                  if c not in {"EX01", "SA01", "ES01", "RT02"}]
+        assert not errors, (name, errors)
