@@ -44,6 +44,9 @@ SGD-QN ``1/B``                    ``1/B_s + sum_w (1/B_w - 1/B_s)``: ``1/B`` sum
                                   without curvature, consistent with ``t``
 SGD-QN skip cycle                 restarted (``count = skip``, no pending
                                   re-estimate, ``v`` = the mixed weights)
+AP / PA: weights that exist       the union of the workers' (CRFsuite's feature
+                                  set of all the sentences seen)
+AROW variances ``Sigma_k``        precisions ``1/Sigma_k`` summed as increments
 SBM ``Sigma = M^-1``, ``mu``      the bounds' curvature ``C = Sigma - lam I``:
                                   ``C_s + sum_w (C_w - C_s)``, ``mu`` likewise
                                   (sums over the rows seen, Algorithm 2); then
@@ -69,7 +72,14 @@ from sklearn.utils import check_random_state
 from ._compat import Interval, check_is_fitted
 from ._validation import check_eta0
 from .linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
-from .sequence import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
+from .sequence import (
+    AROWSequenceTagger,
+    ASFSequenceTagger,
+    AveragedPerceptronSequenceTagger,
+    PassiveAggressiveSequenceTagger,
+    PSASequenceTagger,
+    SGDSequenceTagger,
+)
 from .sequence._base import _BaseSequenceTagger
 from .sequence._input import (
     KIND_ARRAYS,
@@ -233,11 +243,23 @@ def _mix_linear(state_rule):
     return mix
 
 
-def _mix_tagger(with_average, with_psa):
+def _mix_tagger(with_average, with_psa, online=False):
     def mix(models, p, start):
         est = copy.deepcopy(models[0])
         st, crfs = est._state, [m._state.crf for m in models]
         s_crf = None if start is None else start._state.crf
+        if online:
+            # the weights that exist: those of the sentences any worker saw
+            # (CRFsuite's feature set of the data seen so far)
+            for m in models[1:]:
+                st.exists = st.exists | m._state.exists
+            # the pass's loss, summed over the sentences of every worker
+            st.losses[-1] = float(sum(m._state.losses[-1] for m in models))
+            if st.cov is not None:
+                # AROW: 1/Sigma_k sums delta_k^2 / gamma over the updates
+                prec0 = 1.0 / (start._state.cov if start._state.cov is not None
+                               else np.full_like(st.cov, float(est.variance)))
+                st.cov = 1.0 / _sum_increments([1.0 / m._state.cov for m in models], prec0)
         st.crf.coef = _wavg([c.coef for c in crfs], p)
         if with_average and st.crf.avg is not None:
             st.crf.avg = _sum_increments([c.avg for c in crfs],
@@ -304,6 +326,9 @@ MIXING_RULES = {
                                   _mix_tagger(True, False)),
     PSASequenceTagger: MixingRule(("eta0",), lambda f, n: {"eta0": float(f.eta0_)},
                                   _mix_tagger(False, True)),
+    AveragedPerceptronSequenceTagger: MixingRule((), None, _mix_tagger(True, False, True)),
+    PassiveAggressiveSequenceTagger: MixingRule((), None, _mix_tagger(True, False, True)),
+    AROWSequenceTagger: MixingRule((), None, _mix_tagger(True, False, True)),
 }
 """The mixing rule of each estimator class (subclasses use their base's)."""
 
@@ -553,7 +578,9 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         One of the package's linear classifiers (``PSAClassifier``,
         ``PlainSGDClassifier``, ``SGDQNLinearSVC``, ``SBMLogisticRegression``
         at full rank) or sequence taggers (``SGDSequenceTagger``,
-        ``ASFSequenceTagger``, ``PSASequenceTagger``). It is cloned.
+        ``ASFSequenceTagger``, ``PSASequenceTagger``,
+        ``AveragedPerceptronSequenceTagger``, ``PassiveAggressiveSequenceTagger``,
+        ``AROWSequenceTagger``). It is cloned.
     max_iter : int or None, default=None
         Passes over the data, each followed by a mixing step. None: the
         estimator's ``max_iter``.
@@ -957,8 +984,9 @@ def _start_tagger(model, summaries, classes):
     model._new_state(n_attributes, check_random_state(model.random_state))
     if model.eta0 == "auto":  # (resolved before unless the caller set it)
         raise ValueError("eta0='auto' must be resolved before the start is built.")
-    model.eta0_ = float(model.eta0)
-    check_eta0(model, model.eta0_)   # (the workers run the tagger's core, not partial_fit)
+    if model.eta0 is not None:   # (the perceptron-like trainers take no step size)
+        model.eta0_ = float(model.eta0)
+        check_eta0(model, model.eta0_)   # (the workers run the tagger's core)
     model.t_ = 0
     model.n_iter_ = 0
     model._model = model._final_flat()

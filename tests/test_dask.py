@@ -20,7 +20,10 @@ from sklearn.utils import check_random_state
 
 import sklearn_secondorder
 from sklearn_secondorder import (
+    AROWSequenceTagger,
     ASFSequenceTagger,
+    AveragedPerceptronSequenceTagger,
+    PassiveAggressiveSequenceTagger,
     PlainSGDClassifier,
     PSAClassifier,
     PSASequenceTagger,
@@ -349,6 +352,9 @@ TAGGERS = {
     "asgd": SGDSequenceTagger(eta0=0.1, average=True, random_state=0, max_iter=2),
     "asf": ASFSequenceTagger(eta0=0.1, random_state=0, max_iter=2),
     "psa": PSASequenceTagger(eta0=0.1, period=5, random_state=0, max_iter=2),
+    "ap": AveragedPerceptronSequenceTagger(random_state=0, max_iter=2),
+    "pa": PassiveAggressiveSequenceTagger(random_state=0, max_iter=2),
+    "arow": AROWSequenceTagger(random_state=0, max_iter=2),
 }
 
 
@@ -395,13 +401,20 @@ def test_tagger_two_workers_mix_the_local_models(client, sentences, name):
                  for i in idx]
         mixed = rule.mix(local, p, start)
         crfs, c0 = [m._state.crf for m in local], start._state.crf
-        if name in ("asgd", "asf"):
+        if name in ("asgd", "asf", "ap", "pa"):
             total = c0.avg + sum(c.avg - c0.avg for c in crfs)
             count = c0.n_iterates + sum(c.n_iterates - c0.n_iterates for c in crfs)
             assert_allclose(mixed._model, total / count, rtol=1e-12)
         else:
             assert_allclose(mixed._model, p[0] * crfs[0].coef + p[1] * crfs[1].coef,
                             rtol=1e-12, atol=1e-15)
+        if name in ("ap", "pa", "arow"):
+            assert_array_equal(mixed._state.exists,
+                               local[0]._state.exists | local[1]._state.exists)
+        if name == "arow":   # precisions summed as increments over the start's
+            prec0 = 1.0 / start._state.cov
+            assert_allclose(1.0 / mixed._state.cov, prec0 + sum(
+                1.0 / m._state.cov - prec0 for m in local), rtol=1e-12)
         if name == "psa":
             assert_allclose(mixed.step_sizes_, np.exp(
                 p[0] * np.log(local[0].step_sizes_) + p[1] * np.log(local[1].step_sizes_)),
@@ -503,7 +516,8 @@ def test_balance_moves_partitions_to_idle_workers():
 def test_every_single_pass_estimator_has_a_rule(client, sentences):
     online = {"PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC",
               "SBMLogisticRegression", "ASFSequenceTagger", "PSASequenceTagger",
-              "SGDSequenceTagger"}
+              "SGDSequenceTagger", "AveragedPerceptronSequenceTagger",
+              "PassiveAggressiveSequenceTagger", "AROWSequenceTagger"}
     for name in sklearn_secondorder.__all__:
         cls = getattr(sklearn_secondorder, name)
         assert (cls in MIXING_RULES) == (name in online), name
