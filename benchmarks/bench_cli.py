@@ -109,7 +109,8 @@ def write_svmlight(path, X, y, order=None):
 def conll_tokens(folder, big_rows, seed=0):
     """CoNLL-2000 tokens, chunking template hashed to 2**20 (the featurizer of
     ``skso``), labels +1 inside a noun phrase; train replicated and shuffled."""
-    from sklearn_secondorder.cli._stream import ConllFeaturizer, iter_chunks
+    from sklearn_secondorder.cli._featurizers import ConllFeaturizer
+    from sklearn_secondorder.cli._stream import iter_chunks
     from sklearn_secondorder.cli._templates import CHUNKING_TEMPLATE
     fz = ConllFeaturizer(20, 3, CHUNKING_TEMPLATE)
     out = {}

@@ -33,7 +33,8 @@ from sklearn_secondorder._core._text_readers import (
     scan_svmlight,
 )
 from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
-from sklearn_secondorder.cli._stream import Block, ConllFeaturizer, iter_blocks
+from sklearn_secondorder.cli._featurizers import ConllFeaturizer
+from sklearn_secondorder.cli._files import Block, iter_blocks
 from sklearn_secondorder.cli._templates import (
     CHUNKING_TEMPLATE,
     feature_strings,

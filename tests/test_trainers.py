@@ -24,7 +24,7 @@ from sklearn_secondorder._core._crf_compact import compact_loglik_gradient, feat
 from sklearn_secondorder._core._crf_infer import loglik_gradient, objective
 from sklearn_secondorder._core._weights import ScaledWeights
 from sklearn_secondorder.sequence._feature_set import observed_weights
-from sklearn_secondorder.sequence._lbfgs import minimize_lbfgs
+from sklearn_secondorder.sequence._lbfgs_solver import minimize_lbfgs
 
 DENSE = {"all_possible_states": True, "all_possible_transitions": True}
 ONLINE = [AveragedPerceptronSequenceTagger, PassiveAggressiveSequenceTagger,

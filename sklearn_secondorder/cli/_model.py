@@ -20,12 +20,13 @@ A model file is ``joblib.dump`` of a dict with two keys:
     The fitted estimator (a scikit-learn estimator of this package).
 
 Like every pickle, a model file runs code when loaded: load only files you
-trust.
+trust. ``jsonable`` turns the values written into a header into plain ones.
 """
 import os
 import tempfile
 
 import joblib
+import numpy as np
 
 MODEL_FORMAT_VERSION = 1
 
@@ -55,7 +56,7 @@ class SavedModel:
     @property
     def featurizer(self):
         """The reader of the model's data format (``iter_chunks`` uses it)."""
-        from ._stream import featurizer_from_dict
+        from ._featurizers import featurizer_from_dict
         return featurizer_from_dict(self.header["featurizer"])
 
     def iter_chunks(self, path, chunk_size=10000):
@@ -144,3 +145,17 @@ def load_model(path):
                          f"this package reads ({MODEL_FORMAT_VERSION}): upgrade "
                          "sklearn-secondorder")
     return SavedModel(obj["estimator"], obj["header"])
+
+
+def jsonable(v):
+    """``v`` as a value of the JSON header (NumPy scalars to Python ones,
+    tuples to lists, anything else to its ``repr``)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    return repr(v)

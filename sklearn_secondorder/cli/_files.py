@@ -1,0 +1,212 @@
+"""Data files as blocks of whole lines: opening (plain or gzip), sizes, format detection.
+
+``iter_blocks`` reads a file in blocks of whole lines (CoNLL: whole
+sentences); ``detect_format`` tells svmlight, Vowpal Wabbit and CoNLL apart
+from the first lines; ``file_size`` / ``text_size`` give the progress
+display its totals. ``DataError`` is the error of bad input data.
+"""
+import gzip
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+FORMATS = ("svmlight", "vw", "conll")
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the file and the line."""
+
+
+# ---- files and blocks ---------------------------------------------------------------
+class _Source:
+    """An opened (maybe gzip) file and the position read in the file on disk."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.raw = open(path, "rb")
+        magic = self.raw.read(2)
+        self.raw.seek(0)
+        self.gzipped = magic == b"\x1f\x8b"
+        self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.gzipped else self.raw
+        self.size = os.fstat(self.raw.fileno()).st_size
+
+    def read(self, n):
+        try:
+            return self.stream.read(n)
+        except (OSError, EOFError) as e:
+            raise DataError(f"{self.path}: cannot read: {e}") from e
+
+    def tell(self):
+        return self.raw.tell()
+
+    def close(self):
+        if self.gzipped:
+            self.stream.close()
+        self.raw.close()
+
+
+@dataclass
+class Block:
+    """Whole lines of a file: ``data`` from line ``first_line`` on, the bytes
+    of the file read so far (``position``, compressed bytes for gzip) and
+    the offset of the block's end in the (decompressed) text (``end``)."""
+
+    data: bytes
+    first_line: int
+    path: str
+    position: int
+    end: int = 0
+
+
+def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
+                block_bytes=1 << 22):
+    """Blocks of at most ``max_lines`` lines (``sentences``: at least
+    ``max_lines`` lines, cut after a blank line, so no sentence is split).
+
+    Parameters
+    ----------
+    path : str
+        The file (gzip is detected by its magic bytes).
+    max_lines : int or None
+        Lines per block; None: whatever whole lines each read brings.
+    first_max_lines : int, default=None
+        Lines of the first block (None: ``max_lines``).
+    sentences : bool, default=False
+        Cut only after blank lines (CoNLL files).
+    block_bytes : int, default=4 MiB
+        Bytes read at a time.
+
+    Yields
+    ------
+    block : Block
+    """
+    src = _Source(path)
+    try:
+        pending = b""
+        nl = np.zeros(0, dtype=np.int64)   # newline positions in pending
+        before = 0                         # text bytes before pending
+        line = 1
+        eof = False
+        while not eof:
+            data = src.read(block_bytes)
+            eof = not data
+            if data:
+                fresh = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+                nl = np.concatenate((nl, fresh + len(pending)))
+                pending += data
+            if sentences:
+                # a blank line follows newline j when the next newline is
+                # right after it (or after a lone '\r')
+                gap = np.diff(nl)
+                after = np.frombuffer(pending, dtype=np.uint8)[
+                    np.minimum(nl[:-1] + 1, max(len(pending) - 1, 0))]
+                blank = np.flatnonzero((gap == 1) | ((gap == 2) & (after == 13)))
+            start, k0 = 0, 0
+            while start < len(pending):
+                limit = first_max_lines or max_lines
+                if limit is None:                 # everything up to the last newline
+                    if nl.size > k0:
+                        cut, n_lines = int(nl[-1]) + 1, nl.size - k0
+                    elif eof:
+                        cut, n_lines = len(pending), 1
+                    else:
+                        break
+                elif sentences:
+                    j = np.searchsorted(blank, k0 + limit - 1)
+                    if j < blank.size:
+                        cut_line = blank[j] + 1          # the blank line's newline
+                        cut = int(nl[cut_line]) + 1
+                        n_lines = cut_line + 1 - k0
+                    elif eof:
+                        cut, n_lines = len(pending), nl.size - k0 + 1
+                    else:
+                        break
+                else:
+                    if nl.size - k0 >= limit:
+                        cut = int(nl[k0 + limit - 1]) + 1
+                        n_lines = limit
+                    elif eof:
+                        cut, n_lines = len(pending), nl.size - k0 + 1
+                    else:
+                        break
+                yield Block(pending[start:cut], line, src.path, src.tell(), before + cut)
+                first_max_lines = None
+                line += n_lines
+                k0 += n_lines
+                start = cut
+            pending = pending[start:]
+            nl = nl[k0:] - start
+            before += start
+    finally:
+        src.close()
+
+
+def file_size(path):
+    """Bytes of the file on disk."""
+    return os.stat(path).st_size
+
+
+def text_size(path):
+    """Bytes of the text: the file's size, or for gzip the size its trailer
+    records (modulo 2**32, so at least the file's size is taken)."""
+    src = _Source(path)
+    try:
+        if not src.gzipped or src.size < 18:
+            return src.size
+        src.raw.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(src.raw.read(4), "little")
+    finally:
+        src.close()
+    while isize < src.size:
+        isize += 1 << 32
+    return isize
+
+
+def first_lines(path, n=20):
+    """Up to ``n`` non-blank, non-comment lines of the first 64 KiB of ``path``."""
+    src = _Source(path)
+    try:
+        head = src.read(1 << 16)
+    finally:
+        src.close()
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    return [ln for ln in lines[:n] if ln.strip() and not ln.lstrip().startswith("#")][:n]
+
+
+def detect_format(path):
+    """``'svmlight'``, ``'vw'`` or ``'conll'`` from the first lines of ``path``.
+
+    Raises
+    ------
+    DataError
+        If no format fits the first non-blank line.
+    """
+    lines = first_lines(path)
+    if not lines:
+        raise DataError(f"{path}: empty file (no data line)")
+    first = lines[0]
+    if "|" in first:
+        return "vw"
+    tokens = first.split()
+    if len(tokens) >= 1 and all(":" in t for t in tokens[1:]) and _is_number(tokens[0]):
+        if all(_is_svmlight_pair(t) for t in tokens[1:]):
+            return "svmlight"
+    if len(tokens) >= 2:
+        return "conll"
+    raise DataError(f"{path}, line 1: cannot tell the format of {first[:80]!r}: expected "
+                    "svmlight ('label index:value ...'), Vowpal Wabbit ('label |ns f ...') or "
+                    "CoNLL columns ('word ... label'); pass --format")
+
+
+def _is_number(s):
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_svmlight_pair(t):
+    a, _, b = t.partition(":")
+    return (a.isdigit() or a == "qid") and _is_number(b)

@@ -1,0 +1,215 @@
+"""The commands that use a saved model: ``skso predict``, ``evaluate`` and ``info``.
+
+Each reads a model file (``_model``); ``predict`` and ``evaluate`` stream a
+data file in chunks through the estimator's ``predict`` /
+``predict_proba`` / ``predict_marginals`` with the featurizer the model
+records. ``predict`` writes its output file in full or not at all.
+"""
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from ..metrics import extract_chunks
+from ._featurizers import featurizer_from_dict
+from ._files import DataError
+from ._model import jsonable, load_model
+from ._parser import EXIT_OK, UsageError
+from ._progress import chunk_scores, has_proba
+from ._stream import iter_chunks
+
+
+def _load(path):
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such model file")
+    return load_model(path)
+
+
+def _check_data(path):
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such file")
+
+
+def format_label(v):
+    """A label as predict prints it (integral floats without '.0')."""
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return str(v)
+
+
+class _AtomicOutput:
+    """Standard output, or a file written in full or not at all."""
+
+    def __init__(self, path, stdout):
+        self.path = path
+        self.tmp = None
+        if path is None:
+            self.f = stdout
+        else:
+            folder = os.path.dirname(os.path.abspath(path))
+            fd, self.tmp = tempfile.mkstemp(prefix=".skso-", suffix=".tmp", dir=folder)
+            self.f = os.fdopen(fd, "w", encoding="utf-8")
+
+    def __enter__(self):
+        return self.f
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.tmp is None:
+            self.f.flush()
+            return False
+        self.f.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            os.remove(self.tmp)
+        return False
+
+
+def cmd_predict(args, stdout):
+    model = _load(args.model)
+    _check_data(args.data)
+    est, kind = model.estimator, model.header["kind"]
+    featurizer = featurizer_from_dict(model.header["featurizer"])
+    classes = est.classes_
+    if args.proba and kind == "linear" and not has_proba(est):
+        raise UsageError(f"--proba: the model ({model.header['estimator']}, loss "
+                         f"{getattr(est, 'loss', None)!r}) has no probabilities")
+    names = [format_label(c) for c in classes]
+    with _AtomicOutput(args.out, stdout) as f:
+        if args.proba:
+            f.write("# labels: " + " ".join(names) + "\n")
+        for chunk, _ in iter_chunks([args.data], featurizer, args.chunk_size):
+            if kind == "tagger":
+                X, _ = chunk.sequences()
+                if args.proba:
+                    for best, sent in zip(est.predict(X), est.predict_marginals(X)):
+                        f.write("".join(
+                            format_label(b) + " " + " ".join(f"{tok[c]:.6g}" for c in classes)
+                            + "\n" for b, tok in zip(best, sent)) + "\n")
+                else:
+                    f.write("".join("\n".join(map(format_label, s)) + "\n\n"
+                                    for s in est.predict(X)))
+            elif args.proba:
+                P = est.predict_proba(chunk.X)
+                labels = [names[i] for i in P.argmax(axis=1)]
+                body = np.char.mod("%.6g", P)
+                f.write("".join(lab + " " + " ".join(row) + "\n"
+                                for lab, row in zip(labels, body.tolist())))
+            else:
+                pred = np.searchsorted(classes, est.predict(chunk.X))
+                f.write("\n".join(names[i] for i in pred) + "\n")
+    return EXIT_OK
+
+
+class _Confusion:
+    """A confusion matrix over a growing label set."""
+
+    def __init__(self, labels):
+        self.labels = np.asarray(labels)
+        self.cm = np.zeros((self.labels.size,) * 2, dtype=np.int64)
+
+    def add(self, y, pred):
+        new = np.union1d(self.labels, np.union1d(np.unique(y), np.unique(pred)))
+        if new.size != self.labels.size:
+            pos = np.searchsorted(new, self.labels)
+            cm = np.zeros((new.size,) * 2, dtype=np.int64)
+            cm[np.ix_(pos, pos)] = self.cm
+            self.labels, self.cm = new, cm
+        K = self.labels.size
+        t, p = np.searchsorted(self.labels, y), np.searchsorted(self.labels, pred)
+        self.cm += np.bincount(t * K + p, minlength=K * K).reshape(K, K)
+
+    def f1(self):
+        tp = np.diag(self.cm).astype(float)
+        fp = self.cm.sum(axis=0) - tp
+        fn = self.cm.sum(axis=1) - tp
+        den = 2 * tp + fp + fn
+        return np.divide(2 * tp, den, out=np.zeros_like(tp), where=den > 0), den > 0
+
+
+def cmd_evaluate(args, stdout):
+    model = _load(args.model)
+    _check_data(args.data)
+    est, kind = model.estimator, model.header["kind"]
+    featurizer = featurizer_from_dict(model.header["featurizer"])
+    conf = _Confusion(est.classes_)
+    loss_sum = weight = 0.0
+    n_rows = n_sent = 0
+    ok = n_pred = n_true = 0
+    probabilistic = kind == "linear" and has_proba(est)
+    for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
+        if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
+            raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
+                            "labels (evaluate needs every row's label)")
+        w_orig, chunk.w = chunk.w, None       # (unweighted figures)
+        loss, _, w, pred, _ = chunk_scores(est, kind, chunk)
+        chunk.w = w_orig
+        loss_sum += loss
+        weight += w
+        conf.add(chunk.y, pred)
+        n_rows += chunk.n_rows
+        if kind == "tagger":
+            n_sent += chunk.n_units
+            for a, b in zip(chunk.offsets[:-1], chunk.offsets[1:]):
+                gold = set(extract_chunks(chunk.y[a:b].tolist()))
+                got = set(extract_chunks(pred[a:b].tolist()))
+                ok += len(gold & got)
+                n_true += len(gold)
+                n_pred += len(got)
+    f1, present = conf.f1()
+    res = {"rows": n_rows, "accuracy": float(np.trace(conf.cm) / max(n_rows, 1))}
+    if kind == "tagger":
+        p = ok / n_pred if n_pred else 0.0
+        r = ok / n_true if n_true else 0.0
+        res.update(sentences=n_sent, chunk_precision=p, chunk_recall=r,
+                   chunk_f1=2 * p * r / (p + r) if p + r > 0 else 0.0)
+    else:
+        if probabilistic:
+            res["log_loss"] = loss_sum / max(weight, 1.0)
+        if est.classes_.size == 2:
+            pos = np.searchsorted(conf.labels, est.classes_[1])
+            res["positive_class"] = jsonable(est.classes_[1])
+            res["f1"] = float(f1[pos])
+        res["f1_macro"] = float(f1[present].mean()) if present.any() else 0.0
+    if args.json:
+        stdout.write(json.dumps(res) + "\n")
+    else:
+        for k, v in res.items():
+            stdout.write(f"{k:16s} {v:.6f}\n" if isinstance(v, float) else f"{k:16s} {v}\n")
+    return EXIT_OK
+
+
+def cmd_info(args, stdout):
+    model = _load(args.model)
+    h, est = model.header, model.estimator
+    coef = np.asarray(getattr(est, "coef_", np.zeros(0)))
+    res = {
+        "file": args.model, "bytes": os.path.getsize(args.model),
+        "format_version": h["format_version"], "package_version": h["package_version"],
+        "estimator": h["estimator"], "model": h["model"], "params": h["params"],
+        "data_format": h["featurizer"]["format"], "featurizer": h["featurizer"],
+        "n_features": h["featurizer"]["n_features"], "classes": h["classes"],
+        "n_weights": int(coef.size), "nonzero_weights": int(np.count_nonzero(coef)),
+        "training": h.get("training", {}),
+    }
+    if args.json:
+        stdout.write(json.dumps(res, default=repr) + "\n")
+        return EXIT_OK
+    for k in ("file", "bytes", "format_version", "package_version", "estimator", "model",
+              "data_format", "n_features", "n_weights", "nonzero_weights"):
+        stdout.write(f"{k:16s} {res[k]}\n")
+    stdout.write(f"{'classes':16s} {' '.join(map(format_label, h['classes']))}\n")
+    feat = {k: v for k, v in h["featurizer"].items() if k != "template"}
+    stdout.write(f"{'featurizer':16s} {json.dumps(feat)}\n")
+    if "template" in h["featurizer"]:
+        n_u = sum(1 for ln in h["featurizer"]["template"].splitlines()
+                  if ln.strip().startswith("U"))
+        stdout.write(f"{'templates':16s} {n_u} U templates\n")
+    stdout.write("params\n")
+    for k, v in sorted(h["params"].items()):
+        stdout.write(f"  {k:14s} {v!r}\n")
+    stdout.write(f"{'training':16s} {json.dumps(res['training'])}\n")
+    return EXIT_OK

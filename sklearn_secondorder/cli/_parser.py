@@ -1,0 +1,165 @@
+"""The ``skso`` command line: its ``--model`` names, exit codes and argument parser.
+
+``MODELS`` maps a ``--model`` name to its estimator class and kind;
+``build_parser`` builds the ``argparse`` parser of ``train``, ``predict``,
+``evaluate`` and ``info``; ``UsageError`` is a bad command line (exit code 2).
+"""
+import argparse
+
+from .. import (
+    ASFSequenceTagger,
+    PlainSGDClassifier,
+    PSAClassifier,
+    PSASequenceTagger,
+    SBMLogisticRegression,
+    SGDQNLinearSVC,
+    SGDSequenceTagger,
+    __version__,
+)
+from ._files import FORMATS
+from ._templates import BUILTIN_TEMPLATES
+
+#: ``--model`` name -> (estimator class, kind).
+MODELS = {
+    "psa": (PSAClassifier, "linear"),
+    "sgdqn": (SGDQNLinearSVC, "linear"),
+    "sbm": (SBMLogisticRegression, "linear"),
+    "sgd": (PlainSGDClassifier, "linear"),
+    "psa-tagger": (PSASequenceTagger, "tagger"),
+    "asf-tagger": (ASFSequenceTagger, "tagger"),
+    "sgd-tagger": (SGDSequenceTagger, "tagger"),
+}
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """A bad command line (exit code 2)."""
+
+
+# ---- argument parsing -----------------------------------------------------------------
+def _positive_int(s):
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a positive integer")
+    return v
+
+
+def _hash_bits(s):
+    v = int(s)
+    if not 1 <= v <= 30:
+        raise argparse.ArgumentTypeError(f"--hash-bits {s}: expected 1 to 30")
+    return v
+
+
+def build_parser():
+    """Build the ``argparse`` parser of ``skso`` and its subcommands.
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        The parser (``train``, ``predict``, ``evaluate``, ``info``).
+    """
+    parser = argparse.ArgumentParser(
+        prog="skso",
+        description="Train single-pass second-order models on data files of any size, "
+                    "streamed in chunks (svmlight/libsvm, Vowpal Wabbit, CoNLL columns; "
+                    "plain or gzip).",
+        epilog="Run 'skso COMMAND --help' for a command's options.")
+    parser.add_argument("--version", action="version", version=f"skso {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    tr = sub.add_parser(
+        "train", help="train a model on data files, streamed in chunks",
+        description="Train a model with the estimator's partial_fit over chunks of the files. "
+                    "The files are scanned once first (labels, rows, feature range) so that "
+                    "classes and size-dependent parameters come from the whole data.")
+    tr.add_argument("data", nargs="+", help="data files (plain or gzip)")
+    tr.add_argument("--model", required=True, choices=sorted(MODELS),
+                    help="the estimator: psa=PSAClassifier, sgdqn=SGDQNLinearSVC, "
+                         "sbm=SBMLogisticRegression, sgd=PlainSGDClassifier, and the "
+                         "sequence taggers (CoNLL data)")
+    tr.add_argument("--out", "-o", required=True, help="the model file to write")
+    _add_format_args(tr)
+    tr.add_argument("--passes", type=_positive_int, default=1,
+                    help="passes over the files (each re-reads them; default 1)")
+    tr.add_argument("--chunk-size", type=_positive_int, default=None,
+                    help="lines per chunk given to partial_fit (CoNLL: whole sentences of at "
+                         "least that many lines; default: 10000, or a tenth of the number of "
+                         "features up to 100000, as each call costs O(features))")
+    tr.add_argument("--first-chunk-size", type=_positive_int, default=20000,
+                    help="lines of the first chunk, on which the estimators calibrate their "
+                         "step size (default 20000)")
+    tr.add_argument("--shuffle-buffer", type=int, default=0, metavar="N",
+                    help="shuffle rows (CoNLL: sentences) through a buffer of N, for files in "
+                         "a bad order (default 0: file order)")
+    est = tr.add_argument_group("estimator parameters (default: the estimator's)")
+    est.add_argument("--alpha", "--l2", type=float, help="L2 strength")
+    est.add_argument("--loss", help="loss (linear models with a loss parameter)")
+    est.add_argument("--eta0", help="initial step size, or 'auto'")
+    est.add_argument("--period", type=int,
+                     help="PSA's period b (default for psa: the paper's 0.5 n / 1000, at "
+                          "least 10, with n the rows of the whole data)")
+    est.add_argument("--random-state", type=int, default=0,
+                     help="seed of the estimator and the shuffle buffer (default 0)")
+    est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="any other constructor parameter, e.g. --param psa_kappa=0.5 "
+                          "(repeatable; VALUE read as a Python literal)")
+    tr.add_argument("--classes", metavar="LABELS",
+                    help="all the labels, comma-separated: skips the pre-scan of the files "
+                         "(the rows are then estimated from the first chunk; svmlight also "
+                         "needs --n-features, and indices are one-based unless --zero-based)")
+    tr.add_argument("--n-features", type=_positive_int,
+                    help="svmlight: the number of features (with --classes)")
+    tr.add_argument("--progress", choices=["auto", "bar", "lines", "none"], default="auto",
+                    help="progress display: a tqdm bar (needs the 'cli' extra), plain lines, "
+                         "or nothing; auto: a bar on a terminal, else lines")
+    tr.add_argument("--no-progressive", action="store_true",
+                    help="skip progressive validation (the loss of each chunk before "
+                         "training on it)")
+
+    pr = sub.add_parser("predict", help="predict the labels of a data file",
+                        description="One label per line (taggers: per token, a blank line "
+                                    "between sentences).")
+    pr.add_argument("model", help="a model file written by 'skso train'")
+    pr.add_argument("data", help="a data file in the model's format")
+    pr.add_argument("--out", "-o", help="output file (default: standard output)")
+    pr.add_argument("--proba", action="store_true",
+                    help="also the probability of every class (taggers: marginals), in "
+                         "the order of the '# labels:' first line")
+    pr.add_argument("--chunk-size", type=_positive_int, default=10000,
+                    help="lines per chunk (default 10000)")
+
+    ev = sub.add_parser("evaluate", help="score a model on a labelled data file",
+                        description="Accuracy, log-loss (probabilistic models) and F1; for "
+                                    "taggers token accuracy and conlleval chunk "
+                                    "precision / recall / F1.")
+    ev.add_argument("model", help="a model file written by 'skso train'")
+    ev.add_argument("data", help="a labelled data file in the model's format")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument("--chunk-size", type=_positive_int, default=10000,
+                    help="lines per chunk (default 10000)")
+
+    info = sub.add_parser("info", help="describe a model file",
+                          description="Estimator, parameters, classes, features, size.")
+    info.add_argument("model", help="a model file written by 'skso train'")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _add_format_args(p):
+    g = p.add_argument_group("data format")
+    g.add_argument("--format", choices=FORMATS,
+                   help="the data format (default: detected from the first line)")
+    g.add_argument("--hash-bits", type=_hash_bits, default=18,
+                   help="VW and CoNLL features are hashed to 2**BITS columns (default 18)")
+    zb = g.add_mutually_exclusive_group()
+    zb.add_argument("--zero-based", dest="zero_based", action="store_true", default=None,
+                    help="svmlight indices start at 0 (default: detected)")
+    zb.add_argument("--one-based", dest="zero_based", action="store_false",
+                    help="svmlight indices start at 1 (default: detected)")
+    g.add_argument("--template", metavar="NAME_OR_FILE",
+                   help="CoNLL feature templates: a CRF++ template file, or a built-in "
+                        f"({', '.join(sorted(BUILTIN_TEMPLATES))}; default: chunking with 2 "
+                        "or more feature columns, else words)")
