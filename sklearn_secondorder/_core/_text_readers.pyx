@@ -26,6 +26,7 @@ scikit-learn's ``FeatureHasher`` and Vowpal Wabbit use). A VW feature
 import numpy as np
 
 cimport numpy as cnp
+from libc.math cimport NAN
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport strtod
 from libc.string cimport memchr
@@ -208,6 +209,187 @@ cdef double _parse_number(const unsigned char* start, Py_ssize_t length, bint* o
     return v
 
 
+# The token code the parse and the scan paths share, so that both read a line
+# the same way and stop on a bad one with the same message. The helpers that
+# can raise return a position (>= 0) and signal an error with -1; those on the
+# per-feature path are inline.
+
+cdef enum:                      # what a bad token is, for _bad_token's message
+    _LABEL                      # svmlight label
+    _HEADER                     # VW label or importance weight
+    _SCALE                      # VW namespace scale
+    _VALUE                      # feature value (both formats)
+    _PAIR                       # svmlight index:value pair
+    _INDEX                      # svmlight feature index
+
+
+cdef inline Py_ssize_t _skip_spaces(const unsigned char* b, Py_ssize_t p,
+                                    Py_ssize_t end) noexcept nogil:
+    while p < end and _space(b[p]):
+        p += 1
+    return p
+
+
+cdef inline Py_ssize_t _token_end(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
+                                  unsigned char stop) noexcept nogil:
+    """End of the token at ``p``: the next space, ``stop`` byte or ``end``."""
+    while p < end and not _space(b[p]) and b[p] != stop:
+        p += 1
+    return p
+
+
+cdef inline Py_ssize_t _colon(const unsigned char* b, Py_ssize_t p,
+                              Py_ssize_t end) noexcept nogil:
+    """The first ``:`` of ``b[p:end]`` (``end`` if none)."""
+    while p < end and b[p] != 58:
+        p += 1
+    return p
+
+
+cdef str _text(const unsigned char* b, Py_ssize_t start, Py_ssize_t stop):
+    """``b[start:stop]`` as text, for an error message."""
+    return (<const char*>b)[start:stop].decode("utf-8", "replace")
+
+
+cdef int _bad_token(const unsigned char* b, Py_ssize_t start, Py_ssize_t stop,
+                    Py_ssize_t line, int what) except -1:
+    """Raise the ValueError of the bad token ``b[start:stop]`` of line ``line``.
+
+    Out of line, so that the inline readers that call it stay small.
+    """
+    text = _text(b, start, stop)
+    if what == _PAIR:
+        raise ValueError(f"line {line}: {text!r} is not 'index:value'")
+    if what == _INDEX:
+        raise ValueError(f"line {line}: feature index {text!r} "
+                         "is not a non-negative integer")
+    if what == _LABEL:
+        raise ValueError(f"line {line}: label {text!r} is not a number "
+                         "(multi-label files are not supported)")
+    if what == _HEADER:
+        raise ValueError(f"line {line}: {text!r} is not a number "
+                         "(label or importance weight)")
+    if what == _SCALE:
+        raise ValueError(f"line {line}: namespace scale {text!r} is not a number")
+    raise ValueError(f"line {line}: feature value {text!r} is not a number")
+
+
+cdef inline int _number(const unsigned char* b, Py_ssize_t start, Py_ssize_t stop,
+                        Py_ssize_t line, int what, double* value) except -1:
+    """``value[0]`` = the number ``b[start:stop]``, else a ValueError naming the line."""
+    cdef bint ok
+    value[0] = _parse_number(b + start, stop - start, &ok)
+    if not ok:
+        return _bad_token(b, start, stop, line, what)
+    return 0
+
+
+cdef inline Py_ssize_t _svm_label(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
+                                  Py_ssize_t line, double* label) except -1:
+    """Read the label of the svmlight line ``b[p:end]`` into ``label[0]``.
+
+    Returns the end of the label (> 0), or 0 for a blank or a comment line.
+    """
+    cdef Py_ssize_t tok = _skip_spaces(b, p, end)
+    if tok == end or b[tok] == 35:
+        return 0
+    p = _token_end(b, tok, end, 32)
+    _number(b, tok, p, line, _LABEL, label)
+    return p
+
+
+cdef inline Py_ssize_t _svm_pair(const unsigned char* b, Py_ssize_t* p, Py_ssize_t end,
+                                 Py_ssize_t line, int64_t* idx) except -1:
+    """Read the next ``index:value`` pair of an svmlight line, from ``p[0]`` on.
+
+    Returns the position of its colon (> 0; the value is then
+    ``b[colon + 1:p[0]]``) with the index as written in ``idx[0]``, or 0
+    at the end of the line or at a comment. ``qid:`` pairs are skipped.
+    """
+    cdef Py_ssize_t q = p[0], tok, colon, k
+    cdef int64_t i
+    while True:
+        q = _skip_spaces(b, q, end)
+        if q >= end or b[q] == 35:
+            p[0] = q
+            return 0
+        tok = q
+        colon = _token_end(b, q, end, 58)     # one pass: to the ':', then on
+        q = _token_end(b, colon, end, 32)
+        if colon == q or colon == tok:
+            return _bad_token(b, tok, q, line, _PAIR)
+        if colon - tok == 3 and b[tok] == 113 and b[tok + 1] == 105 and b[tok + 2] == 100:
+            continue                    # qid:
+        i = 0
+        for k in range(tok, colon):
+            if b[k] < 48 or b[k] > 57 or i > (<int64_t>1 << 40):
+                return _bad_token(b, tok, colon, line, _INDEX)
+            i = 10 * i + (b[k] - 48)
+        idx[0] = i
+        p[0] = q
+        return colon
+
+
+cdef Py_ssize_t _vw_header(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
+                           Py_ssize_t line, double* label, double* weight) except -1:
+    """Read the header of the VW line ``b[p:end]`` (all before its first ``|``).
+
+    ``label[0]`` is its first number (NaN if none), ``weight[0]`` the
+    second (1 if none); further numbers are checked and ignored, tags
+    (``'tag``, or a token glued to the ``|``) skipped. With ``weight`` NULL
+    only the label is read. Returns the position after the ``|`` (> 0), or
+    0 for a blank line.
+    """
+    cdef Py_ssize_t q, tok
+    cdef const void* bar
+    cdef int n_numbers = 0
+    cdef double value
+    p = _skip_spaces(b, p, end)
+    if p == end:
+        return 0
+    bar = memchr(b + p, 124, end - p)
+    if bar == NULL:
+        raise ValueError(f"line {line}: no '|' (a VW line is "
+                         "'[label [weight]] |namespace features...')")
+    q = <const unsigned char*>bar - b
+    label[0] = NAN
+    if weight != NULL:
+        weight[0] = 1.0
+    while True:
+        p = _skip_spaces(b, p, q)
+        if p >= q:
+            break
+        tok = p
+        p = _token_end(b, p, q, 32)
+        if b[tok] == 39 or p == q:      # 'tag, or a tag glued to '|'
+            continue
+        _number(b, tok, p, line, _HEADER, &value)
+        if n_numbers == 0:
+            label[0] = value
+        elif n_numbers == 1:
+            weight[0] = value
+        n_numbers += 1
+        if weight == NULL:
+            break
+    return q + 1
+
+
+cdef inline Py_ssize_t _vw_token(const unsigned char* b, Py_ssize_t* p, Py_ssize_t end,
+                                 Py_ssize_t line, int what, double* value) except -1:
+    """Read the VW token ``name[:number]`` at ``p[0]`` (a namespace or a feature).
+
+    ``p[0]`` goes to the end of the token and ``value[0]`` is its number (1
+    if none). Returns the end of the name.
+    """
+    cdef Py_ssize_t tok = p[0], colon
+    p[0] = _token_end(b, tok, end, 124)
+    colon = _colon(b, tok, p[0])
+    value[0] = 1.0
+    if colon < p[0]:
+        _number(b, colon + 1, p[0], line, what, value)
+    return colon
+
+
 def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=1):
     """Parse Vowpal Wabbit text lines into hashed CSR rows.
 
@@ -221,7 +403,7 @@ def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=
     Parameters
     ----------
     buf : bytes-like
-        Whole lines of text (the last may lack its newline).
+        Whole VW lines (the last may lack its newline).
     hash_bits : int
         Features are hashed to ``2**hash_bits`` columns (see the module
         docstring); colliding features of a row are summed later.
@@ -243,13 +425,11 @@ def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=
         On a line without ``|``, a label, importance, value or scale that is
         not a number, naming the line.
     """
-    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, q, tok, line = first_line - 1
-    cdef Py_ssize_t n_rows = 0, header_end, ns_start, ns_len, colon
+    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, tok, line = first_line - 1
+    cdef Py_ssize_t n_rows = 0, ns_start, colon
     cdef const unsigned char* b = &buf[0] if n > 0 else NULL
     cdef uint32_t mask = <uint32_t>((<int64_t>1 << hash_bits) - 1), ns_hash
     cdef double value, scale
-    cdef bint ok, have_label, have_weight
-    cdef double label, weight
     cdef Py_ssize_t n_lines = _count_lines(b, n)
     labels_a = np.empty(n_lines, dtype=np.float64)
     weights_a = np.empty(n_lines, dtype=np.float64)
@@ -260,95 +440,30 @@ def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=
     while pos < n:
         end = _line_end(b, pos, n)
         line += 1
-        p = pos
-        while p < end and _space(b[p]):
-            p += 1
-        if p == end:                       # blank line
-            pos = end + 1
-            continue
-        # header: up to the first '|'
-        q = p
-        while q < end and b[q] != 124:
-            q += 1
-        if q == end:
-            raise ValueError(f"line {line}: no '|' (a VW line is "
-                             "'[label [weight]] |namespace features...')")
-        header_end = q
-        have_label = False
-        have_weight = False
-        label = float("nan")
-        weight = 1.0
-        while p < header_end:
-            while p < header_end and _space(b[p]):
-                p += 1
-            if p >= header_end:
-                break
-            tok = p
-            while p < header_end and not _space(b[p]):
-                p += 1
-            if b[tok] == 39 or p == header_end:   # 'tag, or a tag glued to '|'
-                continue
-            value = _parse_number(b + tok, p - tok, &ok)
-            if not ok:
-                raise ValueError(f"line {line}: "
-                                 f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not "
-                                 "a number (label or importance weight)")
-            if not have_label:
-                label = value
-                have_label = True
-            elif not have_weight:
-                weight = value
-                have_weight = True
-        # namespaces
-        p = header_end
-        while p < end:                      # b[p] == '|'
-            p += 1
-            ns_start = p
-            while p < end and not _space(b[p]) and b[p] != 124:
-                p += 1
-            ns_len = p - ns_start
-            scale = 1.0
-            colon = ns_start
-            while colon < p and b[colon] != 58:
-                colon += 1
-            if colon < p:
-                scale = _parse_number(b + colon + 1, p - colon - 1, &ok)
-                if not ok:
-                    raise ValueError(f"line {line}: namespace scale "
-                                     f"{bytes(buf[colon + 1:p]).decode(errors='replace')!r} "
-                                     "is not a number")
-                ns_len = colon - ns_start
-            ns_hash = murmur3_32(b + ns_start, ns_len, 0)
-            while p < end and b[p] != 124:
-                while p < end and _space(b[p]):
-                    p += 1
-                if p >= end or b[p] == 124:
+        p = _vw_header(b, pos, end, line, &labels[n_rows], &weights[n_rows])
+        if p > 0:
+            while True:                     # a namespace: b[p - 1] == '|'
+                ns_start = p
+                colon = _vw_token(b, &p, end, line, _SCALE, &scale)
+                ns_hash = murmur3_32(b + ns_start, colon - ns_start, 0)
+                while True:                 # its features
+                    p = _skip_spaces(b, p, end)
+                    if p >= end or b[p] == 124:
+                        break
+                    tok = p
+                    colon = _vw_token(b, &p, end, line, _VALUE, &value)
+                    if value == 0.0:
+                        continue
+                    if out.n == out.idx_v.shape[0]:
+                        out.grow()
+                    out.idx_v[out.n] = <int>(murmur3_32(b + tok, colon - tok, ns_hash) & mask)
+                    out.val_v[out.n] = value * scale
+                    out.n += 1
+                if p >= end:
                     break
-                tok = p
-                while p < end and not _space(b[p]) and b[p] != 124:
-                    p += 1
-                colon = tok
-                while colon < p and b[colon] != 58:
-                    colon += 1
-                value = 1.0
-                if colon < p:
-                    value = _parse_number(b + colon + 1, p - colon - 1, &ok)
-                    if not ok:
-                        raise ValueError(
-                            f"line {line}: feature value "
-                            f"{bytes(buf[colon + 1:p]).decode(errors='replace')!r} is not "
-                            "a number")
-                if value == 0.0:
-                    continue
-                if out.n == out.idx_v.shape[0]:
-                    out.grow()
-                out.idx_v[out.n] = <int>(murmur3_32(b + tok, colon - tok, ns_hash) & mask)
-                out.val_v[out.n] = value * scale
-                out.n += 1
-        labels[n_rows] = label
-        weights[n_rows] = weight
-        n_rows += 1
-        indptr[n_rows] = out.n
+                p += 1
+            n_rows += 1
+            indptr[n_rows] = out.n
         pos = end + 1
     return (labels_a[:n_rows].copy(), weights_a[:n_rows].copy(), indptr_a[:n_rows + 1].copy(),
             out.idx[:out.n].copy(), out.val[:out.n].copy())
@@ -366,7 +481,7 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
     Parameters
     ----------
     buf : bytes-like
-        Whole lines of text.
+        Whole svmlight lines (the last may lack its newline).
     zero_based : bool
         Whether the indices start at 0 (else at 1, and 0 is an error).
     n_features : int
@@ -387,11 +502,10 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
     ValueError
         On a label, index or value that is not a number, naming the line.
     """
-    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, tok, line = first_line - 1
+    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, line = first_line - 1
     cdef const unsigned char* b = &buf[0] if n > 0 else NULL
-    cdef Py_ssize_t n_rows = 0, colon, k
-    cdef int64_t idx
-    cdef bint ok
+    cdef Py_ssize_t n_rows = 0, colon
+    cdef int64_t idx = 0
     cdef double value
     cdef Py_ssize_t n_lines = _count_lines(b, n)
     labels_a = np.empty(n_lines, dtype=np.float64)
@@ -402,68 +516,56 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
     while pos < n:
         end = _line_end(b, pos, n)
         line += 1
-        p = pos
-        while p < end and _space(b[p]):
-            p += 1
-        if p == end or b[p] == 35:
-            pos = end + 1
-            continue
-        tok = p
-        while p < end and not _space(b[p]):
-            p += 1
-        value = _parse_number(b + tok, p - tok, &ok)
-        if not ok:
-            raise ValueError(f"line {line}: label "
-                             f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not a "
-                             "number (multi-label files are not supported)")
-        labels[n_rows] = value
-        while p < end:
-            while p < end and _space(b[p]):
-                p += 1
-            if p >= end or b[p] == 35:
-                break
-            tok = p
-            while p < end and not _space(b[p]):
-                p += 1
-            colon = tok
-            while colon < p and b[colon] != 58:
-                colon += 1
-            if colon == p or colon == tok:
-                raise ValueError(f"line {line}: "
-                                 f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not "
-                                 "'index:value'")
-            if colon - tok == 3 and b[tok] == 113 and b[tok + 1] == 105 and b[tok + 2] == 100:
-                continue                    # qid:
-            idx = 0
-            for k in range(tok, colon):
-                if b[k] < 48 or b[k] > 57 or idx > (<int64_t>1 << 40):
-                    raise ValueError(
-                        f"line {line}: feature index "
-                        f"{bytes(buf[tok:colon]).decode(errors='replace')!r} is not a "
-                        "non-negative integer")
-                idx = 10 * idx + (b[k] - 48)
-            if not zero_based:
-                if idx == 0:
-                    raise ValueError(f"line {line}: feature index 0 in a one-based file "
-                                     "(pass --zero-based)")
-                idx -= 1
-            value = _parse_number(b + colon + 1, p - colon - 1, &ok)
-            if not ok:
-                raise ValueError(f"line {line}: feature value "
-                                 f"{bytes(buf[colon + 1:p]).decode(errors='replace')!r} is "
-                                 "not a number")
-            if idx >= n_features or value == 0.0:
-                continue
-            if out.n == out.idx_v.shape[0]:
-                out.grow()
-            out.idx_v[out.n] = <int>idx
-            out.val_v[out.n] = value
-            out.n += 1
-        n_rows += 1
-        indptr[n_rows] = out.n
+        p = _svm_label(b, pos, end, line, &labels[n_rows])
+        if p > 0:
+            while True:
+                colon = _svm_pair(b, &p, end, line, &idx)
+                if colon == 0:
+                    break
+                if not zero_based:
+                    if idx == 0:
+                        raise ValueError(f"line {line}: feature index 0 in a one-based file "
+                                         "(pass --zero-based)")
+                    idx -= 1
+                _number(b, colon + 1, p, line, _VALUE, &value)
+                if idx >= n_features or value == 0.0:
+                    continue
+                if out.n == out.idx_v.shape[0]:
+                    out.grow()
+                out.idx_v[out.n] = <int>idx
+                out.val_v[out.n] = value
+                out.n += 1
+            n_rows += 1
+            indptr[n_rows] = out.n
         pos = end + 1
     return (labels_a[:n_rows].copy(), indptr_a[:n_rows + 1].copy(), out.idx[:out.n].copy(),
             out.val[:out.n].copy())
+
+
+cdef tuple _scan(const unsigned char[::1] buf, Py_ssize_t first_line, bint vw):
+    """``scan_svmlight`` (``vw`` false) and ``scan_vw``: labels, min and max index."""
+    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, line = first_line - 1
+    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
+    cdef int64_t idx = 0, lo = -1, hi = -1
+    cdef Py_ssize_t n_rows = 0
+    labels_a = np.empty(_count_lines(b, n), dtype=np.float64)
+    cdef double[::1] labels = labels_a
+    while pos < n:
+        end = _line_end(b, pos, n)
+        line += 1
+        if vw:
+            p = _vw_header(b, pos, end, line, &labels[n_rows], NULL)
+        else:
+            p = _svm_label(b, pos, end, line, &labels[n_rows])
+        if p > 0:
+            n_rows += 1
+            while not vw and _svm_pair(b, &p, end, line, &idx) > 0:
+                if lo < 0 or idx < lo:
+                    lo = idx
+                if idx > hi:
+                    hi = idx
+        pos = end + 1
+    return labels_a[:n_rows].copy(), lo, hi
 
 
 def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
@@ -476,7 +578,7 @@ def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     Parameters
     ----------
     buf : bytes-like
-        Whole lines of text.
+        Whole svmlight lines, as ``parse_svmlight`` reads them.
     first_line : int, default=1
         Line number of the first line, for the error messages.
 
@@ -492,62 +594,7 @@ def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     ValueError
         On a label or an index that is not a number, naming the line.
     """
-    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, tok, line = first_line - 1
-    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
-    cdef int64_t idx, lo = -1, hi = -1
-    cdef Py_ssize_t k, colon, n_rows = 0
-    cdef bint ok
-    labels_a = np.empty(_count_lines(b, n), dtype=np.float64)
-    cdef double[::1] labels = labels_a
-    while pos < n:
-        end = _line_end(b, pos, n)
-        line += 1
-        p = pos
-        while p < end and _space(b[p]):
-            p += 1
-        if p == end or b[p] == 35:
-            pos = end + 1
-            continue
-        tok = p
-        while p < end and not _space(b[p]):
-            p += 1
-        labels[n_rows] = _parse_number(b + tok, p - tok, &ok)
-        if not ok:
-            raise ValueError(f"line {line}: label "
-                             f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not a "
-                             "number (multi-label files are not supported)")
-        n_rows += 1
-        while p < end:
-            while p < end and _space(b[p]):
-                p += 1
-            if p >= end or b[p] == 35:
-                break
-            tok = p
-            while p < end and not _space(b[p]) and b[p] != 58:
-                p += 1
-            colon = p
-            while p < end and not _space(b[p]):
-                p += 1
-            if colon == p or colon == tok:
-                raise ValueError(f"line {line}: "
-                                 f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not "
-                                 "'index:value'")
-            if colon - tok == 3 and b[tok] == 113 and b[tok + 1] == 105 and b[tok + 2] == 100:
-                continue                    # qid:
-            idx = 0
-            for k in range(tok, colon):
-                if b[k] < 48 or b[k] > 57 or idx > (<int64_t>1 << 40):
-                    raise ValueError(
-                        f"line {line}: feature index "
-                        f"{bytes(buf[tok:colon]).decode(errors='replace')!r} is not a "
-                        "non-negative integer")
-                idx = 10 * idx + (b[k] - 48)
-            if lo < 0 or idx < lo:
-                lo = idx
-            if idx > hi:
-                hi = idx
-        pos = end + 1
-    return labels_a[:n_rows].copy(), lo, hi
+    return _scan(buf, first_line, False)
 
 
 def scan_vw(const unsigned char[::1] buf, Py_ssize_t first_line=1):
@@ -556,13 +603,14 @@ def scan_vw(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     Parameters
     ----------
     buf : bytes-like
-        Whole lines of text.
+        Whole VW lines, as ``parse_vw`` reads them (only their header, up
+        to the first ``|``, is read here).
     first_line : int, default=1
         Line number of the first line, for the error messages.
 
     Returns
     -------
-    labels : ndarray of shape (n_rows,)
+    labels : ndarray of shape (n_rows,), dtype float64
         NaN where a row has no label.
 
     Raises
@@ -570,45 +618,4 @@ def scan_vw(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     ValueError
         As ``parse_vw`` for the header.
     """
-    cdef Py_ssize_t n = buf.shape[0], pos = 0, end, p, q, tok, line = first_line - 1
-    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
-    cdef bint ok
-    cdef double label
-    cdef Py_ssize_t n_rows = 0
-    labels_a = np.empty(_count_lines(b, n), dtype=np.float64)
-    cdef double[::1] labels = labels_a
-    while pos < n:
-        end = _line_end(b, pos, n)
-        line += 1
-        p = pos
-        while p < end and _space(b[p]):
-            p += 1
-        if p == end:
-            pos = end + 1
-            continue
-        q = <Py_ssize_t>(<const unsigned char*>memchr(b + p, 124, end - p) - b) \
-            if memchr(b + p, 124, end - p) != NULL else end
-        if q == end:
-            raise ValueError(f"line {line}: no '|' (a VW line is "
-                             "'[label [weight]] |namespace features...')")
-        label = float("nan")
-        while p < q:
-            while p < q and _space(b[p]):
-                p += 1
-            if p >= q:
-                break
-            tok = p
-            while p < q and not _space(b[p]):
-                p += 1
-            if b[tok] == 39 or p == q:
-                continue
-            label = _parse_number(b + tok, p - tok, &ok)
-            if not ok:
-                raise ValueError(f"line {line}: "
-                                 f"{bytes(buf[tok:p]).decode(errors='replace')!r} is not "
-                                 "a number (label or importance weight)")
-            break
-        labels[n_rows] = label
-        n_rows += 1
-        pos = end + 1
-    return labels_a[:n_rows].copy()
+    return _scan(buf, first_line, True)[0]

@@ -1,11 +1,9 @@
 """Sequence taggers: linear-chain CRFs on the shared Cython core."""
+from ._arow import AROWSequenceTagger
 from ._asf import ASFSequenceTagger
 from ._lbfgs import LBFGSSequenceTagger
-from ._online import (
-    AROWSequenceTagger,
-    AveragedPerceptronSequenceTagger,
-    PassiveAggressiveSequenceTagger,
-)
+from ._passive_aggressive import PassiveAggressiveSequenceTagger
+from ._perceptron import AveragedPerceptronSequenceTagger
 from ._psa import PSASequenceTagger
 from ._sgd import SGDSequenceTagger
 

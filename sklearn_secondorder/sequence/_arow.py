@@ -1,0 +1,130 @@
+"""CRFsuite's AROW trainer (``arow``) as a tagger.
+
+The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``; the shared
+online-tagger code is ``_online._OnlineSequenceTagger``.
+"""
+from numbers import Real
+
+from .._compat import Interval
+from .._core._crf_online import OnlineOptions
+from ._online import AROW, _OnlineSequenceTagger
+
+
+class AROWSequenceTagger(_OnlineSequenceTagger):
+    """Linear-chain CRF trained by AROW: CRFsuite's ``arow``.
+
+    Adaptive regularisation of weight vectors (Crammer, Kulesza and Dredze,
+    NIPS 2009) with a diagonal covariance ``Sigma`` (every weight starts at
+    ``variance``), for sequences as CRFsuite: when the Viterbi path ``v``
+    differs from ``y`` in ``d`` tokens, with ``delta = F(x, y) - F(x, v)``
+    and the cost ``l = score(v) - score(y) + d``::
+
+        beta = 1 / (gamma + sum_k Sigma_k delta_k^2)
+        w_k += l beta Sigma_k delta_k
+        1 / Sigma_k += delta_k^2 / gamma
+
+    No averaging (CRFsuite returns the mean vector ``w``). The kernel is
+    ``online_epochs`` in ``_core/_crf_online.pyx``.
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+        The initial variance of every weight.
+    gamma : float, default=1.0
+        The trade-off (``r`` in the paper): larger values change the
+        weights less per update.
+    max_iter : int, default=100
+        Passes over the data in ``fit``.
+    epsilon : float, default=0.0
+        Stop after a pass whose mean cost is at most ``epsilon`` (with 0: a
+        pass without errors).
+    all_possible_states : bool, default=False
+        Give every (attribute, label) pair of the training attributes a
+        weight; by default only the pairs seen in the training data have one
+        (CRFsuite's ``feature.possible_states``), the others stay at zero.
+    all_possible_transitions : bool, default=False
+        Give every label bigram a weight; by default only the bigrams seen
+        in training (CRFsuite's ``feature.possible_transitions``).
+    fit_intercept : bool, default=True
+        Add a per-label bias feature to every token.
+    shuffle : bool, default=True
+        Shuffle the sequences before each pass.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles.
+    verbose : int, default=0
+        Print the loss after each pass.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        The labels, sorted.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` (non-zero weights), as sklearn-crfsuite.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}``, as sklearn-crfsuite.
+    attributes_ : list
+        Attribute names by column.
+    coef_ : ndarray of shape (n_labels, n_attributes)
+        The state weights.
+    intercept_ : ndarray of shape (n_labels,)
+        The per-label bias (zero unless ``fit_intercept``).
+    vocabulary_ : dict
+        Attribute name -> column (feature-dict input only); it grows in
+        ``partial_fit`` (new attributes start at zero).
+    n_features_in_ : int
+        Number of features of numeric input (not set for feature dicts).
+    n_iter_ : int
+        Passes made by the last call to ``fit`` or ``partial_fit``.
+    t_ : int
+        Sequences visited so far.
+    loss_ : list of float
+        The training loss of every pass so far, summed over the sequences
+        (CRFsuite's "Loss": the sum of the costs).
+    pass_seconds_ : list of float
+        Wall time of every training pass so far.
+
+    See Also
+    --------
+    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``.
+    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``.
+
+    References
+    ----------
+    K. Crammer, A. Kulesza and M. Dredze, "Adaptive regularization of weight
+    vectors", NIPS 2009.
+
+    Examples
+    --------
+    >>> from sklearn_secondorder import AROWSequenceTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> tagger = AROWSequenceTagger(max_iter=5, random_state=0).fit(X, y)
+    >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
+    [['DET', 'N']]
+    """
+
+    _method = AROW
+    _averaged = False
+    _parameter_constraints: dict = {
+        **_OnlineSequenceTagger._parameter_constraints,
+        "variance": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, *, variance=1.0, gamma=1.0, max_iter=100, epsilon=0.0,
+                 all_possible_states=False, all_possible_transitions=False,
+                 fit_intercept=True, shuffle=True, random_state=None, verbose=0):
+        self.variance = variance
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.epsilon = epsilon
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _options(self):
+        return OnlineOptions(method=AROW, gamma=self.gamma, epsilon=self.epsilon,
+                             shuffle=self.shuffle, fit_intercept=self.fit_intercept)

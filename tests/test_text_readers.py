@@ -1,0 +1,97 @@
+"""Error messages of the compiled svmlight / VW readers, on the parse and the scan path.
+
+``_core._text_readers`` reads each line twice: ``scan_*`` (labels, index
+range) before training and ``parse_*`` (CSR rows) during it. Both must stop on
+the same bad line with the same message; the texts here are the whole
+messages (``tests/test_cli.py`` checks their prefixes through the command line).
+"""
+import re
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from sklearn_secondorder._core._text_readers import (
+    parse_svmlight,
+    parse_vw,
+    scan_svmlight,
+    scan_vw,
+)
+
+LABEL = "is not a number (multi-label files are not supported)"
+INDEX = "is not a non-negative integer"
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"1 1:1\nx 2:1\n", f"line 2: label 'x' {LABEL}"),
+    (b"1 1:1\n1,2 2:1\n", f"line 2: label '1,2' {LABEL}"),
+    (b"1 1:1\n\n1 2\n", "line 3: '2' is not 'index:value'"),
+    (b"1 :1\n", "line 1: ':1' is not 'index:value'"),
+    (b"1 1:1\n1 a:1\n", f"line 2: feature index 'a' {INDEX}"),
+    (b"1 -3:1\n", f"line 1: feature index '-3' {INDEX}"),
+    (b"1 1x:1\n", f"line 1: feature index '1x' {INDEX}"),
+    # 14 digits pass 2**40 before the last one: the overflow check
+    (b"1 12345678901234:1\n", f"line 1: feature index '12345678901234' {INDEX}"),
+    (b"# c\n1 3:1 qid:2\n1 qid:2 7:1 2:1:1\n", "line 3: feature value '1:1' is not a number"),
+])
+def test_svmlight_errors_same_on_parse_and_scan(text, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_svmlight(text, False, 10, 1)
+    if "feature value" in message:
+        # the scan does not read values (the parse checks them)
+        labels, lo, hi = scan_svmlight(text)
+        assert labels.size == text.count(b"\n") - text.count(b"#")
+    else:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            scan_svmlight(text)
+
+
+def test_svmlight_first_line_offsets_the_line_numbers():
+    text = b"1 1:1\n1 2\n"
+    msg = re.escape("line 11: '2' is not 'index:value'")
+    with pytest.raises(ValueError, match=msg):
+        parse_svmlight(text, False, 10, 10)
+    with pytest.raises(ValueError, match=msg):
+        scan_svmlight(text, 10)
+
+
+def test_svmlight_largest_index_below_the_overflow_check_is_read():
+    big = (1 << 40) - 1
+    text = f"1 qid:7 3:2 {big}:1.5\n-1 # comment\n".encode()
+    labels, lo, hi = scan_svmlight(text)
+    assert_array_equal(labels, [1, -1])
+    assert (lo, hi) == (3, big)
+    labels, indptr, indices, data = parse_svmlight(text, True, 10)
+    assert_array_equal(indptr, [0, 1, 1])
+    assert_array_equal(indices, [3])
+    assert_array_equal(data, [2.0])
+
+
+@pytest.mark.parametrize("text, message, scan_message", [
+    (b"1 |a x\n1 a x\n", "line 2: no '|' (a VW line is '[label [weight]] |namespace "
+     "features...')", "same"),
+    (b"1 |a x\nfoo 1 |a x\n",
+     "line 2: 'foo' is not a number (label or importance weight)", "same"),
+    # the scan reads the label only; the importance weight is the parse's
+    (b"1 w |a x\n", "line 1: 'w' is not a number (label or importance weight)", None),
+    (b"1 |a x:y\n", "line 1: feature value 'y' is not a number", None),
+    (b"1 |a x:\n", "line 1: feature value '' is not a number", None),
+    (b"1 |a:s x\n", "line 1: namespace scale 's' is not a number", None),
+])
+def test_vw_errors_same_on_parse_and_scan(text, message, scan_message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_vw(text, 8)
+    if scan_message is None:
+        assert_array_equal(scan_vw(text), [1.0] * text.count(b"\n"))
+    else:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            scan_vw(text)
+
+
+def test_vw_scan_labels_match_the_parse():
+    text = (b"1 2.5 'tag1|a:2 x y:3 |b z\n\n|c w\n-1 tag|c w\n"
+            b"  'only_a_tag |c w\n0.5 3 |\n")
+    labels, weights, *_ = parse_vw(text, 8)
+    assert_array_equal(labels, [1, np.nan, -1, np.nan, 0.5])
+    assert_array_equal(weights, [2.5, 1, 1, 1, 3])
+    assert_array_equal(scan_vw(text), labels)
