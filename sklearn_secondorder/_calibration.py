@@ -20,7 +20,7 @@ from ._core._weights import ScaledWeights
 
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
                    fit_intercept, random_state, n_samples=1000, eta_start=0.1,
-                   factor=2.0, max_trials=20):
+                   factor=2.0, max_trials=20, l1_ratio=0.0):
     """Pick a constant step size on a random sample of rows.
 
     Parameters
@@ -35,6 +35,9 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         Binary loss, or None for the multinomial log loss.
     random_state : numpy.random.RandomState
         Draws the sample rows.
+    l1_ratio : float
+        The L1 share of ``alpha``: the trial passes step with the cumulative
+        L1 penalty and the objective includes ``alpha l1_ratio ||w||_1``.
 
     Returns
     -------
@@ -45,7 +48,8 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     rows = random_state.choice(n, size=min(n, n_samples), replace=False)
     rows.sort()
     ds = RowDataset(X[rows], y[rows], sample_weight[rows])
-    kw = dict(loss=loss, n_outputs=n_outputs, alpha=alpha, fit_intercept=fit_intercept)
+    kw = dict(loss=loss, n_outputs=n_outputs, alpha=alpha, fit_intercept=fit_intercept,
+              l1_ratio=l1_ratio)
 
     def objective(eta):
         return trial_pass(ds, coef, intercept, eta=eta, **kw)
@@ -55,7 +59,8 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
 
 
 def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_intercept,
-                       averaged=False, eta_start=0.1, factor=2.0, max_trials=20):
+                       averaged=False, eta_start=0.1, factor=2.0, max_trials=20,
+                       l1_ratio=0.0):
     """Bottou's step-size calibration on a sample of sequences.
 
     From (a copy of) the current weights, run one pass with a constant step
@@ -67,6 +72,9 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
     uses the same start 0.1 and rate 2). With ``averaged=True`` the objective
     is measured at the average of the trial pass's iterates, the model an
     averaging method returns (ASF after its first period, averaged SGD).
+    With ``l1_ratio > 0`` the trial passes step with the cumulative L1
+    penalty and the objective is
+    ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) + mean -log p``.
 
     Parameters
     ----------
@@ -79,22 +87,30 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
     fit_intercept, averaged : bool
     eta_start, factor : float
     max_trials : int
+    l1_ratio : float
 
     Returns
     -------
     eta0 : float
     """
+    l2 = alpha * (1.0 - l1_ratio)
+
     def trial(eta):
         if alpha > 0 and eta * alpha >= 1.0:
             return np.inf
         coef_copy = np.array(coef, dtype=np.float64)
         state = CRFState(coef=coef_copy, avg=np.zeros_like(coef_copy) if averaged else None,
-                         n_states=n_states)
+                         n_states=n_states,
+                         l1_q=np.zeros_like(coef_copy) if l1_ratio > 0 else None)
         options = SGDOptions(eta0=eta, power=0.0, alpha=alpha, shuffle=False,
-                             fit_intercept=fit_intercept, average=averaged)
+                             fit_intercept=fit_intercept, average=averaged, l1_ratio=l1_ratio)
         if sgd_epochs(ds_sample, state, options, n_latent=n_latent).diverged:
             return np.inf
-        return objective(ds_sample, ScaledWeights(state.model(), n_states), alpha, n_latent)
+        model = state.model()
+        obj = objective(ds_sample, ScaledWeights(model, n_states), l2, n_latent)
+        if l1_ratio > 0:
+            obj += alpha * l1_ratio * float(np.abs(model).sum())
+        return obj
 
     return search_step(trial, eta_start=eta_start, factor=factor, max_trials=max_trials) / 2.0
 

@@ -71,4 +71,66 @@ static void skso_row_shrink_step(double *restrict ve, double lam, double sw,
     }
 }
 
+/* k untouched steps of a block with the L1 penalty (decay_weight_l1) when
+ * every |k rate| < 5e-4: the decay's and the penalty's Taylor branches, then
+ * the clip; owed holds (u + q, u - q) per weight, c_over_lam = C / lam. */
+SKSO_ROW_CLONES
+static void skso_row_decay_l1_taylor(double *restrict ve, double *restrict owed,
+                                     const double *restrict rate, ptrdiff_t K, double k,
+                                     double c_over_lam) {
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double z = k * rate[q], f = skso_decay_taylor(z);
+        double o = c_over_lam * skso_one_minus_decay_taylor(z);
+        double w = ve[2 * q] * f;
+        double dn = owed[2 * q] * f + o, up = owed[2 * q + 1] * f + o;
+        double nv = skso_l1_apply(w, dn, up);
+        owed[2 * q] = dn + (nv - w);
+        owed[2 * q + 1] = up - (nv - w);
+        ve[2 * q] = nv;
+    }
+}
+
+/* Line 5 of Algorithm 1 for one row of a multi-output linear model, then the
+ * step's L1 penalty eta C (l1_penalize): v = max(0, 1 - eta lam) v - eta sw
+ * grad x, (u + q, u - q) shrunk by the same factor plus eta C, the clip. */
+SKSO_ROW_CLONES
+static void skso_row_step_l1(double *restrict ve, double *restrict owed, double lam,
+                             double sw, const double *restrict grad, double x, double l1,
+                             ptrdiff_t K) {
+    for (ptrdiff_t k = 0; k < K; k++) {
+        double e = ve[2 * k + 1], c = 1.0 - e * lam;
+        c = c < 0.0 ? 0.0 : c;
+        double w = c * ve[2 * k] - e * sw * grad[k] * x;
+        double o = e * l1;
+        double dn = owed[2 * k] * c + o, up = owed[2 * k + 1] * c + o;
+        double nv = skso_l1_apply(w, dn, up);
+        owed[2 * k] = dn + (nv - w);
+        owed[2 * k + 1] = up - (nv - w);
+        ve[2 * k] = nv;
+    }
+}
+
+/* Tsuruoka et al.'s L1 catch-up (skso_l1_apply) of the K weights of one
+ * feature of a ScaledWeights: u the total penalty and q[k] the penalty
+ * applied, both in the units of v; q takes the change. With averaging
+ * (avg != NULL) the running sum keeps the past iterates: avg[k] -= c * change. */
+SKSO_ROW_CLONES
+static void skso_row_l1_apply(double *restrict v, double *restrict q, double *restrict avg,
+                              double u, double c, ptrdiff_t K) {
+    if (avg == NULL) {
+        for (ptrdiff_t k = 0; k < K; k++) {
+            double z = v[k], nv = skso_l1_apply(z, u + q[k], u - q[k]);
+            q[k] += nv - z;
+            v[k] = nv;
+        }
+        return;
+    }
+    for (ptrdiff_t k = 0; k < K; k++) {
+        double z = v[k], nv = skso_l1_apply(z, u + q[k], u - q[k]);
+        q[k] += nv - z;
+        avg[k] -= c * (nv - z);
+        v[k] = nv;
+    }
+}
+
 #endif

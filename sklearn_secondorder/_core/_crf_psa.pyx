@@ -35,6 +35,15 @@ buffer), so the emissions and transition scores are written into the
 ``CRFContext`` buffers here rather than by ``load_emissions`` /
 ``load_transitions`` (which read a contiguous ``ScaledWeights``); the rest
 of the inference (forward-backward, marginals) is the context's.
+
+The L1 penalty (``PSAOptions.l1``, CRFsuite's ``c1``): Tsuruoka et al.'s
+cumulative penalty on each weight's own steps (``LazyStepWeights``), on every
+block as the L2 (the bias and transitions included). A touched row is caught
+up (decay and penalty owed) as it is read; the step shrinks it and adds the
+step's penalty to what it is owed at its first visit, and clips it once the
+sequence's gradient terms are in (``_step_l1``). The transition and bias
+rows are then caught up lazily like the others (``_shared_rows_to_l1``: no
+sweep list, the sweep carries no L1).
 """
 from libc.math cimport exp, isfinite, INFINITY
 from libc.stdlib cimport malloc, calloc, free
@@ -44,7 +53,9 @@ from ._dataset cimport SequenceData
 from ._numeric cimport now_seconds
 from ._weights cimport (
     LazyStepWeights,
+    l1_clip,
     lazy_catch_up,
+    lazy_catch_up_l1,
     prefetch_block,
     row_emit,
     row_shrink,
@@ -109,6 +120,47 @@ cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long
     ctx.trans_max = m
     for i in range(H * H):
         ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+
+
+cdef void _shared_rows_to_l1(LazyStepWeights w, CRFContext ctx, long long t) noexcept nogil:
+    """``_shared_rows_to`` with the L1 penalty: the transition and bias rows
+    caught up lazily (``lazy_catch_up_l1``; no sweep list), the transition
+    scores loaded."""
+    cdef int H = ctx.n_states, i
+    cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
+    cdef double m = -INFINITY
+    cdef const double* v = w.v + 2 * trans_row * H
+    for row in range(trans_row, bias_row + 1):
+        lazy_catch_up_l1(w, row, t)
+    for i in range(H * H):
+        ctx.trans[i] = v[2 * i]
+        if ctx.trans[i] > m:
+            m = ctx.trans[i]
+    ctx.trans_max = m
+    for i in range(H * H):
+        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+
+
+cdef void _emissions_at_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                           long long t) noexcept nogil:
+    """``_emissions_at`` with the L1 penalty (``lazy_catch_up_l1``)."""
+    cdef int H = ctx.n_states, tt, h
+    cdef Py_ssize_t j, A = ctx.n_attributes
+    cdef long long r, kk, first = ds.offsets[s]
+    cdef const double* vb = w.v + 2 * (A + H) * H
+    cdef double* em
+    ctx.T = <int>(ds.offsets[s + 1] - first)
+    for tt in range(ctx.T):
+        em = ctx.emit + <Py_ssize_t>tt * H
+        for h in range(H):
+            em[h] = vb[2 * h]
+        r = first + tt
+        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+            j = ds.indices[kk]
+            if j >= A:
+                continue
+            lazy_catch_up_l1(w, j, t)
+            row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
 
 
 cdef void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
@@ -178,6 +230,83 @@ cdef void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx
         last[j] = t + 1
 
 
+cdef void _step_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                   long long t, bint fit_intercept) noexcept nogil:
+    """``_step`` with the L1 penalty: a row's first visit in this update
+    shrinks it by ``max(0, 1 - eta lam)`` and adds the step's ``eta C`` to what
+    it is owed (``u`` and ``q`` shrinking with it); after the gradient terms
+    every touched weight is clipped (``l1_clip``; clipping twice is clipping
+    once)."""
+    cdef int H = ctx.n_states, T = ctx.T, tt, h, i
+    cdef Py_ssize_t j, p, A = ctx.n_attributes, bias_row = A + H, p0 = A * H
+    cdef long long r, kk, first = ds.offsets[s]
+    cdef const int* y = &ds.labels[0] + first
+    cdef double lam = w.lam, c, e, l1 = w.l1
+    cdef double* v = w.v
+    cdef double* dl = w.l1d
+    cdef double* d = ctx.tmp
+    cdef const double* eta = w.eta
+    cdef long long* last = w.last
+    for tt in range(T):
+        for h in range(H):
+            d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
+        d[y[tt]] += 1.0
+        r = first + tt
+        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+            j = ds.indices[kk]
+            if j >= A:
+                continue
+            if last[j] == t:
+                last[j] = t + 1
+                _shrink_row_l1(w, j * H, H, lam, l1)
+            row_step(v + 2 * j * H, ds.data[kk], d, H)
+        if fit_intercept:
+            if last[bias_row] == t:
+                last[bias_row] = t + 1
+                _shrink_row_l1(w, bias_row * H, H, lam, l1)
+            row_step(v + 2 * bias_row * H, 1.0, d, H)
+    for i in range(H * H):
+        p = p0 + i
+        e = eta[2 * p]
+        c = 1.0 - e * lam
+        c = c if c > 0.0 else 0.0
+        v[2 * p] = c * v[2 * p] - e * ctx.edge[i]
+        dl[2 * p] = dl[2 * p] * c + e * l1
+        dl[2 * p + 1] = dl[2 * p + 1] * c + e * l1
+    for tt in range(1, T):
+        p = p0 + y[tt - 1] * H + y[tt]
+        v[2 * p] += eta[2 * p]
+    for j in range(A, A + H):
+        last[j] = t + 1
+    # the clips, after every gradient term of the sequence
+    for i in range(H * H):
+        l1_clip(w, p0 + i)
+    if fit_intercept:
+        for h in range(H):
+            l1_clip(w, bias_row * H + h)
+    for kk in range(ds.indptr[first], ds.indptr[first + T]):
+        j = ds.indices[kk]
+        if j < A:
+            for h in range(H):
+                l1_clip(w, j * H + h)
+
+
+cdef inline void _shrink_row_l1(LazyStepWeights w, Py_ssize_t p0, int H, double lam,
+                                double l1) noexcept nogil:
+    """One step's shrink of the ``H`` weights from ``p0`` (``row_shrink``) and its
+    penalty added to what they are owed (clipped later)."""
+    cdef int h
+    cdef Py_ssize_t p
+    cdef double c
+    for h in range(H):
+        p = p0 + h
+        c = 1.0 - w.eta[2 * p] * lam
+        c = c if c > 0.0 else 0.0
+        w.v[2 * p] *= c
+        w.l1d[2 * p] = w.l1d[2 * p] * c + w.eta[2 * p] * l1
+        w.l1d[2 * p + 1] = w.l1d[2 * p + 1] * c + w.eta[2 * p] * l1
+
+
 cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList* sw,
                   long long* t, long long b, bint fit_intercept) noexcept nogil:
     """One pass in the current order; returns the summed ``-log p(y|x)``, or
@@ -190,14 +319,21 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
             _prefetch_sequence(ds, ds.order[k + 1], w, A)
-        _shared_rows_to(w, sw, ctx, t[0], b)
-        _emissions_at(w, ds, s, ctx, t[0])
+        if w.has_l1:
+            _shared_rows_to_l1(w, ctx, t[0])
+            _emissions_at_l1(w, ds, s, ctx, t[0])
+        else:
+            _shared_rows_to(w, sw, ctx, t[0], b)
+            _emissions_at(w, ds, s, ctx, t[0])
         ctx.finish_emissions(NULL)
         ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
         if not isfinite(ll):
             return ll
         loss_sum -= ll
-        _step(w, ds, s, ctx, t[0], fit_intercept)
+        if w.has_l1:
+            _step_l1(w, ds, s, ctx, t[0], fit_intercept)
+        else:
+            _step(w, ds, s, ctx, t[0], fit_intercept)
         t[0] += 1
     return loss_sum
 
@@ -215,7 +351,8 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         included. Every block is current at ``t`` on return.
     options : PSAOptions
         ``lam`` (L2 on every weight, bias and transitions included),
-        ``period`` (``b``), ``psa_alpha``, ``psa_beta``, ``kappa``.
+        ``period`` (``b``), ``psa_alpha``, ``psa_beta``, ``kappa``, and
+        ``l1`` (the L1 strength; the state then needs its ``l1`` array).
     n_epochs : int
     shuffle, fit_intercept : bool
 

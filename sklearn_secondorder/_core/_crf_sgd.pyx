@@ -14,6 +14,17 @@ t0))`` with ``t0 = 1 / (alpha eta0)``, CRFsuite's l2sgd and Bottou's crfsgd),
 sum. With feedback (ASF, Fig. 1) the weights are reset to the average of all
 iterates after every pass whose total count is triangular (1, 3, 6, 10, ...):
 period ``c`` runs ``c`` passes.
+
+With an L1 penalty (``SGDOptions.l1_ratio``, CRFsuite's ``c1``) the shrink
+is by ``alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
+Tsuruoka et al.'s cumulative penalty (``SequenceSteps``, ``ScaledWeights``),
+every weight (bias and transitions included) caught up when a step reads it
+and at the end of the call. With averaging, the average is kept on the
+support of the current iterate: at a feedback (``reset_to_average``) and in
+the model returned (``CRFState.model``), a weight the penalty holds at 0 is
+0. The averaged model is therefore as sparse as the last iterate; the running
+sum itself counts each iterate as the lazy catch-up left it (a weight's owed
+penalty enters it when applied).
 """
 from dataclasses import dataclass, field
 
@@ -47,6 +58,11 @@ class CRFState:
         Passes so far (ASF's feedback schedule counts them).
     seed : int
         The shuffling RNG state.
+    l1_q : ndarray like ``coef``, or None
+        With an L1 penalty: Tsuruoka et al.'s ``q``, the penalty applied to
+        each weight so far.
+    l1_u : float
+        Their ``u``, the total penalty so far.
     """
 
     coef: np.ndarray
@@ -56,14 +72,16 @@ class CRFState:
     t: int = 0
     passes: int = 0
     seed: int = 1
+    l1_q: object = None
+    l1_u: float = 0.0
 
     @classmethod
-    def new(cls, n_attributes, n_states, *, averaged, seed, init=None):
+    def new(cls, n_attributes, n_states, *, averaged, seed, init=None, l1=False):
         """Weights ``init`` (a callable ``size -> array``; zeros by default)."""
         size = (n_attributes + n_states + 1) * n_states
         coef = np.zeros(size) if init is None else init(size)
         return cls(coef=coef, avg=np.zeros(size) if averaged else None,
-                   n_states=n_states, seed=seed)
+                   n_states=n_states, seed=seed, l1_q=np.zeros(size) if l1 else None)
 
     @property
     def n_attributes(self):
@@ -79,20 +97,31 @@ class CRFState:
         if self.avg is not None:
             self.avg = np.concatenate([self.avg[:cut], self.n_iterates * rows,
                                        self.avg[cut:]])
+        if self.l1_q is not None:
+            # (q = 0: a weight 0 all along owes the total u, as in the dense algorithm)
+            self.l1_q = np.concatenate([self.l1_q[:cut], np.zeros(n_new * H),
+                                        self.l1_q[cut:]])
 
-    def weights(self, averaged=False):
-        """A ``ScaledWeights`` over ``coef`` (and ``avg`` when averaged)."""
-        for name in ("coef", "avg"):
+    def weights(self, averaged=False, l1=False):
+        """A ``ScaledWeights`` over ``coef`` (and ``avg`` when averaged, and
+        the L1 penalty's ``l1_q`` when ``l1``)."""
+        for name in ("coef", "avg", "l1_q"):
             if getattr(self, name) is not None:
                 setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
+        if l1 and self.l1_q is None:
+            raise ValueError("an L1 penalty needs the state's l1_q")
         return ScaledWeights(self.coef, self.n_states, self.avg if averaged else None,
-                             self.n_iterates)
+                             self.n_iterates, self.l1_q if l1 else None, self.l1_u)
 
     def model(self):
-        """The weights a trainer returns: the average when it averages."""
+        """The weights a trainer returns: the average when it averages (with
+        an L1 penalty, on the support of the last iterate: module docstring)."""
         if self.avg is None or self.n_iterates == 0:
             return self.coef.copy()
-        return self.avg / self.n_iterates
+        model = self.avg / self.n_iterates
+        if self.l1_q is not None:
+            model[self.coef == 0.0] = 0.0
+        return model
 
 
 @dataclass
@@ -111,6 +140,10 @@ class SGDOptions:
         Keep the running sum of the iterates.
     feedback : bool
         ASF's feedback (needs ``average``).
+    l1_ratio : float
+        The L1 share of ``alpha`` (the penalty
+        ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``; the state
+        then needs ``l1_q``).
     """
 
     eta0: float
@@ -120,6 +153,7 @@ class SGDOptions:
     fit_intercept: bool = True
     average: bool = False
     feedback: bool = False
+    l1_ratio: float = 0.0
 
 
 @dataclass
@@ -183,13 +217,18 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
         raise ValueError("feedback needs averaged weights")
     if not (options.eta0 > 0 and options.eta0 * options.alpha < 1.0):
         raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
-    cdef ScaledWeights w = state.weights(averaged=options.average)
+    cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
+    cdef ScaledWeights w = state.weights(averaged=options.average, l1=l1_ratio > 0)
     cdef CRFContext ctx = context_for(w, n_latent, ds.max_len)
     if ds.n_features > ctx.n_attributes:
         raise ValueError("the data have more attributes than the weights")
     cdef SequenceSteps steps = SequenceSteps()
     steps.ds, steps.ctx, steps.n_examples = ds, ctx, ds.n_sequences
     steps.fit_intercept = options.fit_intercept
+    steps.l2, steps.l1 = 0.0, 0.0
+    if l1_ratio > 0:
+        steps.l2 = options.alpha * (1.0 - l1_ratio)
+        steps.l1 = options.alpha * l1_ratio
     cdef Schedule sched
     sched.kind = CONSTANT if options.power == 0.0 else POWER
     sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, 0.0,
@@ -222,8 +261,12 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
             if not w.is_finite():
                 diverged = True
                 break
+        if w.has_l1:
+            w.l1_apply_all()
         w.fold()
     state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
+    if w.has_l1:
+        state.l1_u = w.l1_u
     result.epochs, result.diverged = epochs_run, diverged
     result.mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
     return result

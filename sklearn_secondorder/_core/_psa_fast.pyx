@@ -16,6 +16,13 @@ of ``LazyStepWeights.catch_up``:
   per row of blocks): ``LazyStepWeights.sweep_all`` applies each event to all
   blocks in storage order, a streaming loop that is cheaper than the
   data-dependent catch-up in the row loop when the whole model is in cache.
+
+With the L1 penalty (``PSAOptions.l1``: Tsuruoka et al.'s cumulative
+penalty on each weight's own steps, ``LazyStepWeights``) the pass is
+``_pass_l1``: the row's blocks are caught up with ``lazy_catch_up_l1`` (decay and
+penalty owed), and each stepped weight is clipped after its gradient term
+(``l1_penalize``); the schedule is the lazy one (the sweeps carry no L1). The
+intercept has no penalty. The L2-only pass is unchanged.
 """
 from libc.stdlib cimport malloc, free
 
@@ -25,6 +32,10 @@ from ._numeric cimport clip_dloss
 from ._weights cimport (
     LazyStepWeights,
     lazy_catch_up,
+    lazy_catch_up_l1,
+    l1_penalize,
+    prefetch_l1,
+    row_step_l1,
     decay_factor,
     prefetch_block,
     row_emit,
@@ -42,6 +53,7 @@ cdef struct RowPass:
     bint sweeping            # every block is current at the last event
     bint fit_intercept
     double alpha             # L2 strength
+    double l1                # L1 strength (0: none)
     double* scores           # (K,) work buffers
     double* grad
 
@@ -172,6 +184,76 @@ cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass*
     return t
 
 
+cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const int* ind,
+                   int nnz, double sw, long long t) noexcept nogil:
+    """``_step`` with the L1 penalty: line 5 of Algorithm 1 on each weight of
+    the row's blocks, then its penalty ``eta C`` (``l1_penalize``); the
+    intercept has none."""
+    cdef int q, k, K = rp.K
+    cdef Py_ssize_t j, p, d = rp.d
+    cdef double c, e, alpha = rp.alpha, l1 = rp.l1
+    cdef double* v = w.v
+    cdef const double* eta = w.eta
+    for q in range(nnz):
+        j = ind[q]
+        if K > 1:                 # (the same arithmetic, one vectorised loop)
+            row_step_l1(v + 2 * j * K, w.l1d + 2 * j * K, alpha, sw, rp.grad, x[q], l1, K)
+        else:
+            e = eta[2 * j]
+            c = 1.0 - e * alpha
+            if c < 0.0:
+                c = 0.0
+            v[2 * j] = c * v[2 * j] - e * sw * rp.grad[0] * x[q]
+            l1_penalize(w, j, c, e * l1)
+        w.last[j] = t + 1
+    if rp.fit_intercept:
+        for k in range(K):
+            p = d * K + k
+            v[2 * p] -= eta[2 * p] * sw * rp.grad[k]
+        w.last[d] = t + 1
+
+
+cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
+                        long long t) noexcept nogil:
+    """``_pass`` with the L1 penalty (lazy schedule): the row's blocks are
+    caught up with their decay and penalty owed (``lazy_catch_up_l1``) as they
+    are read. (Its own loop, so that ``_scores`` and ``_step`` keep one
+    caller, inlined into ``_pass`` as before.)"""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz, q, k, K = rp.K
+    cdef Py_ssize_t i, j, nxt, d = rp.d
+    cdef long long kk
+    cdef double y, sw
+    for i in range(ds.n_samples):
+        fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            continue
+        if ds.is_sparse and i + 1 < ds.n_samples:
+            _prefetch_next(ds, w, i)
+            nxt = ds.order_ptr[i + 1]
+            for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
+                prefetch_l1(w, ds.indices_ptr[kk])
+        for k in range(K):
+            rp.scores[k] = 0.0
+        for q in range(nnz):
+            j = ind[q]
+            lazy_catch_up_l1(w, j, t)
+            for k in range(K):
+                rp.scores[k] += w.v[2 * (j * K + k)] * x[q]
+        if rp.fit_intercept:
+            lazy_catch_up_l1(w, d, t)          # (no penalty: events only)
+            for k in range(K):
+                rp.scores[k] += w.v[2 * (d * K + k)]
+        if rp.K == 1:
+            rp.grad[0] = clip_dloss(loss.dloss(rp.scores[0], y))
+        else:
+            softmax_loss(rp.scores, <int>y, rp.K, rp.grad)
+        _step_l1(w, rp, x, ind, nnz, sw, t)
+        t += 1
+    return t
+
+
 def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                bint shuffle=True, bint fit_intercept=True, int sweep_all=-1):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
@@ -204,6 +286,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     rp.d = ds.n_features
     rp.fit_intercept = fit_intercept
     rp.alpha = options.lam
+    rp.l1 = getattr(options, "l1", 0.0)
     if rp.K == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
     cdef LazyStepWeights w = LazyStepWeights(state, options, rp.d)
@@ -216,7 +299,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                             if ds.is_sparse else <double>rp.d)
     if sweep_all == -1:
         sweep_all = rp.d + 1 <= 2.0 * b * mean_nnz
-    rp.sweeping = b > 0 and sweep_all
+    rp.sweeping = b > 0 and sweep_all and rp.l1 == 0.0   # (the sweeps carry no L1)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     rp.scores = <double*>malloc(rp.K * sizeof(double))
@@ -228,7 +311,10 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
             for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                t = _pass(ds, w, loss, &rp, t, b)
+                if rp.l1 != 0.0:
+                    t = _pass_l1(ds, w, loss, &rp, t)
+                else:
+                    t = _pass(ds, w, loss, &rp, t, b)
                 epochs_run += 1
                 w.catch_up_all(t)
                 if not w.is_finite():

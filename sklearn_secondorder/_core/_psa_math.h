@@ -10,6 +10,8 @@
 #ifndef SKSO_PSA_MATH_H
 #define SKSO_PSA_MATH_H
 
+#include <math.h>
+
 /* exp(z) for |z| < 5e-4: Taylor to z^4 (error < |z|^5 / 120 < 3e-19, below
  * the rounding of the eager product (1 - x)^k it stands for). The decay
  * (1 - eta lam)^k = exp(k rate) of k untouched steps, in its common regime. */
@@ -41,6 +43,35 @@ static inline double skso_psa_factor(double u, double m, double kappa, double in
     f = f > f_hi ? f_hi : f;
     f = f < f_lo ? f_lo : f;
     return f;
+}
+
+/* 1 - exp(z) for z <= 0 (its Taylor branch for |z| < 5e-4 alone), the branches of the decay (skso_decay_taylor for
+ * |z| < 5e-4, else exp) without their cancellation: the L1 penalty owed
+ * over k untouched steps of a weight with L2 decay is C/lam (1 - (1 - eta
+ * lam)^k), z = k log(1 - eta lam), the geometric sum of the steps' eta C
+ * shrunk by the later decays. */
+static inline double skso_one_minus_decay_taylor(double z) {
+    return -z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+}
+
+static inline double skso_one_minus_decay(double z) {
+    if (z > -5e-4)
+        return skso_one_minus_decay_taylor(z);
+    return -expm1(z);
+}
+
+/* Tsuruoka, Tsujii and Ananiadou (ACL 2009), Fig. 2, ApplyPenalty: the
+ * cumulative L1 penalty moves a weight w towards 0 by what it is owed --
+ * owed_down = u + q (w > 0), owed_up = u - q (w < 0), u the total penalty
+ * so far and q what was applied to this weight -- and clips it at 0. Returns
+ * the new weight; the caller adds the change to q. */
+static inline double skso_l1_apply(double w, double owed_down, double owed_up) {
+    /* (selects, not branches: the sign of a weight is not predictable, and
+     * the block loop of _block_ops.h vectorises) */
+    double down = w - owed_down, up = w + owed_up;
+    down = down > 0.0 ? down : 0.0;
+    up = up < 0.0 ? up : 0.0;
+    return w > 0.0 ? down : (w < 0.0 ? up : w);
 }
 
 #endif

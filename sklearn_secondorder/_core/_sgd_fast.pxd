@@ -55,15 +55,31 @@ cdef class RowSteps:
 
 
 @cython.final
+cdef class RowStepsL1:
+    # RowSteps with an L1 penalty: its own compiled pass (sgd_pass is fused over
+    # the kinds of steps), so that the L2-only row loop is unchanged
+    cdef Py_ssize_t n_examples
+    cdef RowSteps rows
+    cdef double l2, l1           # the shrink's strength, and C
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil
+    cdef void count_iterate(self) noexcept nogil
+
+
+@cython.final
 cdef class SequenceSteps:
     # SGD steps on the sequences of a SequenceData (a linear-chain CRF)
     cdef Py_ssize_t n_examples
     cdef SequenceData ds
     cdef CRFContext ctx
     cdef bint fit_intercept
+    cdef double l2, l1           # with an L1 penalty (l1 > 0): the shrink's strength, C
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil
+    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
+                       double* loss) noexcept nogil
     cdef void count_iterate(self) noexcept nogil
 
 

@@ -15,6 +15,15 @@ One step on row ``x`` (label ``y``, sample weight ``s``) at counter ``t``::
 
 Zero-weight rows are skipped and do not advance ``t``. With ``n_outputs = K > 1``
 the loss is the multinomial log loss over K scores.
+
+With an L1 penalty (scikit-learn's ``penalty='l1'`` / ``'elasticnet'``: the
+term ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``) the shrink is
+``1 - eta alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
+Tsuruoka et al.'s cumulative penalty (``ScaledWeights.l1_add``); the weights a
+step reads and writes are caught up with it before the read and after the
+write (``_sgd_step_l1``, ``SequenceSteps.step``), the others at the end of the
+call (``l1_apply_all``). The L2-only row loop is untouched: rows with L1 are
+``RowStepsL1``, a kind of steps of its own in the fused ``sgd_pass``.
 """
 from dataclasses import dataclass
 
@@ -23,10 +32,10 @@ cimport cython
 from libc.math cimport isfinite, NAN
 from libc.stdlib cimport malloc, free
 
-from ._dataset cimport RowDataset, fetch_row
+from ._dataset cimport RowDataset, SequenceData, fetch_row
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, clip_dloss
-from ._weights cimport ScaledWeights
+from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
@@ -55,8 +64,63 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
             b[k] += grad[k] * intercept_decay
 
 
+cdef inline void _sgd_step_l1(ScaledWeights w, double* b, Loss loss, const double* x,
+                              const int* ind, int nnz, double y, double sw, double eta,
+                              double l2, double l1, bint fit_intercept,
+                              double intercept_decay, double* scores,
+                              double* grad) noexcept nogil:
+    """``_sgd_step`` with the L1 penalty: the row's weights caught up with the
+    cumulative penalty before they are read, the shrink by the L2 part
+    ``l2``, the step, the step's penalty ``eta l1`` added to the total and the
+    row's weights caught up with it (Tsuruoka et al. 2009, Fig. 2)."""
+    cdef int k, K = w.n_outputs
+    cdef double factor
+    l1_apply_rows(w, ind, nnz)
+    w.dot(x, ind, nnz, scores)
+    for k in range(K):
+        scores[k] += b[k]
+    if K == 1:
+        grad[0] = clip_dloss(loss.dloss(scores[0], y))
+    else:
+        softmax_loss(scores, <int>y, K, grad)
+    for k in range(K):
+        grad[k] = -eta * sw * grad[k]
+    factor = 1.0 - eta * l2
+    if factor < 0.0:
+        factor = 0.0
+    if factor != 1.0:
+        w.shrink(factor)
+    w.add(x, ind, nnz, grad)
+    w.l1_add(eta * l1)
+    l1_apply_rows(w, ind, nnz)
+    if fit_intercept:
+        for k in range(K):
+            b[k] += grad[k] * intercept_decay
+
+
+cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
+                              Py_ssize_t n_attributes) noexcept nogil:
+    """Catch the weights a sequence reads and writes up with the L1 penalty:
+    its attributes' rows, the transitions and the bias (``CRFContext``'s
+    layout: attribute rows, then ``H + 1`` rows)."""
+    cdef int H = w.n_outputs
+    cdef long long kk, first = ds.offsets[s]
+    cdef Py_ssize_t j, p
+    cdef double* avg = w.u if w.averaged else NULL
+    for kk in range(ds.indptr[first], ds.indptr[ds.offsets[s + 1]]):
+        j = ds.indices[kk]
+        if j < n_attributes:
+            p = j * H
+            row_l1_apply(w.v + p, w.l1_q + p, avg + p if avg != NULL else NULL, w.l1_u,
+                         w.avg_coef, H)
+    p = n_attributes * H
+    row_l1_apply(w.v + p, w.l1_q + p, avg + p if avg != NULL else NULL, w.l1_u, w.avg_coef,
+                 (H + 1) * H)
+
+
 ctypedef fused Steps:
     RowSteps
+    RowStepsL1
     SequenceSteps
 
 
@@ -107,6 +171,8 @@ cdef class SequenceSteps:
         cdef Py_ssize_t s = self.ds.order[k]
         cdef double eta = step_size(sched, t), ll
         cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        if self.l1 != 0.0:
+            return self._step_l1(s, w, eta, loss)
         self.ctx.load_transitions(w)
         self.ctx.load_emissions(self.ds, s, w)
         self.ctx.finish_emissions(NULL)
@@ -116,6 +182,26 @@ cdef class SequenceSteps:
             return True                # (the pass stops: divergence)
         w.shrink(1.0 - eta * sched.alpha)
         self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        return True
+
+    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
+                       double* loss) noexcept nogil:
+        """``step`` with the L1 penalty (the module docstring): the sequence's
+        weights caught up before they are read and after the step."""
+        cdef double ll
+        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
+        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
+        self.ctx.load_transitions(w)
+        self.ctx.load_emissions(self.ds, s, w)
+        self.ctx.finish_emissions(NULL)
+        ll = self.ctx.loglik(y)
+        loss[0] = -ll
+        if not isfinite(ll):
+            return True
+        w.shrink(1.0 - eta * self.l2)
+        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
+        w.l1_add(eta * self.l1)
+        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
         return True
 
     cdef void count_iterate(self) noexcept nogil:
@@ -154,6 +240,36 @@ cdef class RowSteps:
                 self.b_sum[k] += self.b[k]
 
 
+@cython.final
+cdef class RowStepsL1:
+    """``RowSteps`` with the L1 penalty (``_sgd_step_l1``)."""
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        cdef const double* x
+        cdef const int* ind
+        cdef int nnz
+        cdef double y, sw
+        fetch_row(self.rows.ds, k, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            return False
+        _sgd_step_l1(w, self.rows.b, self.rows.loss, x, ind, nnz, y, sw, step_size(sched, t),
+                     self.l2, self.l1, self.rows.fit_intercept, self.rows.intercept_decay,
+                     self.rows.scores, self.rows.grad)
+        return True
+
+    cdef void count_iterate(self) noexcept nogil:
+        self.rows.count_iterate()
+
+
+cdef RowStepsL1 with_l1(RowSteps rows, double alpha, double l1_ratio):
+    """``rows`` with the penalty ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``."""
+    cdef RowStepsL1 steps = RowStepsL1()
+    steps.rows, steps.n_examples = rows, rows.n_examples
+    steps.l2, steps.l1 = alpha * (1.0 - l1_ratio), alpha * l1_ratio
+    return steps
+
+
 cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
                         bint fit_intercept, double intercept_decay):
     """The steps of a pass over ``ds`` with intercept ``b`` (and its running
@@ -187,6 +303,11 @@ class LinearSGDState:
     intercept : ndarray of shape (n_outputs,)
     avg_coef, avg_intercept : ndarray or None
         Running sums of the iterates (averaged SGD).
+    l1_q : ndarray of shape (n_features * n_outputs,) or None
+        With an L1 penalty: Tsuruoka et al.'s ``q``, the penalty applied to
+        each weight so far.
+    l1_u : float
+        Their ``u``, the total penalty so far.
     n_iterates : float
         Iterates in the sums.
     t : int
@@ -205,19 +326,30 @@ class LinearSGDState:
     t: int = 0
     seed: int = 1
     eta0: object = None
+    l1_q: object = None
+    l1_u: float = 0.0
 
     @classmethod
-    def zeros(cls, n_features, n_outputs, *, average, seed):
+    def zeros(cls, n_features, n_outputs, *, average, seed, l1=False):
         size = n_features * n_outputs
         state = cls(coef=np.zeros(size), intercept=np.zeros(n_outputs), seed=seed)
         if average:
             state.avg_coef, state.avg_intercept = np.zeros(size), np.zeros(n_outputs)
+        if l1:
+            state.l1_q = np.zeros(size)
         return state
 
     def model(self):
-        """``(coef, intercept)``: the average of the iterates when averaging."""
+        """``(coef, intercept)``: the average of the iterates when averaging.
+
+        With an L1 penalty the average is taken on the last iterate's support
+        (its weights at 0 are 0): an average of sparse iterates is dense, and
+        the support is what the penalty selected."""
         if self.avg_coef is not None and self.n_iterates > 0:
-            return self.avg_coef / self.n_iterates, self.avg_intercept / self.n_iterates
+            coef = self.avg_coef / self.n_iterates
+            if self.l1_q is not None:
+                coef[self.coef == 0.0] = 0.0
+            return coef, self.avg_intercept / self.n_iterates
         return self.coef, self.intercept
 
 
@@ -233,6 +365,9 @@ class LinearSGDOptions:
     eta0, t0 : float
     shuffle, fit_intercept : bool
     intercept_decay : float
+    l1_ratio : float
+        The L1 share of ``alpha`` (0: L2 only; the state then needs
+        ``l1_q``).
     """
 
     alpha: float = 1e-4
@@ -242,6 +377,7 @@ class LinearSGDOptions:
     shuffle: bool = True
     fit_intercept: bool = True
     intercept_decay: float = 1.0
+    l1_ratio: float = 0.0
 
 
 @dataclass
@@ -274,10 +410,15 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         raise ValueError("a binary loss is required when n_outputs == 1")
     if state.coef.shape[0] != ds.n_features * K:
         raise ValueError("coef/intercept shapes do not match the data")
-    cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates)
+    cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
+    if l1_ratio > 0 and state.l1_q is None:
+        raise ValueError("an L1 penalty needs the state's l1_q")
+    cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates,
+                                         state.l1_q if l1_ratio > 0 else None, state.l1_u)
     cdef double[::1] b = state.intercept
     cdef RowSteps steps = row_steps(ds, loss, b, state.avg_intercept, options.fit_intercept,
                                     options.intercept_decay)
+    cdef RowStepsL1 steps_l1 = with_l1(steps, options.alpha, l1_ratio) if l1_ratio > 0 else None
     cdef Schedule sched
     sched.kind = CONSTANT if options.learning_rate == "constant" else OPTIMAL
     sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, options.t0,
@@ -291,20 +432,30 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         for _epoch in range(n_epochs):
             if shuffle:
                 ds.shuffle(&rng)
-            sgd_pass(steps, w, &sched, &t)
+            if steps_l1 is not None:
+                sgd_pass(steps_l1, w, &sched, &t)
+            else:
+                sgd_pass(steps, w, &sched, &t)
             epochs_run += 1
             if not w.is_finite() or not all_finite(&b[0], K):
                 diverged = True
                 break
+        if w.has_l1:
+            w.l1_apply_all()
         w.fold()
     state.t, state.seed, state.n_iterates = t, rng, w.n_iterates
+    if w.has_l1:
+        state.l1_u = w.l1_u
     return SGDResult(epochs=epochs_run, diverged=diverged)
 
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss loss=None,
-               int n_outputs=1, double alpha=1e-4, double eta=0.01, bint fit_intercept=True):
+               int n_outputs=1, double alpha=1e-4, double eta=0.01, bint fit_intercept=True,
+               double l1_ratio=0.0):
     """One pass with constant ``eta`` from (copies of) the weights; returns the
-    regularized objective after the pass (``inf`` when it diverges).
+    regularized objective after the pass (``inf`` when it diverges), the L1
+    term ``alpha l1_ratio ||w||_1`` included (the pass then steps with the
+    cumulative L1 penalty, from nothing owed).
 
     Used by the step-size calibration (Bottou's recipe): the arrays given are
     not modified.
@@ -313,8 +464,10 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     coef_c = np.array(coef, dtype=np.float64)
     intercept_c = np.array(intercept, dtype=np.float64)
     cdef double[::1] ic = intercept_c
-    cdef ScaledWeights w = ScaledWeights(coef_c, K)
+    cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
+                                         np.zeros_like(coef_c) if l1_ratio > 0 else None)
     cdef RowSteps steps = row_steps(ds, loss, ic, None, fit_intercept, 1.0)
+    cdef RowStepsL1 steps_l1 = with_l1(steps, alpha, l1_ratio) if l1_ratio > 0 else None
     cdef Schedule sched
     sched.kind, sched.eta0, sched.alpha, sched.t0, sched.power = CONSTANT, eta, alpha, 0.0, 0.0
     cdef const double* x
@@ -324,7 +477,12 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     cdef long long t = 0
     cdef double y, sw, obj = 0.0, wsum = 0.0, val
     with nogil:
-        sgd_pass(steps, w, &sched, &t)
+        if steps_l1 is not None:
+            sgd_pass(steps_l1, w, &sched, &t)
+        else:
+            sgd_pass(steps, w, &sched, &t)
+        if w.has_l1:
+            w.l1_apply_all()
         w.fold()
         if not w.is_finite() or not all_finite(&ic[0], K):
             obj = 1e300
@@ -344,4 +502,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
                 obj /= wsum
     if obj >= 1e300 or not np.isfinite(obj):
         return np.inf
+    if l1_ratio > 0:
+        return obj + alpha * (l1_ratio * float(np.abs(coef_c).sum())
+                              + 0.5 * (1.0 - l1_ratio) * float(np.dot(coef_c, coef_c)))
     return obj + 0.5 * alpha * float(np.dot(coef_c, coef_c))

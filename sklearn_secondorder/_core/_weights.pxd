@@ -16,6 +16,12 @@ cdef class ScaledWeights:
     cdef double* u
     cdef readonly double avg_coef        # C in  sum_of_iterates = u + C * v
     cdef readonly double n_iterates
+    # the cumulative L1 penalty (Tsuruoka et al. 2009), in units of v: the total
+    # l1_u so far, and per weight l1_q[p], the penalty already applied
+    cdef readonly bint has_l1
+    cdef readonly double l1_u
+    cdef double[::1] l1_q_arr
+    cdef double* l1_q
 
     cdef void dot(self, const double* x, const int* ind, int nnz, double* out) noexcept nogil
     cdef void add(self, const double* x, const int* ind, int nnz, const double* c) noexcept nogil
@@ -25,6 +31,46 @@ cdef class ScaledWeights:
     cdef void reset_to_average(self) noexcept nogil
     cdef double sq_norm(self) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
+    cdef void l1_add(self, double amount) noexcept nogil
+    cdef void l1_apply_all(self) noexcept nogil
+
+
+cdef extern from "_psa_math.h":
+    double one_minus_decay "skso_one_minus_decay"(double z) noexcept nogil
+    double l1_apply "skso_l1_apply"(double w, double owed_down, double owed_up) noexcept nogil
+
+
+cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
+    """Catch weight ``p`` up with the cumulative L1 penalty (Tsuruoka et al.,
+    ApplyPenalty; ``skso_l1_apply``): ``u``, ``q`` and ``v`` are all in the
+    units of ``v``, so the clip is at the true weight's 0 (``scale > 0``)."""
+    cdef double z = w.v[p], nv
+    # (no branch on the weight's value: its sign is not predictable)
+    nv = l1_apply(z, w.l1_u + w.l1_q[p], w.l1_u - w.l1_q[p])
+    w.v[p] = nv
+    w.l1_q[p] += nv - z
+    if w.averaged:
+        w.u[p] -= w.avg_coef * (nv - z)
+
+
+cdef extern from "_block_ops.h":
+    void row_l1_apply "skso_row_l1_apply"(double* v, double* q, double* avg, double u,
+                                          double c, Py_ssize_t K) noexcept nogil
+
+
+cdef inline void l1_apply_rows(ScaledWeights w, const int* ind, int nnz) noexcept nogil:
+    """``l1_apply_weight`` on the ``n_outputs`` weights of each listed feature
+    (a multi-output feature's as one vectorised loop, ``_block_ops.h``)."""
+    cdef int i, K = w.n_outputs
+    cdef Py_ssize_t p
+    if K == 1:
+        for i in range(nnz):
+            l1_apply_weight(w, ind[i])
+        return
+    for i in range(nnz):
+        p = <Py_ssize_t>ind[i] * K
+        row_l1_apply(w.v + p, w.l1_q + p, w.u + p if w.averaged else NULL, w.l1_u,
+                     w.avg_coef, K)
 
 
 from libc.math cimport exp, log1p
@@ -91,17 +137,33 @@ cdef class LazyStepWeights:
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
     cdef readonly double max_rate    # max |rate| at init (eta only decreases)
+    # the cumulative L1 penalty (Tsuruoka et al. 2009) on per-coordinate steps:
+    # per weight what it is owed, (u + q, u - q) interleaved, u its own total
+    cdef double* l1d
+    cdef readonly bint has_l1
+    cdef readonly double l1          # C = alpha l1_ratio
+    cdef double l1_over_lam          # C / lam (lam > 0)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
+    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil
     cdef void sweep_all(self, long long ev) noexcept nogil
     cdef void _decay(self, Py_ssize_t j, double lam, long long k) noexcept nogil
+    cdef void _decay_l1(self, Py_ssize_t j, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil
+    cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
+                                      int* n_geo) noexcept nogil
+    cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
+                             int* n_geo) noexcept nogil
+    cdef bint _closed_windows(self, Py_ssize_t p, double lam, long long k, double* geo,
+                              int* n_geo, double* f, double* owed,
+                              double* fk) noexcept nogil
+    cdef bint _stays_nonzero(self, Py_ssize_t p, double lam, long long k) noexcept nogil
     cdef bint is_finite(self) noexcept nogil
 
 
@@ -183,6 +245,49 @@ cdef extern from "_block_ops.h":
                                                 Py_ssize_t K) noexcept nogil
 
 
+cdef inline void l1_clip(LazyStepWeights w, Py_ssize_t p) noexcept nogil:
+    """Tsuruoka's clip of weight ``p`` (``skso_l1_apply``) with what it is
+    owed, ``(u + q, u - q)``; the change goes to ``q``."""
+    cdef double* d = w.l1d + 2 * p
+    cdef double z = w.v[2 * p], nv
+    nv = l1_apply(z, d[0], d[1])
+    d[0] += nv - z
+    d[1] -= nv - z
+    w.v[2 * p] = nv
+
+
+cdef inline void l1_penalize(LazyStepWeights w, Py_ssize_t p, double f,
+                             double owed) noexcept nogil:
+    """The L1 side of steps whose L2 factor is ``f`` and penalty ``owed`` (one
+    step: ``f = max(0, 1 - eta lam)``, ``owed = eta C``, after its gradient
+    term): ``u`` and ``q`` shrink with the weight, ``u += owed``; then the clip."""
+    cdef double* d = w.l1d + 2 * p
+    d[0] = d[0] * f + owed
+    d[1] = d[1] * f + owed
+    l1_clip(w, p)
+
+
+cdef inline void l1_settle(LazyStepWeights w, Py_ssize_t p, double f, double owed) noexcept nogil:
+    """Weight ``p`` after steps without a gradient: ``v *= f`` (their L2
+    decay), then ``l1_penalize`` (their L1 penalty, in the weight's units
+    after the decay)."""
+    w.v[2 * p] *= f
+    l1_penalize(w, p, f, owed)
+
+
+cdef inline void decay_weight_l1(LazyStepWeights w, Py_ssize_t p, long long k) noexcept nogil:
+    """``k >= 1`` untouched steps of (regularized) weight ``p`` with the L1
+    penalty, ``eta`` constant: the decay ``f = (1 - eta lam)^k`` and the
+    penalty owed, the sum of the steps' ``eta C`` each shrunk by the later
+    decays, ``C / lam (1 - f)`` (``skso_one_minus_decay``; ``k eta C``
+    without L2)."""
+    if w.lam == 0.0:
+        l1_settle(w, p, 1.0, w.l1 * w.eta[2 * p] * <double>k)
+    else:
+        l1_settle(w, p, decay_factor(w.rate[p], k),
+                  w.l1_over_lam * one_minus_decay(<double>k * w.rate[p]))
+
+
 cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
     """``k >= 1`` untouched steps of (regularized) block ``j``: ``v *= (1 - eta
     lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
@@ -214,6 +319,43 @@ cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noe
     w.last[j] = T
 
 
+cdef extern from "_block_ops.h":
+    void row_decay_l1_taylor "skso_row_decay_l1_taylor"(
+        double* ve, double* owed, const double* rate, Py_ssize_t K, double k,
+        double c_over_lam) noexcept nogil
+    void row_step_l1 "skso_row_step_l1"(double* ve, double* owed, double lam, double sw,
+                                        const double* grad, double x, double l1,
+                                        Py_ssize_t K) noexcept nogil
+
+
+cdef inline void decay_block_l1(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
+    """``decay_block`` with the L1 penalty: ``decay_weight_l1`` on each weight;
+    a multi-output block in the Taylor regime (as ``decay_block``) as one
+    vectorised loop (``_block_ops.h``, the same bits)."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p0 = j * K
+    if K > 1 and w.lam != 0.0 and <double>k * w.max_rate < 5e-4:
+        row_decay_l1_taylor(w.v + 2 * p0, w.l1d + 2 * p0, w.rate + p0, K, <double>k,
+                            w.l1_over_lam)
+        return
+    for q in range(K):
+        decay_weight_l1(w, p0 + q, k)
+
+
+cdef inline void lazy_catch_up_l1(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
+    """``lazy_catch_up`` with the L1 penalty (``catch_up_l1``, ``decay_block_l1``):
+    the kernels' L1 paths call it, so that the L2 paths are unchanged."""
+    cdef long long tau = w.last[j]
+    if w.next_event[j] <= T:
+        w.catch_up_l1(j, T)
+        return
+    if tau == T:
+        return
+    if j != w.unregularized:
+        decay_block_l1(w, j, T - tau)
+    w.last[j] = T
+
+
 cdef extern from *:
     """
     #ifndef SKSO_PREFETCH
@@ -240,3 +382,13 @@ cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
     for q in range(0, K, 8):
         SKSO_PREFETCH(w.rate + p0 + q)
     SKSO_PREFETCH(w.rate + p0 + K - 1)
+
+
+cdef inline void prefetch_l1(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
+    """Prefetch what block ``j``'s weights are owed (``prefetch_block``'s
+    companion on the L1 path)."""
+    cdef int q, K = w.n_outputs
+    cdef Py_ssize_t p0 = j * K
+    for q in range(0, 2 * K, 8):
+        SKSO_PREFETCH(w.l1d + 2 * p0 + q)
+    SKSO_PREFETCH(w.l1d + 2 * p0 + 2 * K - 1)

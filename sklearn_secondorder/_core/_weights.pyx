@@ -13,12 +13,23 @@ iterate is ``C += scale`` -- O(nnz) per step in all. Folding (``u += C v``,
 ``v *= scale``, ``C = 0``, ``scale = 1``) is the only O(n_features) operation;
 with averaging it happens when the scale falls below 1e-4 (not 1e-9), which
 bounds the cancellation in ``u + C v`` to about ``1e4`` ulps.
+
+The L1 penalty is Tsuruoka, Tsujii and Ananiadou's cumulative penalty (ACL
+2009): the total penalty ``u`` applied so far to a weight that was never
+clipped, and per weight ``q``, the penalty actually applied; a weight is
+caught up (``skso_l1_apply``: towards 0 by ``u + q`` or ``u - q``, clipped
+at 0) when a step reads or writes it and, through ``l1_apply_all``, before
+the full weights are read. Both are kept in the units of ``v``: a step's
+penalty ``eta C`` on ``w`` is ``eta C / scale`` on ``v``, so a debt carried
+by a weight shrinks with the L2 factor as the weight does, and the lazy
+catch-up is the dense algorithm (every weight penalised at every step) to
+rounding.
 """
 from dataclasses import dataclass, field
 
 cimport cython
 import numpy as np
-from libc.math cimport isfinite
+from libc.math cimport fabs, isfinite
 
 cdef double SCALE_THRESHOLD = 1e-9
 # With averaging, u = S - C v loses about eps / scale of relative precision to
@@ -40,9 +51,16 @@ cdef class ScaledWeights:
         None disables averaging.
     n_iterates : float
         Number (total sample weight) of iterates already in ``avg_sum``.
+    l1_q : ndarray of the same shape, or None
+        Tsuruoka's ``q``, the L1 penalty applied to each weight so far,
+        modified in place; None disables the L1 penalty.
+    l1_u : float
+        The total L1 penalty ``u`` so far (read back from ``l1_u`` after a
+        ``fold``).
     """
 
-    def __init__(self, double[::1] v, int n_outputs=1, avg_sum=None, double n_iterates=0.0):
+    def __init__(self, double[::1] v, int n_outputs=1, avg_sum=None, double n_iterates=0.0,
+                 l1_q=None, double l1_u=0.0):
         if n_outputs < 1 or v.shape[0] % n_outputs != 0:
             raise ValueError("len(v) must be a multiple of n_outputs")
         self.v_arr = v
@@ -58,6 +76,13 @@ cdef class ScaledWeights:
             if self.u_arr.shape[0] != v.shape[0]:
                 raise ValueError("avg_sum must have the shape of v")
             self.u = &self.u_arr[0] if v.shape[0] > 0 else NULL
+        self.has_l1 = l1_q is not None
+        self.l1_u = l1_u
+        if self.has_l1:
+            self.l1_q_arr = l1_q
+            if self.l1_q_arr.shape[0] != v.shape[0]:
+                raise ValueError("l1_q must have the shape of v")
+            self.l1_q = &self.l1_q_arr[0] if v.shape[0] > 0 else NULL
 
     cdef void dot(self, const double* x, const int* ind, int nnz, double* out) noexcept nogil:
         """``out[k] = sum_j x_j w[j, k]`` over the row's non-zeros."""
@@ -109,6 +134,10 @@ cdef class ScaledWeights:
         if self.scale != 1.0:
             for p in range(n):
                 self.v[p] *= self.scale
+            if self.has_l1:            # u and q are in the units of v
+                for p in range(n):
+                    self.l1_q[p] *= self.scale
+                self.l1_u *= self.scale
         self.scale = 1.0
         self.avg_coef = 0.0
 
@@ -119,15 +148,23 @@ cdef class ScaledWeights:
 
     cdef void reset_to_average(self) noexcept nogil:
         """``w <- the mean of the counted iterates`` (ASF's feedback, Sun et
-        al. 2010, Fig. 1 and Eq. 2); nothing before the first iterate."""
+        al. 2010, Fig. 1 and Eq. 2); nothing before the first iterate.
+
+        With the L1 penalty the current iterate is caught up first, and the
+        mean is kept on its support: a weight the penalty holds at 0 stays 0
+        (the average of sparse iterates is dense; the support is the
+        penalty's choice of features, the mean their values)."""
         cdef Py_ssize_t p, n = self.n_features * self.n_outputs
         cdef double inv
         if not self.averaged or self.n_iterates <= 0.0:
             return
+        if self.has_l1:
+            self.l1_apply_all()
         self.fold()
         inv = 1.0 / self.n_iterates
         for p in range(n):
-            self.v[p] = self.u[p] * inv
+            if not self.has_l1 or self.v[p] != 0.0:
+                self.v[p] = self.u[p] * inv
 
     cdef double sq_norm(self) noexcept nogil:
         """``||w||^2``."""
@@ -136,6 +173,18 @@ cdef class ScaledWeights:
         for p in range(n):
             s += self.v[p] * self.v[p]
         return s * self.scale * self.scale
+
+    cdef void l1_add(self, double amount) noexcept nogil:
+        """A step's L1 penalty, ``amount = eta C`` on ``w`` (after the step's
+        shrink): ``u += amount / scale``."""
+        self.l1_u += amount / self.scale
+
+    cdef void l1_apply_all(self) noexcept nogil:
+        """Catch every weight up with the L1 penalty (before the full weights
+        are read: the end of a call, a feedback)."""
+        cdef Py_ssize_t p, n = self.n_features * self.n_outputs
+        for p in range(n):
+            l1_apply_weight(self, p)
 
     cdef bint is_finite(self) noexcept nogil:
         cdef Py_ssize_t p, n = self.n_features * self.n_outputs
@@ -170,6 +219,16 @@ cdef class ScaledWeights:
 
     def py_reset_to_average(self):
         self.reset_to_average()
+
+    def py_l1_add(self, double amount):
+        self.l1_add(amount)
+
+    def py_l1_apply(self, int[::1] ind):
+        """Catch the listed features' weights up with the L1 penalty."""
+        l1_apply_rows(self, &ind[0] if ind.shape[0] else NULL, <int>ind.shape[0])
+
+    def py_l1_apply_all(self):
+        self.l1_apply_all()
 
     def weights(self):
         """The current ``w`` as a new array of shape (n_features, n_outputs)."""
@@ -213,6 +272,10 @@ class PSAOptions:
         ``b``: events at every multiple of ``b``, adaptation every ``2b``.
     psa_alpha, psa_beta, kappa : float
         The paper's (alpha, beta, kappa) (Eqs. 7-10).
+    l1 : float
+        L1 strength ``C`` (``alpha l1_ratio``): Tsuruoka et al.'s cumulative
+        penalty, each weight owed ``C`` times the sum of its own steps (the
+        state needs its ``l1`` array).
     """
 
     lam: float = 0.0
@@ -220,6 +283,7 @@ class PSAOptions:
     psa_alpha: float = 0.9999
     psa_beta: float = 0.99
     kappa: float = 0.9
+    l1: float = 0.0
 
 
 @dataclass
@@ -245,6 +309,11 @@ class LazyStepState:
         The shuffling RNG state.
     eta0 : float
         The initial step size of every weight.
+    l1 : ndarray of shape (n_blocks * n_outputs, 2) or None
+        With the L1 penalty: what each weight is owed, ``(u + q, u - q)``
+        (Tsuruoka et al.'s total ``u`` of the weight's own steps and ``q``,
+        the penalty applied to it), in the weight's units; both ``>= 0``, the
+        side matching the weight's sign 0 once it is caught up.
     """
 
     ve: np.ndarray
@@ -255,10 +324,12 @@ class LazyStepState:
     t: int = 0
     seed: int = 1
     eta0: float = 0.0
+    l1: object = None
 
     @classmethod
-    def zeros(cls, n_blocks, n_outputs, eta0, seed=1):
-        """Zero weights, every step size ``eta0``, every block current at 0."""
+    def zeros(cls, n_blocks, n_outputs, eta0, seed=1, l1=False):
+        """Zero weights, every step size ``eta0``, every block current at 0
+        (and nothing owed when ``l1``)."""
         size = n_blocks * n_outputs
         ve = np.zeros((size, 2))
         ve[:, 1] = eta0
@@ -266,7 +337,8 @@ class LazyStepState:
         return cls(ve=ve, snaps=np.full((size, 2), 0.0),
                    last=np.zeros(n_blocks, dtype=np.int64),
                    next_event=np.zeros(n_blocks, dtype=np.int64),
-                   n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+                   n_outputs=n_outputs, seed=seed, eta0=float(eta0),
+                   l1=np.full((size, 2), 0.0) if l1 else None)
 
     @property
     def weights(self):
@@ -291,6 +363,9 @@ class LazyStepState:
         self.ve = np.concatenate([self.ve[:cut], new_ve, self.ve[cut:]])
         self.snaps = np.concatenate([self.snaps[:cut], np.zeros((n_new * K, 2)),
                                      self.snaps[cut:]])
+        if self.l1 is not None:            # (0 all along: nothing to clip, nothing owed)
+            self.l1 = np.concatenate([self.l1[:cut], np.zeros((n_new * K, 2)),
+                                      self.l1[cut:]])
         for name, value in (("last", self.t), ("next_event", (self.t // period + 1) * period)):
             old = getattr(self, name)
             setattr(self, name, np.concatenate(
@@ -298,8 +373,9 @@ class LazyStepState:
 
     def writable(self):
         """Make every array C-contiguous and writable (after unpickling)."""
-        for name in ("ve", "snaps", "last", "next_event"):
-            setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
+        for name in ("ve", "snaps", "last", "next_event", "l1"):
+            if getattr(self, name) is not None:
+                setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
 
 
 @dataclass
@@ -379,6 +455,17 @@ cdef class LazyStepWeights:
 
     ``period = 0`` turns adaptation off (fixed per-coordinate steps, lazy decay).
 
+    The L1 penalty (``options.l1 = C > 0``) is Tsuruoka et al.'s cumulative
+    penalty with each weight's own steps: dense, every step adds ``eta_p C``
+    to the weight's total ``u_p`` and clips it (``skso_l1_apply``), the L2
+    decay shrinking ``u_p`` and ``q_p`` with the weight. Untouched for ``k``
+    steps at a constant ``eta_p`` that is ``C/lam (1 - (1 - eta_p lam)^k)``
+    (``decay_weight_l1``), applied with the decay wherever the decay is
+    (catch-up, events, whole idle windows: ``_skip_param_l1``). The lazy and
+    dense weights agree to rounding, snapshots and adaptation included. The
+    vectorised sweeps of ``_sweep_k1.h`` and ``sweep`` carry no L1: kernels
+    with the L1 penalty use the lazy schedule.
+
     Parameters
     ----------
     state : LazyStepState
@@ -404,6 +491,7 @@ cdef class LazyStepWeights:
         cdef double kappa = options.kappa
         cdef Py_ssize_t size = ve.shape[0]
         cdef int mm
+        cdef double[:, ::1] l1_view
         if (ve.shape[1] != 2 or snaps.shape[0] != size or snaps.shape[1] != 2
                 or size != last.shape[0] * n_outputs or next_event.shape[0] != last.shape[0]):
             raise ValueError("inconsistent LazyStepWeights array sizes")
@@ -452,6 +540,19 @@ cdef class LazyStepWeights:
         # over <= b steps is decay_factor's Taylor branch, log_decay its series
         self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
         self.max_rate = max_rate
+        self.l1 = getattr(options, "l1", 0.0)
+        self.has_l1 = self.l1 > 0.0
+        self.l1d = NULL
+        if self.has_l1:
+            l1_state = getattr(state, "l1", None)
+            if l1_state is None or l1_state.shape != (size, 2):
+                raise ValueError("the L1 penalty needs the state's l1 array of shape "
+                                 "(n_weights, 2)")
+            l1_view = l1_state
+            self._arrays = self._arrays + (l1_view,)
+            self.l1d = &l1_view[0, 0] if size > 0 else NULL
+            self.l1_over_lam = self.l1 / lam if lam > 0 else 0.0
+            self.taylor_ok = False         # (_sweep_k1.h carries no L1)
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
@@ -461,6 +562,12 @@ cdef class LazyStepWeights:
         if k <= 0 or lam == 0.0:
             return
         decay_block(self, j, k)
+
+    cdef void _decay_l1(self, Py_ssize_t j, long long k) noexcept nogil:
+        """``_decay`` with the L1 penalty (none on the unregularized block)."""
+        if k <= 0 or j == self.unregularized:
+            return
+        decay_block_l1(self, j, k)
 
     cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
         """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
@@ -486,9 +593,8 @@ cdef class LazyStepWeights:
         small). ``geo[:n_geo]`` caches the ``G_m / m`` for this ``k`` across the
         weights of a block. Otherwise the windows are replayed one by one.
         """
-        cdef int mm
         cdef long long _i, b = self.period
-        cdef double x, total, term, xm, fk
+        cdef double x, total, fk
         if self.v[2 * p] == 0.0 or lam == 0.0:
             # 0/0 (or no decay at all): theta and eta stay as they are
             self.snap0[2 * p] = self.v[2 * p]
@@ -496,26 +602,8 @@ cdef class LazyStepWeights:
             return
         x = self.eta[2 * p] * lam
         if self.eta[2 * p] <= self.eta_clip and x < 0.05 and k > 2:
-            if n_geo[0] == 0:
-                geo[37] = expm1(<double>k * self.log_alpha)   # alpha^k - 1
-                geo[38] = geo[37]                             # P_1
-                geo[39] = 1.0 + geo[37]                       # alpha^k
+            total = self._clipped_decay(p, x, k, geo, n_geo)
             fk = geo[39]
-            total = 0.0
-            xm = 1.0
-            for mm in range(1, 37):
-                xm *= x
-                if mm > n_geo[0]:
-                    # G_m = P_m / (alpha^m - 1), P_m = alpha^(mk) - 1 by the
-                    # recurrence P_m = P_(m-1) alpha^k + P_1 (no cancellation)
-                    if mm > 1:
-                        geo[38] = geo[38] * fk + geo[37]
-                    geo[mm - 1] = geo[38] / self.geo_den[mm] / mm     # G_m / m
-                    n_geo[0] = mm
-                term = xm * geo[mm - 1]
-                total += term
-                if term < 1e-18 * total:
-                    break
             self.v[2 * p] *= small_exp(-2.0 * <double>b * total)
             self.eta[2 * p] *= fk
             self.rate[p] = log_decay(self.eta[2 * p] * lam)
@@ -533,6 +621,134 @@ cdef class LazyStepWeights:
                 self._decay_one(p, lam, b)
                 self._adapt(p)
                 self.snap0[2 * p] = self.v[2 * p]
+
+    cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
+                                      int* n_geo) noexcept nogil:
+        """``sum_{i<k} -log1p(-x alpha^i)`` (``x = eta_p lam``): the log-decay
+        of ``k`` windows in the clipped regime over ``2b``, as the series
+        ``sum_m x^m / m G_m``; sets ``geo[39] = alpha^k`` (``_skip_param``)."""
+        cdef int mm
+        cdef double total, term, xm, fk
+        if n_geo[0] == 0:
+            geo[37] = expm1(<double>k * self.log_alpha)   # alpha^k - 1
+            geo[38] = geo[37]                             # P_1
+            geo[39] = 1.0 + geo[37]                       # alpha^k
+        fk = geo[39]
+        total = 0.0
+        xm = 1.0
+        for mm in range(1, 37):
+            xm *= x
+            if mm > n_geo[0]:
+                # G_m = P_m / (alpha^m - 1), P_m = alpha^(mk) - 1 by the
+                # recurrence P_m = P_(m-1) alpha^k + P_1 (no cancellation)
+                if mm > 1:
+                    geo[38] = geo[38] * fk + geo[37]
+                geo[mm - 1] = geo[38] / self.geo_den[mm] / mm     # G_m / m
+                n_geo[0] = mm
+            term = xm * geo[mm - 1]
+            total += term
+            if term < 1e-18 * total:
+                break
+        return total
+
+    cdef bint _closed_windows(self, Py_ssize_t p, double lam, long long k, double* geo,
+                              int* n_geo, double* f, double* owed,
+                              double* fk) noexcept nogil:
+        """The closed form of ``k`` whole idle windows of non-zero weight ``p``
+        with the L1 penalty, valid while the weight does not reach 0 (see
+        ``_skip_param_l1``): the total decay ``f``, the penalty ``owed`` and
+        the step factor ``fk = alpha^k``. False outside the clipped regime."""
+        cdef long long b = self.period
+        cdef double x = self.eta[2 * p] * lam, total
+        if lam == 0.0:
+            fk[0] = 1.0 + expm1(<double>k * self.log_alpha)
+            f[0] = 1.0
+            owed[0] = (2.0 * <double>b * self.l1 * self.eta[2 * p]
+                       * (expm1(<double>k * self.log_alpha) / self.geo_den[1]))
+            return True
+        if not (self.eta[2 * p] <= self.eta_clip and x < 0.05):
+            return False
+        total = self._clipped_decay(p, x, k, geo, n_geo)
+        fk[0] = geo[39]
+        f[0] = small_exp(-2.0 * <double>b * total)
+        owed[0] = self.l1_over_lam * one_minus_decay(-2.0 * <double>b * total)
+        return True
+
+    cdef bint _stays_nonzero(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
+        """Whether non-zero weight ``p`` is still non-zero after ``k`` whole
+        idle windows by the closed form (its magnitude after the decay exceeds
+        what it is owed on its side then)."""
+        cdef double geo[40]
+        cdef int n_geo = 0
+        cdef double f, owed, fk, z = self.v[2 * p]
+        cdef double side = self.l1d[2 * p] if z > 0.0 else self.l1d[2 * p + 1]
+        if not self._closed_windows(p, lam, k, geo, &n_geo, &f, &owed, &fk):
+            return False
+        return fabs(z) * f > side * f + owed
+
+    cdef void _skip_param_l1(self, Py_ssize_t p, double lam, long long k, double* geo,
+                             int* n_geo) noexcept nogil:
+        """``_skip_param`` with the L1 penalty (``lam`` is the L2, possibly 0).
+
+        A weight at 0 stays there (0/0: it keeps its step), owing more: one
+        ``l1_settle`` over the ``2 b k`` steps. A non-zero one moves by the
+        decay and the penalty; while it does not reach 0 its window ratio is
+        the decay's, ``(1 - eta lam)^b`` (the penalty ``C/lam`` shifts the
+        weight's decaying part), or exactly 1 without L2: so in the clipped
+        regime every window's factor is ``alpha``, the decay is
+        ``_clipped_decay``'s and the penalty owed is ``C/lam (1 - F)`` for the
+        total decay ``F`` (the steps' ``eta C`` shrunk by the later decays, as
+        ``eta C = C/lam (1 - (1 - eta lam))``), ``2 b C eta (1 - alpha^k) /
+        (1 - alpha)`` without L2 (``_closed_windows``). If the weight reaches 0
+        within the ``k`` windows, the closed form covers the windows before
+        (the last window count it holds for, found by bisection: reaching 0 is
+        monotone), the window that reaches 0 is replayed, and the rest are the
+        zero case; outside the clipped regime windows are replayed one by one
+        until the weight is 0."""
+        cdef long long i, lo, hi, mid, b = self.period
+        cdef double f, owed, fk
+        cdef int n_loc = 0
+        cdef double loc[40]
+        cdef long long done = 0
+        if self.v[2 * p] != 0.0 and (lam == 0.0 or (self.eta[2 * p] <= self.eta_clip
+                                                    and self.eta[2 * p] * lam < 0.05)):
+            if self._stays_nonzero(p, lam, k):
+                done = k
+            else:                              # bisection: the last count that holds
+                lo, hi = 0, k
+                while hi - lo > 1:
+                    mid = lo + (hi - lo) // 2
+                    if self._stays_nonzero(p, lam, mid):
+                        lo = mid
+                    else:
+                        hi = mid
+                done = lo
+            if done > 0:
+                if done == k:
+                    self._closed_windows(p, lam, k, geo, n_geo, &f, &owed, &fk)
+                else:
+                    self._closed_windows(p, lam, done, loc, &n_loc, &f, &owed, &fk)
+                l1_settle(self, p, f, owed)
+                self.eta[2 * p] *= fk
+                if lam > 0.0:
+                    self.rate[p] = log_decay(self.eta[2 * p] * lam)
+                self.n_adaptations += done
+                if self.factor_hi < self.min_factor:
+                    self.min_factor = self.factor_hi
+                if self.factor_hi > self.max_factor:
+                    self.max_factor = self.factor_hi
+                self.snap0[2 * p] = self.v[2 * p]
+        for i in range(done, k):
+            if self.v[2 * p] == 0.0:           # at 0 from here on: eta kept
+                decay_weight_l1(self, p, 2 * b * (k - i))
+                break
+            decay_weight_l1(self, p, b)
+            self.snap1[2 * p] = self.v[2 * p]
+            decay_weight_l1(self, p, b)
+            self._adapt(p)
+            self.snap0[2 * p] = self.v[2 * p]
+        self.snap0[2 * p] = self.v[2 * p]
+        self.snap1[2 * p] = self.v[2 * p]
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
         if lam != 0.0:
@@ -582,6 +798,53 @@ cdef class LazyStepWeights:
             ev += b
             at_window_end = not at_window_end
         self._decay(j, lam, T - tau)
+        self.last[j] = T
+        self.next_event[j] = ev
+
+    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil:
+        """``catch_up`` with the L1 penalty: the decays are ``_decay_l1``'s
+        and the whole idle windows ``_skip_param_l1``'s (the L2 path is
+        ``catch_up``, unchanged)."""
+        cdef long long tau = self.last[j], ev = self.next_event[j]
+        cdef long long b = self.period, two_b = 2 * self.period, k
+        cdef double lam = 0.0 if j == self.unregularized else self.lam
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K, p
+        cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
+        cdef double geo[40]
+        cdef int n_geo = 0
+        if b == 0:
+            self._decay_l1(j, T - tau)
+            self.last[j] = T
+            self.next_event[j] = NO_EVENT
+            return
+        while ev <= T:
+            self._decay_l1(j, ev - tau)
+            tau = ev
+            if at_window_end:
+                for q in range(K):
+                    p = p0 + q
+                    if ev > 0:
+                        self._adapt(p)
+                    self.snap0[2 * p] = self.v[2 * p]
+                if T - tau >= two_b:             # whole untouched windows
+                    k = (T - tau) // two_b
+                    for q in range(K):
+                        if j == self.unregularized:
+                            self._skip_param(p0 + q, lam, k, geo, &n_geo)
+                        else:
+                            self._skip_param_l1(p0 + q, lam, k, geo, &n_geo)
+                    tau += two_b * k
+                    ev = tau + b
+                    at_window_end = False
+                    continue
+            else:
+                for q in range(K):
+                    p = p0 + q
+                    self.snap1[2 * p] = self.v[2 * p]
+            ev += b
+            at_window_end = not at_window_end
+        self._decay_l1(j, T - tau)
         self.last[j] = T
         self.next_event[j] = ev
 
@@ -685,6 +948,10 @@ cdef class LazyStepWeights:
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
         cdef Py_ssize_t j
+        if self.has_l1:
+            for j in range(self.n_blocks):
+                self.catch_up_l1(j, T)
+            return
         for j in range(self.n_blocks):
             self.catch_up(j, T)
 
@@ -697,7 +964,10 @@ cdef class LazyStepWeights:
 
     # ---- Python hooks (tests) --------------------------------------------------
     def py_catch_up(self, Py_ssize_t j, long long T):
-        lazy_catch_up(self, j, T)
+        if self.has_l1:
+            lazy_catch_up_l1(self, j, T)
+        else:
+            lazy_catch_up(self, j, T)
 
     def py_catch_up_all(self, long long T):
         self.catch_up_all(T)
@@ -721,17 +991,22 @@ cdef class LazyStepWeights:
     def py_step(self, long long T, int[::1] ind, double[::1] g):
         """Eager step at time T on blocks ``ind`` (after catching them up):
         ``v_p = (1 - eta_p lam) v_p - eta_p g_p``, with ``g`` of shape
-        (len(ind) * n_outputs,)."""
+        (len(ind) * n_outputs,), then the step's L1 penalty (``l1_penalize``)."""
         cdef Py_ssize_t a, j, p
         cdef int q
         cdef double lam, c
         for a in range(ind.shape[0]):
             j = ind[a]
-            lazy_catch_up(self, j, T)
+            if self.has_l1:
+                lazy_catch_up_l1(self, j, T)
+            else:
+                lazy_catch_up(self, j, T)
             lam = 0.0 if j == self.unregularized else self.lam
             for q in range(self.n_outputs):
                 p = j * self.n_outputs + q
                 c = 1.0 - self.eta[2 * p] * lam
-                self.v[2 * p] = ((c if c > 0.0 else 0.0) * self.v[2 * p]
-                                 - self.eta[2 * p] * g[a * self.n_outputs + q])
+                c = c if c > 0.0 else 0.0
+                self.v[2 * p] = c * self.v[2 * p] - self.eta[2 * p] * g[a * self.n_outputs + q]
+                if self.has_l1 and j != self.unregularized:
+                    l1_penalize(self, p, c, self.eta[2 * p] * self.l1)
             self.last[j] = T + 1

@@ -10,6 +10,7 @@ from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
 from .._core._weights import LazyStepState, PSAOptions
+from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_eta0, check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
 
@@ -28,7 +29,10 @@ class PSAClassifier(LinearClassifierBase):
       paper's ``(a, b) = (psa_alpha, psa_beta)`` (Eq. 10), so every factor
       lies in ``[psa_beta, psa_alpha]``.
 
-    Each update is ``w <- (1 - eta o alpha) w - eta o grad loss`` on one row.
+    Each update is ``w <- (1 - eta o alpha) w - eta o grad loss`` on one row
+    (with an L1 penalty, the shrink by ``alpha (1 - l1_ratio)`` and then
+    Tsuruoka et al.'s cumulative penalty, each weight owed
+    ``alpha l1_ratio`` times the sum of its own steps).
     Coordinates a row does not touch are caught up lazily (the L2 decay and
     the window-end adaptation in closed form), so a step costs O(nnz) on
     sparse data. A weight that did not move in a window (``0/0``) keeps its
@@ -46,9 +50,23 @@ class PSAClassifier(LinearClassifierBase):
     loss : {'log_loss', 'squared_hinge', 'hinge', 'modified_huber'}, default='log_loss'
         Multiclass ``log_loss`` fits one multinomial (softmax) model; the
         other losses are fitted one-vs-rest.
+    penalty : {'l2', 'l1', 'elasticnet'}, default='l2'
+        The penalty, with scikit-learn's ``SGDClassifier`` meaning: the term
+        ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)`` (``'l2'`` is
+        ``l1_ratio = 0``, ``'l1'`` is ``l1_ratio = 1``). The L1 part is
+        Tsuruoka, Tsujii and Ananiadou's cumulative penalty (ACL 2009) on
+        each weight's own steps: a weight is owed ``alpha l1_ratio`` times the
+        sum of its step sizes since it was last caught up (in closed form
+        with the L2 decay), and is caught up when a row reads it and at the
+        end of each call, so ``coef_`` holds exact zeros. The result is the
+        dense algorithm's (every weight penalised at every step) to rounding.
     alpha : float, default=1e-4
-        L2 strength of ``alpha/2 ||w||^2 + mean loss`` (the paper's
-        ``lambda``; the intercept is not penalised).
+        Strength of the penalty (the paper's ``lambda`` with
+        ``penalty='l2'``: ``alpha/2 ||w||^2 + mean loss``; the intercept is
+        not penalised).
+    l1_ratio : float, default=0.15
+        The L1 share of ``alpha`` with ``penalty='elasticnet'`` (in ``[0, 1]``;
+        unused otherwise).
     period : int or 'auto', default='auto'
         The paper's ``b``. ``'auto'`` follows the paper's guideline
         (Section 5.1.4): ``b ~ 0.5 |D| / 1000``, at least 10, with ``|D|`` the
@@ -168,15 +186,19 @@ class PSAClassifier(LinearClassifierBase):
         "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
         "psa_beta": [Interval(Real, 0, 1, closed="neither")],
         "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
+        **PENALTY_CONSTRAINTS,
     }
 
-    def __init__(self, loss="log_loss", *, alpha=1e-4, period="auto", eta0="auto",
-                 psa_alpha=0.9999, psa_beta=0.99, psa_kappa=0.9, fit_intercept=True,
-                 max_iter=1, shuffle=True, random_state=None, class_weight=None,
-                 warm_start=False, n_jobs=None, verbose=0, tol=None,
-                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
+    def __init__(self, loss="log_loss", *, penalty="l2", alpha=1e-4, l1_ratio=0.15,
+                 period="auto", eta0="auto", psa_alpha=0.9999, psa_beta=0.99,
+                 psa_kappa=0.9, fit_intercept=True, max_iter=1, shuffle=True,
+                 random_state=None, class_weight=None, warm_start=False, n_jobs=None,
+                 verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
+                 validation_fraction=0.1):
         self.loss = loss
+        self.penalty = penalty
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.period = period
         self.eta0 = eta0
         self.psa_alpha = psa_alpha
@@ -224,11 +246,15 @@ class PSAClassifier(LinearClassifierBase):
                     X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
                     loss=loss, n_outputs=K, alpha=self.alpha,
                     fit_intercept=self.fit_intercept,
-                    random_state=np.random.RandomState(problem.seed))
+                    random_state=np.random.RandomState(problem.seed),
+                    l1_ratio=l1_share(self))
             problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
                                                  seed=problem.seed)
-        options = PSAOptions(lam=self.alpha, period=problem.period, psa_alpha=self.psa_alpha,
-                             psa_beta=self.psa_beta, kappa=self.psa_kappa)
+        lam, l1 = split_alpha(self)
+        if l1 > 0 and problem.kernel.l1 is None:    # (an L2 state, now with L1)
+            problem.kernel.l1 = np.zeros_like(problem.kernel.ve)
+        options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
+                             psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(RowDataset(X, y, sample_weight), problem.kernel, options,
                             loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept)

@@ -10,6 +10,7 @@ from .._core._dataset import RowDataset
 from .._core._sbm_bound import SBMOptions
 from .._core._sbm_full import FullRankState, full_epochs
 from .._core._sbm_lowrank import LowRankState, lowrank_epochs
+from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
@@ -174,6 +175,11 @@ class SBMLogisticRegression(LinearClassifierBase):
         in ``SGDClassifier``.
     validation_fraction : float, default=0.1
         Share of the rows held out by ``early_stopping``.
+    penalty : {'l2'}, default='l2'
+        Only ``'l2'``: ``'l1'`` and ``'elasticnet'`` (scikit-learn's values) raise
+        a ValueError. SBM's step minimises a quadratic bound plus the L2 term
+        in closed form; use ``PSAClassifier`` or ``PlainSGDClassifier`` for
+        L1 / elastic-net.
 
     Attributes
     ----------
@@ -252,12 +258,15 @@ class SBMLogisticRegression(LinearClassifierBase):
         "eta": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "update": [StrOptions({"paper", "surrogate"})],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],  # (not l2: refused below)
     }
 
     def __init__(self, *, alpha=1e-4, rank="auto", rank_features=64, update="paper", eta=None,
                  batch_size=1, fit_intercept=True, max_iter=5, shuffle=True,
                  random_state=None, class_weight=None, warm_start=False, verbose=0, tol=None,
-                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
+                 penalty="l2"):
+        self.penalty = penalty
         self.alpha = alpha
         self.rank = rank
         self.rank_features = rank_features
@@ -275,6 +284,12 @@ class SBMLogisticRegression(LinearClassifierBase):
         self.n_iter_no_change = n_iter_no_change
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+
+    def _more_validate_params(self, for_partial_fit=False):
+        check_l2_only(self, (
+            "SBM's step minimises a quadratic bound of the log loss plus the L2 term in"
+            " closed form, and an L1 term has no such step; use PSAClassifier or "
+            "PlainSGDClassifier for an L1 penalty."))
 
     def _is_multinomial(self):
         return True

@@ -8,6 +8,7 @@ from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
+from .._penalty import PENALTY_CONSTRAINTS, l1_share
 from .._validation import check_eta0, diverged_error
 from ._base import LinearClassifierBase
 
@@ -21,7 +22,9 @@ class PlainSGDClassifier(LinearClassifierBase):
         eta_t = 1 / (alpha (t + t0)),     t0 = 1 / (alpha eta0)
         w <- (1 - eta_t alpha) w - eta_t l'(w.x + b, y) x
 
-    with the scale trick for the shrink, so a step costs O(nnz(x)).
+    with the scale trick for the shrink, so a step costs O(nnz(x)). With an
+    L1 penalty the shrink is by ``alpha (1 - l1_ratio)`` and each step adds
+    ``eta_t alpha l1_ratio`` to the cumulative L1 penalty.
 
     The update is `sklearn_secondorder._core._sgd_fast.sgd_epochs`
     (``_sgd_step``) on ``ScaledWeights`` (``_weights.pyx``: the scale trick
@@ -32,9 +35,22 @@ class PlainSGDClassifier(LinearClassifierBase):
     loss : {'log_loss', 'hinge', 'squared_hinge', 'modified_huber'}, default='log_loss'
         Multiclass ``log_loss`` is fitted as one multinomial (softmax) model;
         the other losses are fitted one-vs-rest.
+    penalty : {'l2', 'l1', 'elasticnet'}, default='l2'
+        The penalty, with scikit-learn's ``SGDClassifier`` meaning: the term
+        ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)`` (``'l2'`` is
+        ``l1_ratio = 0``, ``'l1'`` is ``l1_ratio = 1``). The L1 part is
+        Tsuruoka, Tsujii and Ananiadou's cumulative penalty (ACL 2009),
+        applied lazily (a step stays O(nnz)), as scikit-learn does; a weight is
+        caught up when a step reads it and at the end of each call, so
+        ``coef_`` holds exact zeros. With ``average=True`` the average is
+        taken on the support of the last iterate (its zeros are kept: the
+        average of sparse iterates would be dense).
     alpha : float, default=1e-4
-        L2 strength of ``alpha/2 ||w||^2 + mean loss`` (the intercept is not
-        penalised).
+        Strength of the penalty (``alpha/2 ||w||^2 + mean loss`` with
+        ``penalty='l2'``; the intercept is not penalised).
+    l1_ratio : float, default=0.15
+        The L1 share of ``alpha`` with ``penalty='elasticnet'`` (in ``[0, 1]``;
+        unused otherwise).
     fit_intercept : bool, default=True
         Whether to fit an intercept (not penalised).
     max_iter : int, default=5
@@ -136,15 +152,18 @@ class PlainSGDClassifier(LinearClassifierBase):
         "learning_rate": [StrOptions({"optimal", "constant"})],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "average": ["boolean"],
+        **PENALTY_CONSTRAINTS,
     }
 
-    def __init__(self, loss="log_loss", *, alpha=1e-4, fit_intercept=True, max_iter=5,
-                 learning_rate="optimal", eta0="auto", average=False, shuffle=True,
-                 random_state=None, class_weight=None, warm_start=False, n_jobs=None,
-                 verbose=0, tol=None,
-                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
+    def __init__(self, loss="log_loss", *, penalty="l2", alpha=1e-4, l1_ratio=0.15,
+                 fit_intercept=True, max_iter=5, learning_rate="optimal", eta0="auto",
+                 average=False, shuffle=True, random_state=None, class_weight=None,
+                 warm_start=False, n_jobs=None, verbose=0, tol=None, n_iter_no_change=5,
+                 early_stopping=False, validation_fraction=0.1):
         self.loss = loss
+        self.penalty = penalty
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -179,20 +198,24 @@ class PlainSGDClassifier(LinearClassifierBase):
         return LOSSES[self.loss]() if n_outputs == 1 else None
 
     def _init_problem(self, n_features, n_outputs, seed):
-        return LinearSGDState.zeros(n_features, n_outputs, average=self.average, seed=seed)
+        return LinearSGDState.zeros(n_features, n_outputs, average=self.average, seed=seed,
+                                    l1=l1_share(self) > 0)
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         n_outputs = state.intercept.size
         loss = self._loss_object(n_outputs)
+        l1_ratio = l1_share(self)
+        if l1_ratio > 0 and state.l1_q is None:     # (an L2 state, now with L1)
+            state.l1_q = np.zeros_like(state.coef)
         if state.eta0 is None:
             state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
                 X, y, sample_weight, state.coef, state.intercept, loss=loss,
                 n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
-                random_state=np.random.RandomState(state.seed)))
+                random_state=np.random.RandomState(state.seed), l1_ratio=l1_ratio))
         options = LinearSGDOptions(
             alpha=self.alpha, learning_rate=self.learning_rate, eta0=state.eta0,
             t0=1.0 / (self.alpha * state.eta0), shuffle=self.shuffle,
-            fit_intercept=self.fit_intercept)
+            fit_intercept=self.fit_intercept, l1_ratio=l1_ratio)
         result = sgd_epochs(RowDataset(X, y, sample_weight), state, options, loss=loss,
                             n_epochs=n_epochs)
         if result.diverged:

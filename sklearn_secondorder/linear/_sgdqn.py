@@ -9,6 +9,7 @@ from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgdqn_fast import SGDQNOptions, SGDQNState, primal_objective, sgdqn_epochs
+from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
@@ -183,6 +184,11 @@ class SGDQNLinearSVC(LinearClassifierBase):
         in ``SGDClassifier``.
     validation_fraction : float, default=0.1
         Share of the rows held out by ``early_stopping``.
+    penalty : {'l2'}, default='l2'
+        Only ``'l2'``: ``'l1'`` and ``'elasticnet'`` (scikit-learn's values) raise
+        a ValueError. SGD-QN's rescaling estimates the curvature of the
+        L2-regularized loss; use ``PSAClassifier`` or ``PlainSGDClassifier``
+        for L1 / elastic-net.
 
     Attributes
     ----------
@@ -241,6 +247,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         "skip": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "t0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "max_curvature": [Interval(Real, 1, None, closed="left")],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],  # (not l2: refused below)
     }
     _probabilistic_losses = frozenset({"log_loss"})
 
@@ -248,7 +255,9 @@ class SGDQNLinearSVC(LinearClassifierBase):
                  max_iter=5, skip="auto", t0="auto", max_curvature=100.0, shuffle=True,
                  random_state=None, class_weight=None, warm_start=False, n_jobs=None,
                  verbose=0, tol=None,
-                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1):
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
+                 penalty="l2"):
+        self.penalty = penalty
         self.loss = loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -266,6 +275,13 @@ class SGDQNLinearSVC(LinearClassifierBase):
         self.n_iter_no_change = n_iter_no_change
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+
+    def _more_validate_params(self, for_partial_fit=False):
+        check_l2_only(self, (
+            "SGD-QN's diagonal rescaling B is estimated from the curvature of the "
+            "L2-regularized loss, which an L1 term does not have, and its skip-based L2"
+            " update has no lazy L1 counterpart here; use PSAClassifier or "
+            "PlainSGDClassifier for an L1 penalty."))
 
     # ---- state ----------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs, seed):

@@ -1,8 +1,11 @@
 """ASFSequenceTagger: a linear-chain CRF trained by averaged SGD with feedback."""
 from numbers import Integral
 
+import numpy as np
+
 from .._compat import Interval, check_is_fitted
 from .._core._crf_sgd import SGDOptions, sgd_epochs
+from .._penalty import PENALTY_CONSTRAINTS, l1_share
 from ._base import _BaseSequenceTagger
 
 
@@ -30,12 +33,29 @@ class ASFSequenceTagger(_BaseSequenceTagger):
 
     Parameters
     ----------
+    penalty : {'l2', 'l1', 'elasticnet'}, default='l2'
+        The penalty, with scikit-learn's ``SGDClassifier`` meaning: the
+        objective is ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) +
+        mean over sequences of -log p(y | x)`` (``'l2'`` is ``l1_ratio = 0``,
+        ``'l1'`` is ``l1_ratio = 1``), so CRFsuite's ``c1``, ``c2`` are
+        ``alpha = (c1 + 2 c2) / n`` and ``l1_ratio = c1 / (c1 + 2 c2)`` for
+        ``n`` training sequences. The L1 part is Tsuruoka, Tsujii and
+        Ananiadou's cumulative penalty (ACL 2009), applied lazily (O(nnz)
+        per step): every weight (bias and transitions included) is caught up
+        when a step reads it and at the end of each call, so the iterate holds
+        exact zeros. The average (the model, and the weights at each feedback)
+        is taken on the support of the current iterate: its zeros are kept, so
+        the model is as sparse as the last iterate (an average of sparse
+        iterates is dense).
     alpha : float, default=1e-4
-        L2 strength: the objective is
+        Strength of the penalty; with ``penalty='l2'`` the objective is
         ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``.
         CRFsuite minimises ``-sum log p + c2 ||w||^2``, so ``c2 = alpha n / 2``
         for ``n`` training sequences. The bias and transitions are penalised
         like the state weights.
+    l1_ratio : float, default=0.15
+        The L1 share of ``alpha`` with ``penalty='elasticnet'`` (in ``[0, 1]``;
+        unused otherwise).
     max_iter : int, default=10
         Passes over the data in ``fit`` (scikit-learn's meaning).
     eta0 : 'auto' or float, default='auto'
@@ -118,13 +138,16 @@ class ASFSequenceTagger(_BaseSequenceTagger):
 
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,
+        **PENALTY_CONSTRAINTS,
         "n_latent": [Interval(Integral, 1, None, closed="left")],
     }
     _averaged = True
 
-    def __init__(self, *, alpha=1e-4, max_iter=10, eta0="auto", fit_intercept=True,
-                 shuffle=True, random_state=None, n_latent=1, verbose=0):
+    def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, max_iter=10, eta0="auto",
+                 fit_intercept=True, shuffle=True, random_state=None, n_latent=1, verbose=0):
+        self.penalty = penalty
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.eta0 = eta0
         self.fit_intercept = fit_intercept
@@ -137,8 +160,13 @@ class ASFSequenceTagger(_BaseSequenceTagger):
         return self.n_latent
 
     def _run_passes(self, ds, n_epochs):
+        l1_ratio = l1_share(self)
+        crf = self._state.crf
+        if l1_ratio > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
+            crf.l1_q = np.zeros_like(crf.coef)
         options = SGDOptions(eta0=self.eta0_, power=0.0, alpha=self.alpha, shuffle=self.shuffle,
-                             fit_intercept=self.fit_intercept, average=True, feedback=True)
+                             fit_intercept=self.fit_intercept, average=True, feedback=True,
+                             l1_ratio=l1_ratio)
         result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
                             n_latent=self.n_latent)
         self._state.feedbacks.extend(result.feedbacks)

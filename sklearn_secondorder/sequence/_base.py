@@ -19,6 +19,7 @@ from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
 from .._core._weights import ScaledWeights
+from .._penalty import l1_share
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -141,7 +142,8 @@ class _BaseSequenceTagger(BaseEstimator):
         ds = sample.sequence_data(st.crf.n_attributes, sample_labels)
         return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), alpha=self.alpha,
-                                  fit_intercept=self.fit_intercept, averaged=self._averaged)
+                                  fit_intercept=self.fit_intercept, averaged=self._averaged,
+                                  l1_ratio=l1_share(self))
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)

@@ -6,6 +6,7 @@ import numpy as np
 from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
 from .._core._weights import LazyStepState, PSAOptions
+from .._penalty import PENALTY_CONSTRAINTS, split_alpha
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger
 
@@ -45,11 +46,28 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     Parameters
     ----------
+    penalty : {'l2', 'l1', 'elasticnet'}, default='l2'
+        The penalty, with scikit-learn's ``SGDClassifier`` meaning: the
+        objective is ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) +
+        mean over sequences of -log p(y | x)`` (``'l2'`` is ``l1_ratio = 0``,
+        ``'l1'`` is ``l1_ratio = 1``), so CRFsuite's ``c1``, ``c2`` are
+        ``alpha = (c1 + 2 c2) / n`` and ``l1_ratio = c1 / (c1 + 2 c2)`` for
+        ``n`` training sequences. The L1 part is Tsuruoka, Tsujii and
+        Ananiadou's cumulative penalty (ACL 2009) on each weight's own steps:
+        a weight is owed ``alpha l1_ratio`` times the sum of its step sizes
+        since it was last caught up (in closed form with the L2 decay, as the
+        lazy decay), the dense algorithm's to rounding. Every weight (bias and
+        transitions included) is caught up when a step reads it and at the end
+        of each call, so the model holds exact zeros.
     alpha : float, default=1e-4
-        L2 strength (not PSA's alpha, which is ``psa_alpha``): the objective
-        is ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``
+        Strength of the penalty (not PSA's alpha, which is ``psa_alpha``):
+        with ``penalty='l2'`` the objective is
+        ``alpha/2 ||w||^2 + mean over sequences of -log p(y | x)``
         (CRFsuite's ``c2 = alpha n / 2``). The bias and transitions are
         penalised like the state weights.
+    l1_ratio : float, default=0.15
+        The L1 share of ``alpha`` with ``penalty='elasticnet'`` (in ``[0, 1]``;
+        unused otherwise).
     period : int, default=10
         ``b``: the step sizes adapt every ``2 b`` updates. The paper suggests
         ``b ~ 0.5 n / 1000`` for large ``n``.
@@ -120,16 +138,19 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     _parameter_constraints: dict = {
         **_BaseSequenceTagger._parameter_constraints,
+        **PENALTY_CONSTRAINTS,
         "period": [Interval(Integral, 1, None, closed="left")],
         "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
         "psa_beta": [Interval(Real, 0, 1, closed="neither")],
         "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, *, alpha=1e-4, period=10, eta0=0.1, psa_alpha=0.9999, psa_beta=0.99,
-                 psa_kappa=0.9, max_iter=1, fit_intercept=True, shuffle=True,
-                 random_state=None, verbose=0):
+    def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, period=10, eta0=0.1,
+                 psa_alpha=0.9999, psa_beta=0.99, psa_kappa=0.9, max_iter=1,
+                 fit_intercept=True, shuffle=True, random_state=None, verbose=0):
+        self.penalty = penalty
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.period = period
         self.eta0 = eta0
         self.psa_alpha = psa_alpha
@@ -156,11 +177,14 @@ class PSASequenceTagger(_BaseSequenceTagger):
         if st.psa is None:
             st.psa = LazyStepState.zeros(st.crf.n_attributes + self.classes_.size + 1,
                                          self.classes_.size, self.eta0_)
+        lam, l1 = split_alpha(self)
+        if l1 > 0 and st.psa.l1 is None:     # (an L2 state, now with L1)
+            st.psa.l1 = np.zeros_like(st.psa.ve)
         st.psa.writable()
         st.psa.weights[:] = st.crf.coef
         st.psa.t, st.psa.seed = st.crf.t, st.crf.seed
-        options = PSAOptions(lam=self.alpha, period=self.period, psa_alpha=self.psa_alpha,
-                             psa_beta=self.psa_beta, kappa=self.psa_kappa)
+        options = PSAOptions(lam=lam, period=self.period, psa_alpha=self.psa_alpha,
+                             psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(ds, st.psa, options, n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept)
         st.crf.coef = np.ascontiguousarray(st.psa.weights)

@@ -1,0 +1,526 @@
+"""The L1 / elastic-net penalty (Tsuruoka et al.'s cumulative penalty, ACL 2009)
+in the shared core, against dense NumPy re-implementations that penalise every
+weight at every step, and the ``penalty`` / ``l1_ratio`` parameters."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_classification
+
+from sklearn_secondorder import (
+    ASFSequenceTagger,
+    PlainSGDClassifier,
+    PSAClassifier,
+    PSASequenceTagger,
+    SBMLogisticRegression,
+    SGDQNLinearSVC,
+    SGDSequenceTagger,
+)
+from sklearn_secondorder._core._crf_infer import loglik_gradient
+from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
+from sklearn_secondorder._core._crf_sgd import CRFState, SGDOptions
+from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
+from sklearn_secondorder._core._dataset import RowDataset, SequenceData
+from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
+from sklearn_secondorder._core._psa_fast import psa_epochs
+from sklearn_secondorder._core._sgd_fast import (
+    LinearSGDOptions,
+    LinearSGDState,
+    sgd_epochs,
+    trial_pass,
+)
+from sklearn_secondorder._core._weights import (
+    LazyStepState,
+    LazyStepWeights,
+    PSAOptions,
+    ScaledWeights,
+)
+
+
+def apply_penalty(w, u, q, mask):
+    """Tsuruoka et al. (2009), Fig. 2 ApplyPenalty on every weight of ``mask``,
+    vectorised: ``w > 0`` moves down by ``u + q``, ``w < 0`` up by ``u - q``,
+    clipped at 0; ``q`` accumulates the change."""
+    z = w.copy()
+    pos, neg = mask & (w > 0), mask & (w < 0)
+    w[pos] = np.maximum(0.0, w[pos] - (u[pos] + q[pos]))
+    w[neg] = np.minimum(0.0, w[neg] + (u[neg] - q[neg]))
+    q += w - z
+
+
+def _rows(K, seed=0, n=60, d=12, density=0.25):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.uniform(-1, 1, X.data.size)
+    y = rng.randint(0, K, n).astype(float) if K > 1 else np.where(rng.rand(n) > .5, 1., -1.)
+    sw = rng.choice([0.0, 1.0, 1.0, 2.5], n)
+    return X, y, sw
+
+
+def _gradient(xrow, th, d, K, y, loss, fit_intercept):
+    s = xrow @ th[:d * K].reshape(d, K) + (th[d * K:] if fit_intercept else 0.0)
+    return (np.array([loss.py_dloss(s[0], y)]) if K == 1
+            else py_softmax_loss(s, int(y))[1])
+
+
+# ---------------------------------------------------------------------------
+# plain SGD on ScaledWeights
+# ---------------------------------------------------------------------------
+def numpy_sgd_l1(X, y, sw, *, K, loss, alpha, l1_ratio, eta0, t0, learning_rate, n_epochs,
+                 fit_intercept=True):
+    """Dense cumulative-penalty SGD: every weight shrinks and is penalised at
+    every step. The total ``u`` and the applied ``q`` shrink with the weights
+    (the penalty owed is in the weights' units)."""
+    X = X.toarray()
+    d = X.shape[1]
+    w, b = np.zeros(d * K), np.zeros(K)
+    u, q = np.zeros(d * K), np.zeros(d * K)
+    everywhere = np.ones(d * K, bool)
+    t = 0
+    for _ in range(n_epochs):
+        for i in range(X.shape[0]):
+            if sw[i] == 0:
+                continue
+            eta = eta0 if learning_rate == "constant" else 1.0 / (alpha * (t + t0))
+            g = -eta * sw[i] * np.clip(_gradient(X[i], np.r_[w, b], d, K, y[i], loss,
+                                                 fit_intercept), -1e12, 1e12)
+            c = max(0.0, 1.0 - eta * alpha * (1.0 - l1_ratio))
+            w, u, q = c * w, c * u, c * q
+            w += np.outer(X[i], g).ravel()
+            if fit_intercept:
+                b += g
+            u += eta * alpha * l1_ratio
+            apply_penalty(w, u, q, everywhere)
+            t += 1
+    return w, b, t
+
+
+@pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "hinge"), (3, None)])
+@pytest.mark.parametrize("l1_ratio, learning_rate", [(1.0, "optimal"), (0.5, "optimal"),
+                                                      (0.7, "constant")])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_sgd_kernel_matches_dense_cumulative_penalty(K, loss_name, l1_ratio, learning_rate,
+                                                     sparse):
+    """Lazy catch-up (before a read, after a write, at the end) == every weight
+    penalised at every step; the scale trick and its folds included (the
+    strong shrink folds the scale several times)."""
+    X, y, sw = _rows(K)
+    loss = LOSSES[loss_name]() if loss_name else None
+    alpha, eta0 = 0.05, 0.5
+    t0 = 1.0 / (alpha * eta0)
+    state = LinearSGDState.zeros(X.shape[1], K, average=False, seed=1, l1=True)
+    options = LinearSGDOptions(alpha=alpha, learning_rate=learning_rate, eta0=eta0, t0=t0,
+                               shuffle=False, l1_ratio=l1_ratio)
+    ds = RowDataset(X if sparse else X.toarray(), y, sw)
+    # two calls, as partial_fit makes them: u and q carry over
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
+    w, b, t = numpy_sgd_l1(X, y, sw, K=K, loss=loss, alpha=alpha, l1_ratio=l1_ratio,
+                           eta0=eta0, t0=t0, learning_rate=learning_rate, n_epochs=4)
+    assert state.t == t
+    assert_allclose(state.coef, w, rtol=1e-10, atol=1e-12)
+    assert_allclose(state.intercept, b, rtol=1e-10, atol=1e-12)
+    assert np.sum(w == 0) > 0
+    assert_array_equal(state.coef == 0, w == 0)
+
+
+def test_scaled_weights_clip_on_true_weights():
+    """``w = scale v``: the penalty is clipped at the true weight's zero and a
+    debt shrinks with the weights; a fold keeps ``u`` and ``q`` consistent."""
+    v = np.array([1.0, -2.0, 0.5, 0.0])
+    q = np.zeros(4)
+    w = ScaledWeights(v, 1, None, 0.0, q, 0.0)
+    w.py_shrink(0.5)                   # w = [0.5, -1, 0.25, 0]
+    w.py_l1_add(0.3)                   # 0.3 on w
+    w.py_l1_apply(np.array([0, 1, 2, 3], dtype=np.int32))
+    assert_allclose(w.weights().ravel(), [0.2, -0.7, 0.0, 0.0])
+    w.py_shrink(0.5)                   # w = [0.1, -0.35, 0, 0]; weight 2 owes 0.025 more
+    w.py_fold()
+    assert w.l1_u == pytest.approx(0.15)          # the total, shrunk with the weights
+    assert_allclose(q, [-0.15, 0.15, -0.125, 0.0])
+    w.py_l1_add(0.05)
+    w.py_add(np.array([0.5]), np.array([2], dtype=np.int32), 1.0)   # weight 2 = 0.5
+    w.py_l1_apply_all()
+    # weight 2 owed u + q = 0.2 + (-0.125): the part of its debt the clip kept
+    assert_allclose(w.weights().ravel(), [0.05, -0.3, 0.5 - 0.075, 0.0])
+
+
+# ---------------------------------------------------------------------------
+# PSA on LazyStepWeights
+# ---------------------------------------------------------------------------
+def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
+                 n_epochs=1, fit_intercept=True):
+    """Dense Algorithm 1 (Hsu et al.) with the cumulative L1 penalty on each
+    weight's own steps: ``u_p += eta_p C`` at every step, every weight clipped
+    at every step, the intercept unpenalised."""
+    X = X.toarray()
+    d = X.shape[1]
+    th = np.zeros((d + 1) * K)
+    eta = np.full_like(th, eta0)
+    u, q = np.zeros_like(th), np.zeros_like(th)
+    m = kappa * (pa + pb) / (pa - pb)
+    n = 2 * kappa * (1 - pa) / (pa - pb)
+    reg = np.ones(th.size, bool)
+    reg[d * K:] = False
+    lam_v = np.where(reg, lam, 0.0)
+    snaps, t = [th.copy()], 0
+    for _ in range(n_epochs):
+        for i in range(X.shape[0]):
+            if sw[i] == 0:
+                continue
+            g = _gradient(X[i], th, d, K, y[i], loss, fit_intercept)
+            grad = np.zeros_like(th)
+            grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
+            if fit_intercept:
+                grad[d * K:] = g * sw[i]
+            c = np.maximum(0.0, 1 - eta * lam_v)
+            th = c * th - eta * grad
+            u = np.where(reg, c * u + eta * l1, 0.0)
+            q = c * q
+            apply_penalty(th, u, q, reg)
+            t += 1
+            if t % b == 0:
+                snaps.append(th.copy())
+            if t % (2 * b) == 0:
+                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    gamma = np.where(den != 0, num / den, np.sign(num) * np.inf)
+                uu = np.clip(gamma, -kappa, kappa)
+                eta = eta * np.where((den == 0) & (num == 0), 1.0, (m + uu) / (m + kappa + n))
+    return th, eta, t
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "squared_hinge"), (3, None)])
+# (lam, l1, eta0, b): idle windows in closed form with L2 (b eta lam small), replayed
+# (0.4), pure L1 (closed form of the linear drift), weights crossing 0 while idle, and
+# k eta lam < 5e-4 (a multi-output block's catch-up as one vectorised loop)
+@pytest.mark.parametrize("lam, l1, eta0, b", [(0.02, 0.01, 0.3, 2), (0.4, 0.02, 0.25, 2),
+                                              (0.0, 0.004, 0.3, 2), (0.01, 0.05, 0.3, 1),
+                                              (1e-4, 0.03, 0.3, 2)])
+def test_psa_kernel_matches_dense_cumulative_penalty(sparse, K, loss_name, lam, l1, eta0, b):
+    """The lazy L1 on PSA's per-coordinate steps (catch-up in closed form,
+    events, whole idle windows) == the dense algorithm, steps and all."""
+    X, y, sw = _rows(K, n=90, d=14, density=0.12)
+    loss = LOSSES[loss_name]() if loss_name else None
+    state = LazyStepState.zeros(X.shape[1] + 1, K, eta0, l1=True)
+    options = PSAOptions(lam=lam, period=b, l1=l1)
+    ds = RowDataset(X if sparse else X.toarray(), y, sw)
+    for _ in range(2):
+        info = psa_epochs(ds, state, options, loss=loss, n_epochs=2, shuffle=False,
+                          sweep_all=-1)
+    th, eta, t = numpy_psa_l1(X, y, sw, K=K, loss=loss, lam=lam, l1=l1, eta0=eta0, b=b,
+                              n_epochs=4)
+    assert state.t == t and not info.diverged
+    assert_allclose(state.ve[:, 0], th, rtol=1e-10, atol=1e-12)
+    assert_allclose(state.ve[:, 1], eta, rtol=1e-10)
+    assert info.n_adaptations > 0
+    assert l1 < 0.02 or np.sum(th[:-K] == 0) > 0
+    assert_array_equal(state.ve[:-K, 0] == 0, th[:-K] == 0)
+
+
+@pytest.mark.parametrize("K", [1, 5])
+@pytest.mark.parametrize("lam, l1", [(0.02, 0.002), (0.0, 0.001), (0.02, 0.05)])
+def test_lazy_catch_up_with_l1_matches_eager_updates(K, lam, l1):
+    """LazyStepWeights with the L1 penalty: sparse steps with lazy catch-up vs
+    the same steps on every weight, over many idle windows: the closed forms
+    (with L2, and the linear drift without), weights reaching 0 while idle
+    (replayed up to the zero, then the zero case) and zero weights that owe."""
+    rng = np.random.RandomState(5)
+    d, b, T = 12, 3, 400
+    lazy = LazyStepState.zeros(d + 1, K, 0.0, l1=True)
+    eager = LazyStepState.zeros(d + 1, K, 0.0, l1=True)
+    size = (d + 1) * K
+    eta0 = rng.uniform(0.01, 3.0, size)
+    v0 = rng.randn(size) * (rng.rand(size) > 0.3)
+    for st in (lazy, eager):
+        st.ve[:, 1] = eta0
+        st.ve[:, 0] = v0
+    wl, we = (LazyStepWeights(s, PSAOptions(lam=lam, period=b, l1=l1), unregularized=d)
+              for s in (lazy, eager))
+    for t in range(T):
+        touched = np.flatnonzero(rng.rand(d - 1) < 0.03).astype(np.int32)
+        g = rng.randn(touched.size, K) * (rng.rand(touched.size, K) > 0.3)
+        wl.py_step(t, touched, g.ravel())
+        g_all = np.zeros((d, K))
+        g_all[touched] = g
+        we.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
+    wl.py_catch_up_all(T)
+    we.py_catch_up_all(T)
+    assert_allclose(lazy.ve, eager.ve, rtol=1e-11, atol=1e-13)
+    assert_allclose(lazy.l1, eager.l1, rtol=1e-11, atol=1e-13)
+    assert_array_equal(lazy.ve[:, 0] == 0, eager.ve[:, 0] == 0)
+    assert wl.n_adaptations == we.n_adaptations
+    assert l1 < 0.01 or np.any((v0[:d * K] != 0) & (lazy.ve[:d * K, 0] == 0))
+    assert np.all(lazy.l1 >= -1e-15)
+
+
+# ---------------------------------------------------------------------------
+# CRFs: SGD and PSA with L1 against dense NumPy on tiny data
+# ---------------------------------------------------------------------------
+def _sequences(rng, n_seq=12, n_attr=8, n_labels=3, max_len=4, density=0.25):
+    lengths = rng.integers(1, max_len + 1, size=n_seq)
+    X = sp.random(int(lengths.sum()), n_attr, density=density, random_state=rng,
+                  format="csr")
+    X.data = rng.normal(size=X.data.shape)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    labels = rng.integers(0, n_labels, size=int(lengths.sum())).astype(np.int32)
+    return X, offsets, labels
+
+
+def _data(X, offsets, labels):
+    X = sp.csr_matrix(X)
+    return SequenceData(X.data.astype(np.float64), X.indices.astype(np.int32),
+                        X.indptr.astype(np.int64), offsets, labels, X.shape[1])
+
+
+def _seq_gradient(X, offsets, labels, s, w, L, fit_intercept):
+    lo, hi = offsets[s], offsets[s + 1]
+    sub = _data(X[lo:hi], np.array([0, hi - lo]), labels[lo:hi])
+    return loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)[1]
+
+
+def numpy_crf_sgd_l1(X, offsets, labels, A, L, *, eta0, power, alpha, l1_ratio, n_epochs):
+    """Dense CRF SGD with the cumulative L1 penalty on every weight (bias and
+    transitions included) at every step."""
+    w = np.zeros((A + L + 1) * L)
+    u, q = np.zeros_like(w), np.zeros_like(w)
+    t = 0
+    for _ in range(n_epochs):
+        for s in range(len(offsets) - 1):
+            eta = eta0 / (1 + alpha * eta0 * t) ** power
+            g = _seq_gradient(X, offsets, labels, s, w, L, True)
+            c = 1 - eta * alpha * (1 - l1_ratio)
+            w, u, q = c * w + eta * g, c * u + eta * alpha * l1_ratio, c * q
+            apply_penalty(w, u, q, np.ones(w.size, bool))
+            t += 1
+    return w
+
+
+@pytest.mark.parametrize("power, l1_ratio", [(1.0, 1.0), (1.0, 0.4), (0.0, 0.6)])
+def test_crf_sgd_matches_dense_cumulative_penalty(power, l1_ratio):
+    rng = np.random.default_rng(3)
+    A, L = 8, 3
+    X, offsets, labels = _sequences(rng, n_attr=A, n_labels=L)
+    kw = dict(eta0=0.4, power=power, alpha=0.08, l1_ratio=l1_ratio)
+    ref = numpy_crf_sgd_l1(X, offsets, labels, A, L, n_epochs=5, **kw)
+    state = CRFState.new(A, L, averaged=False, seed=1, l1=True)
+    ds = _data(X, offsets, labels)
+    opts = SGDOptions(shuffle=False, **kw)
+    crf_sgd_epochs(ds, state, opts, n_epochs=3)
+    crf_sgd_epochs(ds, state, opts, n_epochs=2)
+    assert_allclose(state.coef, ref, rtol=1e-10, atol=1e-12)
+    assert np.sum(ref == 0) > 0
+    assert_array_equal(state.coef == 0, ref == 0)
+
+
+def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=0.9999,
+                     be=0.99, kappa=0.9):
+    m = kappa * (a + be) / (a - be)
+    n = 2 * kappa * (1 - a) / (a - be)
+    w = np.zeros((A + L + 1) * L)
+    eta = np.full_like(w, eta0)
+    u, q = np.zeros_like(w), np.zeros_like(w)
+    snaps, t = [w.copy()], 0
+    for _ in range(n_epochs):
+        for s in range(len(offsets) - 1):
+            g = _seq_gradient(X, offsets, labels, s, w, L, True)
+            c = np.maximum(0.0, 1 - eta * lam)
+            w, u, q = c * w + eta * g, c * u + eta * l1, c * q
+            apply_penalty(w, u, q, np.ones(w.size, bool))
+            t += 1
+            if t % b == 0:
+                snaps.append(w.copy())
+            if t % (2 * b) == 0:
+                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    gr = np.where(den != 0, num / den, np.sign(num) * np.inf)
+                uu = np.sign(gr) * np.minimum(np.abs(gr), kappa)
+                eta = np.where((den == 0) & (num == 0), eta, eta * (m + uu) / (m + kappa + n))
+    return w, eta, t
+
+
+@pytest.mark.parametrize("lam, l1, b", [(0.01, 0.02, 2), (0.3, 0.02, 2), (0.0, 0.01, 3)])
+def test_crf_psa_matches_dense_cumulative_penalty(lam, l1, b):
+    rng = np.random.default_rng(8)
+    A, L = 12, 3
+    X, offsets, labels = _sequences(rng, n_seq=15, n_attr=A, n_labels=L, density=0.12)
+    ref_w, ref_eta, t = numpy_crf_psa_l1(X, offsets, labels, A, L, eta0=0.4, lam=lam, l1=l1,
+                                         b=b, n_epochs=4)
+    st = LazyStepState.zeros(A + L + 1, L, 0.4, l1=True)
+    options = PSAOptions(lam=lam, period=b, l1=l1)
+    ds = _data(X, offsets, labels)
+    crf_psa_epochs(ds, st, options, n_epochs=2, shuffle=False)
+    info = crf_psa_epochs(ds, st, options, n_epochs=2, shuffle=False)
+    assert st.t == t and not info.diverged
+    assert_allclose(st.ve[:, 0], ref_w, rtol=1e-9, atol=1e-12)
+    assert_allclose(st.ve[:, 1], ref_eta, rtol=1e-9)
+    assert np.sum(ref_w == 0) > 0
+    assert_array_equal(st.ve[:, 0] == 0, ref_w == 0)
+
+
+# ---------------------------------------------------------------------------
+# estimators
+# ---------------------------------------------------------------------------
+def _noisy(seed=0, n=400, d=60):
+    X, y = make_classification(n, d, n_informative=5, n_redundant=0, random_state=seed)
+    return X, y
+
+
+LINEAR = [PlainSGDClassifier, PSAClassifier]
+
+
+@pytest.mark.parametrize("Est", LINEAR)
+def test_l2_path_unchanged(Est):
+    """'l2' (the default), and 'elasticnet' with l1_ratio=0, are the L2 path bit
+    for bit."""
+    X, y = _noisy()
+    ref = Est(random_state=0, max_iter=3).fit(X, y)
+    for kw in (dict(penalty="l2", l1_ratio=0.7), dict(penalty="elasticnet", l1_ratio=0.0)):
+        est = Est(random_state=0, max_iter=3, **kw).fit(X, y)
+        assert_array_equal(est.coef_, ref.coef_)
+        assert_array_equal(est.intercept_, ref.intercept_)
+
+
+# Fits made with the code before the L1 penalty (main at 61c4911), fixed seeds:
+# the L2 path must give them still (to rounding across machines' libm).
+_BEFORE = {
+    PlainSGDClassifier: [-0.001546385476250126, 0.03562075472032389, -0.01734074482379488],
+    PSAClassifier: [-0.007035378072143872, 0.033476786238525395, -0.01515210857883527],
+}
+
+
+@pytest.mark.parametrize("Est", LINEAR)
+def test_l2_fit_as_before(Est):
+    X, y = _noisy()
+    est = Est(random_state=0, max_iter=3).fit(X, y)
+    assert_allclose(est.coef_.ravel()[:3], _BEFORE[Est], rtol=1e-12)
+
+
+@pytest.mark.parametrize("Est", LINEAR)
+@pytest.mark.parametrize("penalty", ["l1", "elasticnet"])
+def test_dense_and_csr_fits_agree(Est, penalty):
+    X, y = _noisy()
+    kw = dict(penalty=penalty, alpha=0.01, random_state=0, max_iter=3, eta0=0.05)
+    dense = Est(**kw).fit(X, y)
+    csr = Est(**kw).fit(sp.csr_matrix(X), y)
+    assert_allclose(csr.coef_, dense.coef_, rtol=1e-10, atol=1e-13)
+    assert_array_equal(csr.coef_ == 0, dense.coef_ == 0)
+
+
+@pytest.mark.parametrize("Est", LINEAR)
+def test_l1_selects_features(Est):
+    """5 informative features of 60: L1 keeps few weights and the accuracy of
+    L2; elastic-net sits between."""
+    X, y = _noisy()
+    kw = dict(alpha=0.01, random_state=0, max_iter=5)
+    l2 = Est(**kw).fit(X, y)
+    l1 = Est(penalty="l1", **kw).fit(X, y)
+    en = Est(penalty="elasticnet", l1_ratio=0.5, **kw).fit(X, y)
+    nnz = [int(np.sum(m.coef_ != 0)) for m in (l2, en, l1)]
+    assert nnz[0] == 60 and nnz[2] < 30 and nnz[2] <= nnz[1] <= nnz[0]
+    assert l1.score(X, y) >= l2.score(X, y) - 0.03
+
+
+def test_averaged_model_keeps_the_last_iterate_support():
+    X, y = _noisy()
+    est = PlainSGDClassifier(penalty="l1", alpha=0.01, average=True, random_state=0,
+                             max_iter=3).fit(X, y)
+    (state,) = est._states
+    assert np.any(state.coef == 0)
+    assert_array_equal(est.coef_.ravel() == 0, state.coef == 0)
+    # the kept weights are the average's
+    avg = state.avg_coef / state.n_iterates
+    keep = state.coef != 0
+    assert_allclose(est.coef_.ravel()[keep], avg[keep])
+
+
+def test_partial_fit_continues_the_penalty():
+    """Two partial_fit calls == one fit pass over the same rows in the same order."""
+    X, y = _noisy()
+    kw = dict(penalty="l1", alpha=0.01, eta0=0.05, learning_rate="constant", shuffle=False,
+              random_state=0)
+    one = PlainSGDClassifier(max_iter=1, **kw).fit(X, y)
+    two = PlainSGDClassifier(**kw)
+    two.partial_fit(X[:200], y[:200], classes=[0, 1]).partial_fit(X[200:], y[200:])
+    assert_allclose(two.coef_, one.coef_, rtol=1e-12, atol=1e-15)
+
+
+def test_calibration_objective_includes_l1():
+    """A trial pass with a negligible step returns the objective at the start
+    weights, the L1 term included."""
+    X, y = _noisy(n=100, d=10)
+    ys = np.where(y == 1, 1.0, -1.0)
+    rng = np.random.RandomState(0)
+    coef, intercept = rng.randn(10), np.array([0.3])
+    loss = LOSSES["log_loss"]()
+    alpha, r = 0.1, 0.4
+    obj = trial_pass(RowDataset(X, ys, np.ones(100)), coef, intercept, loss=loss, alpha=alpha,
+                     eta=1e-300, l1_ratio=r)
+    z = X @ coef + 0.3
+    ref = np.mean(np.logaddexp(0, -ys * z)) + alpha * (r * np.abs(coef).sum()
+                                                      + (1 - r) / 2 * coef @ coef)
+    assert obj == pytest.approx(ref, rel=1e-12)
+
+
+def test_invalid_penalties_are_refused():
+    X, y = _noisy(n=50, d=5)
+    with pytest.raises(ValueError, match="penalty"):
+        PlainSGDClassifier(penalty="l0").fit(X, y)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        PSAClassifier(penalty="elasticnet", l1_ratio=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="SGD-QN.*curvature"):
+        SGDQNLinearSVC(penalty="l1").fit(X, y)
+    with pytest.raises(ValueError, match="SBM.*closed form"):
+        SBMLogisticRegression(penalty="elasticnet").fit(X, y)
+    assert SBMLogisticRegression(penalty="l2").fit(X, y).score(X, y) > 0.5
+    with pytest.raises(ValueError, match="penalty"):
+        ASFSequenceTagger(penalty="L1").fit([[{"a": 1}], [{"b": 1}]], [["x"], ["y"]])
+
+
+# ---------------------------------------------------------------------------
+# taggers
+# ---------------------------------------------------------------------------
+def _tagging(seed=0, n=60):
+    rng = np.random.RandomState(seed)
+    X, y = [], []
+    for _ in range(n):
+        T = rng.randint(2, 6)
+        words = rng.randint(0, 40, T)
+        X.append([{"w": f"w{k}", f"noise{rng.randint(200)}": 1.0} for k in words])
+        y.append(["A" if k < 20 else "B" for k in words])
+    return X, y
+
+
+TAGGERS = [SGDSequenceTagger, ASFSequenceTagger, PSASequenceTagger]
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_tagger_l1_is_sparse_and_accurate(Tagger):
+    X, y = _tagging()
+    kw = dict(alpha=0.02, random_state=0, max_iter=3)
+    l2 = Tagger(**kw).fit(X, y)
+    l1 = Tagger(penalty="elasticnet", l1_ratio=0.8, **kw).fit(X, y)
+    nz2, nz1 = np.sum(l2.coef_ != 0), np.sum(l1.coef_ != 0)
+    assert nz1 < 0.5 * nz2
+    assert l1.score(X, y) >= 0.95
+    # the noise attributes are the ones dropped
+    kept = {a for (a, _), v in l1.state_features_.items() if v != 0}
+    assert sum(a.startswith("w") for a in kept) > sum(a.startswith("noise") for a in kept)
+
+
+@pytest.mark.parametrize("Tagger", TAGGERS)
+def test_tagger_l2_path_unchanged(Tagger):
+    X, y = _tagging()
+    ref = Tagger(random_state=0, max_iter=2).fit(X, y)
+    est = Tagger(random_state=0, max_iter=2, penalty="elasticnet", l1_ratio=0.0).fit(X, y)
+    assert_array_equal(est.coef_, ref.coef_)
+
+
+def test_asf_average_on_the_iterate_support():
+    X, y = _tagging()
+    est = ASFSequenceTagger(penalty="l1", alpha=0.01, random_state=0, max_iter=3).fit(X, y)
+    crf = est._state.crf
+    assert np.any(crf.coef == 0)
+    assert_array_equal(est._model == 0, crf.coef == 0)
+    assert est.feedback_passes_ == [1, 3]
