@@ -728,6 +728,11 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         rule = _rule_for(self.estimator)
+        penalty = getattr(self.estimator, "penalty", "l2")
+        if penalty != "l2":
+            # (the cumulative L1 penalty's per-weight state has no mixing rule yet)
+            raise ValueError(f"ParameterMixing mixes L2-penalised models only; got "
+                             f"penalty={penalty!r}. Use penalty='l2'.")
         client = distributed.get_client()
         parts, tagger, columns = self._partitions(X, y, sample_weight)
         if tagger != isinstance(self.estimator, _BaseSequenceTagger):

@@ -483,6 +483,8 @@ def test_errors(client, rows, sentences):
         ParameterMixing(LogisticRegression()).fit(Xd, yd)
     with pytest.raises(ValueError, match="full rank only"):
         ParameterMixing(SBMLogisticRegression(rank=2)).fit(Xd, yd)
+    with pytest.raises(ValueError, match="L2-penalised models only; got penalty='l1'"):
+        ParameterMixing(clone(LINEAR["sgd"]).set_params(penalty="l1")).fit(Xd, yd)
     with pytest.raises(TypeError, match="X is a ndarray"):
         ParameterMixing(LINEAR["sgd"]).fit(X, y)
     with pytest.raises(ValueError, match="4 partitions but y has 2"):
