@@ -21,9 +21,10 @@ term ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``) the shrink is
 ``1 - eta alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
 Tsuruoka et al.'s cumulative penalty (``ScaledWeights.l1_add``); the weights a
 step reads and writes are caught up with it before the read and after the
-write (``_sgd_step_l1``, ``SequenceSteps.step``), the others at the end of the
-call (``l1_apply_all``). The L2-only row loop is untouched: rows with L1 are
-``RowStepsL1``, a kind of steps of its own in the fused ``sgd_pass``.
+write (``_sgd_step``, ``SequenceSteps.step``), the others at the end of the
+call (``l1_apply_all``). Rows with L1 are ``RowStepsL1``, a kind of steps of
+its own in the fused ``sgd_pass``, so the L2-only row loop compiles without
+the L1 lines.
 """
 from dataclasses import dataclass
 
@@ -39,43 +40,21 @@ from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
-                           double alpha, bint fit_intercept, double intercept_decay,
-                           double* scores, double* grad) noexcept nogil:
-    """One plain SGD step."""
+                           double l2, double l1, bint with_l1, bint fit_intercept,
+                           double intercept_decay, double* scores,
+                           double* grad) noexcept nogil:
+    """One plain SGD step: the shrink by the L2 strength ``l2``, the step.
+
+    With ``with_l1`` (a constant at each call site, so the L2-only loop
+    compiles without the L1 lines), Tsuruoka et al.'s cumulative penalty
+    (2009, Fig. 2): the row's weights caught up with it before they are read,
+    the step's penalty ``eta l1`` added to the total after the step, and the
+    row's weights caught up again.
+    """
     cdef int k, K = w.n_outputs
     cdef double factor
-    w.dot(x, ind, nnz, scores)
-    for k in range(K):
-        scores[k] += b[k]
-    if K == 1:
-        grad[0] = clip_dloss(loss.dloss(scores[0], y))
-    else:
-        softmax_loss(scores, <int>y, K, grad)
-    for k in range(K):
-        grad[k] = -eta * sw * grad[k]
-    factor = 1.0 - eta * alpha
-    if factor < 0.0:
-        factor = 0.0
-    if factor != 1.0:
-        w.shrink(factor)
-    w.add(x, ind, nnz, grad)
-    if fit_intercept:
-        for k in range(K):
-            b[k] += grad[k] * intercept_decay
-
-
-cdef inline void _sgd_step_l1(ScaledWeights w, double* b, Loss loss, const double* x,
-                              const int* ind, int nnz, double y, double sw, double eta,
-                              double l2, double l1, bint fit_intercept,
-                              double intercept_decay, double* scores,
-                              double* grad) noexcept nogil:
-    """``_sgd_step`` with the L1 penalty: the row's weights caught up with the
-    cumulative penalty before they are read, the shrink by the L2 part
-    ``l2``, the step, the step's penalty ``eta l1`` added to the total and the
-    row's weights caught up with it (Tsuruoka et al. 2009, Fig. 2)."""
-    cdef int k, K = w.n_outputs
-    cdef double factor
-    l1_apply_rows(w, ind, nnz)
+    if with_l1:
+        l1_apply_rows(w, ind, nnz)
     w.dot(x, ind, nnz, scores)
     for k in range(K):
         scores[k] += b[k]
@@ -91,8 +70,9 @@ cdef inline void _sgd_step_l1(ScaledWeights w, double* b, Loss loss, const doubl
     if factor != 1.0:
         w.shrink(factor)
     w.add(x, ind, nnz, grad)
-    w.l1_add(eta * l1)
-    l1_apply_rows(w, ind, nnz)
+    if with_l1:
+        w.l1_add(eta * l1)
+        l1_apply_rows(w, ind, nnz)
     if fit_intercept:
         for k in range(K):
             b[k] += grad[k] * intercept_decay
@@ -230,7 +210,7 @@ cdef class RowSteps:
         if sw == 0.0:
             return False
         _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
-                  self.fit_intercept, self.intercept_decay, self.scores, self.grad)
+                  0.0, False, self.fit_intercept, self.intercept_decay, self.scores, self.grad)
         return True
 
     cdef void count_iterate(self) noexcept nogil:
@@ -242,7 +222,7 @@ cdef class RowSteps:
 
 @cython.final
 cdef class RowStepsL1:
-    """``RowSteps`` with the L1 penalty (``_sgd_step_l1``)."""
+    """``RowSteps`` with the L1 penalty (``_sgd_step`` with ``with_l1``)."""
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil:
@@ -253,9 +233,9 @@ cdef class RowStepsL1:
         fetch_row(self.rows.ds, k, &x, &ind, &nnz, &y, &sw)
         if sw == 0.0:
             return False
-        _sgd_step_l1(w, self.rows.b, self.rows.loss, x, ind, nnz, y, sw, step_size(sched, t),
-                     self.l2, self.l1, self.rows.fit_intercept, self.rows.intercept_decay,
-                     self.rows.scores, self.rows.grad)
+        _sgd_step(w, self.rows.b, self.rows.loss, x, ind, nnz, y, sw, step_size(sched, t),
+                  self.l2, self.l1, True, self.rows.fit_intercept, self.rows.intercept_decay,
+                  self.rows.scores, self.rows.grad)
         return True
 
     cdef void count_iterate(self) noexcept nogil:
