@@ -146,6 +146,9 @@ cdef class LazyStepWeights:
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil
+    cdef inline void _catch_up(self, Py_ssize_t j, long long T, bint with_l1) noexcept nogil
+    cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
+                                   bint with_l1) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil

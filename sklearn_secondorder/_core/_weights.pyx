@@ -755,11 +755,24 @@ cdef class LazyStepWeights:
             self.v[2 * p] *= decay_factor(self.rate[p], k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
+        """Bring block ``j`` to time ``T``: decay, and the events at times <= T
+        (``_catch_up`` without the L1 penalty)."""
+        self._catch_up(j, T, False)
+
+    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil:
+        """``catch_up`` with the L1 penalty: the decays are ``_decay_l1``'s
+        and the whole idle windows ``_skip_param_l1``'s."""
+        self._catch_up(j, T, True)
+
+    cdef inline void _catch_up(self, Py_ssize_t j, long long T, bint with_l1) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T.
 
         Event-major: each event is decided once for the block, then applied to
         its ``n_outputs`` weights; whole untouched windows go to
-        ``_skip_param``, which shares its series coefficients across them.
+        ``_skip_param`` (``_skip_param_l1`` with the L1 penalty, the
+        unregularised bias excepted), which shares its series coefficients
+        across them. ``with_l1`` is a constant at each caller, so the L2 path
+        compiles without the L1 branches.
         """
         cdef long long tau = self.last[j], ev = self.next_event[j]
         cdef long long b = self.period, two_b = 2 * self.period, k
@@ -767,15 +780,16 @@ cdef class LazyStepWeights:
         cdef int q, K = self.n_outputs
         cdef Py_ssize_t p0 = j * K, p
         cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
+        cdef bint skip_l1 = with_l1 and j != self.unregularized
         cdef double geo[40]
         cdef int n_geo = 0
         if b == 0:
-            self._decay(j, lam, T - tau)
+            self._decay_either(j, lam, T - tau, with_l1)
             self.last[j] = T
             self.next_event[j] = NO_EVENT
             return
         while ev <= T:
-            self._decay(j, lam, ev - tau)
+            self._decay_either(j, lam, ev - tau, with_l1)
             tau = ev
             if at_window_end:
                 for q in range(K):
@@ -786,7 +800,10 @@ cdef class LazyStepWeights:
                 if T - tau >= two_b:             # whole untouched windows
                     k = (T - tau) // two_b
                     for q in range(K):
-                        self._skip_param(p0 + q, lam, k, geo, &n_geo)
+                        if skip_l1:
+                            self._skip_param_l1(p0 + q, lam, k, geo, &n_geo)
+                        else:
+                            self._skip_param(p0 + q, lam, k, geo, &n_geo)
                     tau += two_b * k
                     ev = tau + b
                     at_window_end = False
@@ -797,56 +814,16 @@ cdef class LazyStepWeights:
                     self.snap1[2 * p] = self.v[2 * p]
             ev += b
             at_window_end = not at_window_end
-        self._decay(j, lam, T - tau)
+        self._decay_either(j, lam, T - tau, with_l1)
         self.last[j] = T
         self.next_event[j] = ev
 
-    cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil:
-        """``catch_up`` with the L1 penalty: the decays are ``_decay_l1``'s
-        and the whole idle windows ``_skip_param_l1``'s (the L2 path is
-        ``catch_up``, unchanged)."""
-        cdef long long tau = self.last[j], ev = self.next_event[j]
-        cdef long long b = self.period, two_b = 2 * self.period, k
-        cdef double lam = 0.0 if j == self.unregularized else self.lam
-        cdef int q, K = self.n_outputs
-        cdef Py_ssize_t p0 = j * K, p
-        cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
-        cdef double geo[40]
-        cdef int n_geo = 0
-        if b == 0:
-            self._decay_l1(j, T - tau)
-            self.last[j] = T
-            self.next_event[j] = NO_EVENT
-            return
-        while ev <= T:
-            self._decay_l1(j, ev - tau)
-            tau = ev
-            if at_window_end:
-                for q in range(K):
-                    p = p0 + q
-                    if ev > 0:
-                        self._adapt(p)
-                    self.snap0[2 * p] = self.v[2 * p]
-                if T - tau >= two_b:             # whole untouched windows
-                    k = (T - tau) // two_b
-                    for q in range(K):
-                        if j == self.unregularized:
-                            self._skip_param(p0 + q, lam, k, geo, &n_geo)
-                        else:
-                            self._skip_param_l1(p0 + q, lam, k, geo, &n_geo)
-                    tau += two_b * k
-                    ev = tau + b
-                    at_window_end = False
-                    continue
-            else:
-                for q in range(K):
-                    p = p0 + q
-                    self.snap1[2 * p] = self.v[2 * p]
-            ev += b
-            at_window_end = not at_window_end
-        self._decay_l1(j, T - tau)
-        self.last[j] = T
-        self.next_event[j] = ev
+    cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
+                                   bint with_l1) noexcept nogil:
+        if with_l1:
+            self._decay_l1(j, k)
+        else:
+            self._decay(j, lam, k)
 
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil:
