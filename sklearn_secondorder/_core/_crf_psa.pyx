@@ -41,7 +41,7 @@ cumulative penalty on each weight's own steps (``LazyStepWeights``), on every
 block as the L2 (the bias and transitions included). A touched row is caught
 up (decay and penalty owed) as it is read; the step shrinks it and adds the
 step's penalty to what it is owed at its first visit, and clips it once the
-sequence's gradient terms are in (``_step_l1``). The transition and bias
+sequence's gradient terms are in (``_step`` with ``with_l1``). The transition and bias
 rows are then caught up lazily like the others (``_shared_rows_to_l1``: no
 sweep list, the sweep carries no L1).
 """
@@ -186,57 +186,18 @@ cdef void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCon
             row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
 
 
-cdef void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx, long long t,
-                bint fit_intercept) noexcept nogil:
+cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                       long long t, bint fit_intercept, bint with_l1) noexcept nogil:
     """``theta(t+1) = (1 - eta lam) theta(t) + eta o grad log p`` (Algorithm 1,
     line 5), after ``loglik``: each row's shrink at its first visit in this
-    update (``last == t``), then its tokens' terms; the transitions last."""
-    cdef int H = ctx.n_states, T = ctx.T, tt, h, i
-    cdef Py_ssize_t j, p, A = ctx.n_attributes, bias_row = A + H, p0 = A * H
-    cdef long long r, kk, first = ds.offsets[s]
-    cdef const int* y = &ds.labels[0] + first
-    cdef double lam = w.lam, c, e
-    cdef double* v = w.v
-    cdef double* d = ctx.tmp
-    cdef const double* eta = w.eta
-    cdef long long* last = w.last
-    for tt in range(T):
-        for h in range(H):
-            d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
-        d[y[tt]] += 1.0
-        r = first + tt
-        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
-            j = ds.indices[kk]
-            if j >= A:
-                continue
-            if last[j] == t:
-                last[j] = t + 1
-                row_shrink(v + 2 * j * H, lam, H)
-            row_step(v + 2 * j * H, ds.data[kk], d, H)
-        if fit_intercept:
-            if last[bias_row] == t:
-                last[bias_row] = t + 1
-                row_shrink(v + 2 * bias_row * H, lam, H)
-            row_step(v + 2 * bias_row * H, 1.0, d, H)   # (x = 1: the product eta d)
-    for i in range(H * H):
-        p = p0 + i
-        e = eta[2 * p]
-        c = 1.0 - e * lam
-        v[2 * p] = (c if c > 0.0 else 0.0) * v[2 * p] - e * ctx.edge[i]
-    for tt in range(1, T):
-        p = p0 + y[tt - 1] * H + y[tt]
-        v[2 * p] += eta[2 * p]
-    for j in range(A, A + H):
-        last[j] = t + 1
+    update (``last == t``), then its tokens' terms; the transitions last.
 
-
-cdef void _step_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
-                   long long t, bint fit_intercept) noexcept nogil:
-    """``_step`` with the L1 penalty: a row's first visit in this update
-    shrinks it by ``max(0, 1 - eta lam)`` and adds the step's ``eta C`` to what
-    it is owed (``u`` and ``q`` shrinking with it); after the gradient terms
-    every touched weight is clipped (``l1_clip``; clipping twice is clipping
-    once)."""
+    With ``with_l1`` (a constant at each caller, so the L2 path compiles
+    without it), a row's first visit also adds the step's ``eta C`` to what it
+    is owed (``u`` and ``q`` shrinking with it, ``_shrink_row_l1``), and after
+    every gradient term of the sequence each touched weight is clipped
+    (``l1_clip``; clipping twice is clipping once).
+    """
     cdef int H = ctx.n_states, T = ctx.T, tt, h, i
     cdef Py_ssize_t j, p, A = ctx.n_attributes, bias_row = A + H, p0 = A * H
     cdef long long r, kk, first = ds.offsets[s]
@@ -258,26 +219,29 @@ cdef void _step_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext 
                 continue
             if last[j] == t:
                 last[j] = t + 1
-                _shrink_row_l1(w, j * H, H, lam, l1)
+                _shrink_row(w, j * H, H, lam, l1, with_l1)
             row_step(v + 2 * j * H, ds.data[kk], d, H)
         if fit_intercept:
             if last[bias_row] == t:
                 last[bias_row] = t + 1
-                _shrink_row_l1(w, bias_row * H, H, lam, l1)
-            row_step(v + 2 * bias_row * H, 1.0, d, H)
+                _shrink_row(w, bias_row * H, H, lam, l1, with_l1)
+            row_step(v + 2 * bias_row * H, 1.0, d, H)   # (x = 1: the product eta d)
     for i in range(H * H):
         p = p0 + i
         e = eta[2 * p]
         c = 1.0 - e * lam
         c = c if c > 0.0 else 0.0
         v[2 * p] = c * v[2 * p] - e * ctx.edge[i]
-        dl[2 * p] = dl[2 * p] * c + e * l1
-        dl[2 * p + 1] = dl[2 * p + 1] * c + e * l1
+        if with_l1:
+            dl[2 * p] = dl[2 * p] * c + e * l1
+            dl[2 * p + 1] = dl[2 * p + 1] * c + e * l1
     for tt in range(1, T):
         p = p0 + y[tt - 1] * H + y[tt]
         v[2 * p] += eta[2 * p]
     for j in range(A, A + H):
         last[j] = t + 1
+    if not with_l1:
+        return
     # the clips, after every gradient term of the sequence
     for i in range(H * H):
         l1_clip(w, p0 + i)
@@ -289,6 +253,14 @@ cdef void _step_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext 
         if j < A:
             for h in range(H):
                 l1_clip(w, j * H + h)
+
+
+cdef inline void _shrink_row(LazyStepWeights w, Py_ssize_t p0, int H, double lam, double l1,
+                             bint with_l1) noexcept nogil:
+    if with_l1:
+        _shrink_row_l1(w, p0, H, lam, l1)
+    else:
+        row_shrink(w.v + 2 * p0, lam, H)
 
 
 cdef inline void _shrink_row_l1(LazyStepWeights w, Py_ssize_t p0, int H, double lam,
@@ -331,9 +303,9 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
             return ll
         loss_sum -= ll
         if w.has_l1:
-            _step_l1(w, ds, s, ctx, t[0], fit_intercept)
+            _step(w, ds, s, ctx, t[0], fit_intercept, True)
         else:
-            _step(w, ds, s, ctx, t[0], fit_intercept)
+            _step(w, ds, s, ctx, t[0], fit_intercept, False)
         t[0] += 1
     return loss_sum
 
