@@ -24,7 +24,7 @@ from sklearn_secondorder.crfsuite import (
     register_algorithm,
     scorers,
 )
-from sklearn_secondorder.crfsuite._estimator import feature_mask
+from sklearn_secondorder.crfsuite._features import feature_mask
 from sklearn_secondorder.crfsuite._registry import penalty_params
 from sklearn_secondorder.sequence._input import read_sequences, vectorize_dicts
 

@@ -502,7 +502,7 @@ def test_errors(client, rows, sentences):
 
 
 def test_balance_moves_partitions_to_idle_workers():
-    from sklearn_secondorder.dask import _balance
+    from sklearn_secondorder.dask._transport import _balance
     rows = [700, 500, 900, 400]
     # all on one worker: half of the rows move, the loads end 1200 / 1300
     moves = _balance({0: "a", 1: "a", 2: "a", 3: "a"}, rows, ["a", "b"])

@@ -1,154 +1,19 @@
 """`sklearn_secondorder.crfsuite.CRF`: sklearn-crfsuite's ``CRF`` on this package's trainers."""
 import os
-import sys
-from collections import namedtuple
-from fractions import Fraction
-from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._core._crf_infer import viterbi_decode
-from .._core._dataset import SequenceData
-from .._core._weights import ScaledWeights
 from ..metrics import flat_accuracy_score
-from ..sequence._input import KIND_DICTS, flatten_labels, read_sequences, vectorize_dicts
+from ..sequence._input import KIND_DICTS, read_sequences
+from ._features import deployed_model, feature_mask
+from ._log import TrainingLog, dev_set, pass_recorder
 from ._model import CRFModel, Tagger
-from ._registry import TRAINER_PARAMS, get_algorithm, penalty_params
+from ._params import _C1, _C2, tagger_params
+from ._registry import get_algorithm
 
 #: The algorithm used when ``algorithm`` is None (see the class docstring).
 DEFAULT_ALGORITHM = "asf"
-
-#: CRFsuite's defaults of the regularisation (lbfgs, l2sgd).
-_C1, _C2 = 0.0, 1.0
-
-
-class TrainingLog:
-    """The training log: one record per pass (pycrfsuite's ``TrainLogParser`` fields).
-
-    Attributes
-    ----------
-    iterations : list of dict
-        One dict per pass with pycrfsuite's keys: ``num`` (the pass),
-        ``loss`` (CRFsuite's objective ``-sum log p + c1 ||w||_1 + c2
-        ||w||^2``, the log-likelihood summed over the pass at the weights each
-        sequence met, the penalty at the end of the pass), ``active_features``
-        (non-zero weights), ``feature_norm`` (``||w||_2``), ``time`` (seconds
-        of the pass), and with a dev set ``scores`` (``{label: LabelScore}``),
-        ``avg_precision``, ``avg_recall``, ``avg_f1`` (macro averages over the
-        labels, as CRFsuite's holdout evaluation), ``item_accuracy`` /
-        ``item_accuracy_float`` (tokens), ``instance_accuracy`` /
-        ``instance_accuracy_float`` (whole sequences); ``scores`` is empty
-        without a dev set.
-    """
-
-    def __init__(self):
-        self.iterations = []
-
-    @property
-    def last_iteration(self):
-        """The last pass's record (None before any)."""
-        return self.iterations[-1] if self.iterations else None
-
-    def __len__(self):
-        return len(self.iterations)
-
-    def __iter__(self):
-        return iter(self.iterations)
-
-    def __getitem__(self, i):
-        return self.iterations[i]
-
-    def __repr__(self):
-        return f"<TrainingLog of {len(self.iterations)} passes>"
-
-
-#: pycrfsuite's per-label holdout score (``pycrfsuite._logparser.LabelScore``).
-LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
-
-
-def holdout_evaluation(gold, pred, offsets, labels):
-    """Per-label and average scores of a dev set, as CRFsuite's trainer logs them.
-
-    Parameters
-    ----------
-    gold, pred : ndarray of int
-        Label indices of every dev token (``gold`` -1 for a label the model
-        does not know).
-    offsets : ndarray of int
-        Sequence boundaries.
-    labels : list of str
-        The label names.
-
-    Returns
-    -------
-    record : dict
-        ``scores``, ``avg_precision``, ``avg_recall``, ``avg_f1``,
-        ``item_accuracy`` (a Fraction), ``item_accuracy_float``,
-        ``instance_accuracy``, ``instance_accuracy_float``.
-    """
-    L = len(labels)
-    ok = gold == pred
-    match = np.bincount(gold[ok], minlength=L)
-    model = np.bincount(pred, minlength=L)
-    ref = np.bincount(gold[gold >= 0], minlength=L)     # (-1: a label unknown to the model)
-    scores, sums = {}, np.zeros(3)
-    for i, lab in enumerate(labels):
-        if ref[i] == 0 and model[i] == 0:
-            scores[lab] = LabelScore(0, 0, 0, None, None, None)
-            continue
-        p = match[i] / model[i] if model[i] else 0.0
-        r = match[i] / ref[i] if ref[i] else 0.0
-        f = 2 * p * r / (p + r) if p + r > 0 else 0.0
-        scores[lab] = LabelScore(int(match[i]), int(model[i]), int(ref[i]), p, r, f)
-        sums += (p, r, f)
-    seq_ok = np.logical_and.reduceat(ok, offsets[:-1]) if ok.size else np.zeros(0, bool)
-    item = Fraction(int(ok.sum()), max(int(ok.size), 1))
-    inst = Fraction(int(seq_ok.sum()), max(int(seq_ok.size), 1))
-    avg = sums / max(L, 1)
-    return {"scores": scores, "avg_precision": float(avg[0]), "avg_recall": float(avg[1]),
-            "avg_f1": float(avg[2]), "item_accuracy": item, "item_accuracy_float": float(item),
-            "instance_accuracy": inst, "instance_accuracy_float": float(inst)}
-
-
-def feature_mask(batch, label_idx, n_labels, *, min_freq, all_states, all_transitions):
-    """CRFsuite's feature generation as a 0/1 mask over the flat weights.
-
-    A state feature ``(attribute, label)`` exists when the attribute occurs
-    on a token of that label in training (``all_states``: for every label),
-    a transition feature ``(a, b)`` when label ``a`` is followed by ``b``
-    (``all_transitions``: every pair); a feature's frequency is the sum of
-    the attribute's values over those tokens (the number of bigrams for a
-    transition; 0 for a feature only ``all_*`` generates), and features of
-    frequency below ``min_freq`` are dropped (CRFsuite keeps
-    ``freq >= min_freq``).
-
-    Returns
-    -------
-    mask : uint8 ndarray of shape ((A + L + 1) * L,) or None
-        None when every weight exists.
-    """
-    A, L, n_tok = batch.n_features, n_labels, batch.n_tokens
-    if all_states and all_transitions and min_freq <= 0:
-        return None
-    # one product gives both: real part the frequency, imaginary part the
-    # number of occurrences (> 0, so a pair seen with value 0 is not lost)
-    M = sp.csr_matrix((batch.data + 1j, batch.indices, batch.indptr), shape=(n_tok, A))
-    Y = sp.csr_matrix((np.ones(n_tok), (np.arange(n_tok), label_idx)), shape=(n_tok, L))
-    F = (M.T @ Y).tocoo()
-    seen = F.data.imag > 0
-    state = np.full((A, L), 1 if (all_states and min_freq <= 0) else 0, dtype=np.uint8)
-    state[F.row[seen], F.col[seen]] = F.data.real[seen] >= min_freq
-    starts = batch.offsets[:-1]
-    inner = np.ones(n_tok, dtype=bool)
-    inner[starts] = False                    # tokens with a predecessor in their sequence
-    t = np.nonzero(inner)[0]
-    counts = np.zeros((L, L))
-    np.add.at(counts, (label_idx[t - 1], label_idx[t]), 1.0)
-    trans = np.where(counts > 0, counts >= min_freq,
-                     all_transitions and min_freq <= 0).astype(np.uint8)
-    return np.concatenate([state.ravel(), trans.ravel(), np.ones(L, dtype=np.uint8)])
 
 
 class CRF(BaseEstimator):
@@ -334,55 +199,6 @@ calibration_max_trials : default=None
         self.random_state = random_state
         self.keep_training_state = keep_training_state
 
-    # ---- parameters ---------------------------------------------------------------
-    def _tagger_params(self, alg, tagger, n_sequences):
-        if self.trainer_cls is not None:
-            raise ValueError("trainer_cls is sklearn-crfsuite's pycrfsuite.Trainer hook; "
-                             "this CRF trains with its own taggers: leave it None and "
-                             "choose `algorithm`.")
-        unused = [p for p in TRAINER_PARAMS if getattr(self, p) is not None
-                  and p not in alg.params and not (alg.regularized and p in ("c1", "c2"))]
-        if unused:
-            takes = sorted(set(alg.params) | ({"c1", "c2"} if alg.regularized else set()))
-            raise ValueError(f"algorithm={alg.name!r} does not use {', '.join(unused)}; "
-                             f"it takes {', '.join(takes)}.")
-        for name in ("c1", "c2", "min_freq"):
-            v = getattr(self, name)
-            if v is not None and not (isinstance(v, Real) and np.isfinite(v)
-                                      and (v >= 0 or name == "min_freq")):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if alg.features == "tagger" and self.min_freq:
-            raise ValueError(f"algorithm={alg.name!r} generates CRFsuite's features itself, "
-                             f"without a frequency cut-off: min_freq={self.min_freq!r} cannot "
-                             "be honoured (leave it None or 0).")
-        if alg.features == "all":
-            explicit = [f"{p}=False" for p in ("all_possible_states", "all_possible_transitions")
-                        if getattr(self, p) is not None and not getattr(self, p)]
-            if self.min_freq:
-                explicit.append(f"min_freq={self.min_freq!r}")
-            if explicit:
-                raise ValueError(
-                    f"algorithm={alg.name!r} trains every (attribute, label) pair and "
-                    f"transition: {', '.join(explicit)} cannot be honoured (leave them None, "
-                    "or choose an algorithm that generates CRFsuite's features).")
-        if self.max_iterations is not None and not (
-                isinstance(self.max_iterations, Integral) and self.max_iterations >= 1):
-            raise ValueError(f"max_iterations must be an int >= 1, got {self.max_iterations!r}.")
-        params = dict(alg.fixed)
-        available = tagger.get_params()
-        for name, value in (("fit_intercept", False), ("random_state", self.random_state),
-                            ("verbose", 0)):
-            if name in available:
-                params[name] = value
-        for ours, theirs in alg.params.items():
-            if getattr(self, ours) is not None:
-                params[theirs] = getattr(self, ours)
-        if alg.regularized:
-            c1 = _C1 if self.c1 is None else float(self.c1)
-            c2 = _C2 if self.c2 is None else float(self.c2)
-            params.update(penalty_params(alg.name, c1, c2, n_sequences, available))
-        return params
-
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train the CRF on ``X``, ``y`` (a dev set is evaluated after every pass).
@@ -409,7 +225,7 @@ calibration_max_trials : default=None
         name = DEFAULT_ALGORITHM if self.algorithm is None else self.algorithm
         alg, cls = get_algorithm(name)
         tagger = cls()
-        self._tagger_params(alg, tagger, 1)      # (the checks, before reading the data)
+        tagger_params(self, alg, tagger, 1)      # (the checks, before reading the data)
         batch = read_sequences(tagger, X, y, fitting=True, first=True)
         if batch.kind != KIND_DICTS:
             raise TypeError("CRF takes pycrfsuite's input: a list of sequences, each a list "
@@ -419,7 +235,7 @@ calibration_max_trials : default=None
         if bad is not None:
             raise TypeError(f"labels must be str (CRFsuite's), got {bad!r} of type "
                             f"{type(bad).__name__}.")
-        tagger.set_params(**self._tagger_params(alg, tagger, batch.n_sequences))
+        tagger.set_params(**tagger_params(self, alg, tagger, batch.n_sequences))
         classes = np.unique(batch.labels)
         label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
         if alg.features == "mask":
@@ -429,54 +245,20 @@ calibration_max_trials : default=None
                                 all_transitions=bool(self.all_possible_transitions))
         else:
             mask = None
-        dev = None
-        if X_dev is not None:
-            data, indices, indptr, offsets = vectorize_dicts(X_dev, tagger.vocabulary_, False)
-            gold = flatten_labels(y_dev, np.diff(offsets))
-            known = np.isin(gold, classes)
-            gold_idx = np.where(known, np.searchsorted(classes, gold).clip(0, classes.size - 1),
-                                -1)
-            dev = (SequenceData(data, indices, indptr, offsets, None, batch.n_features),
-                   gold_idx, offsets)
+        dev = None if X_dev is None else dev_set(X_dev, y_dev, tagger.vocabulary_, classes,
+                                                 batch.n_features)
         log = TrainingLog()
         c1 = _C1 if self.c1 is None else float(self.c1)
         c2 = _C2 if self.c2 is None else float(self.c2)
-        n = batch.n_sequences
-        names = classes.tolist()
-
-        def on_pass(t):
-            w = t._model
-            st = t._state
-            losses = getattr(t, "loss_", None)      # (a trainer's own, CRFsuite's scale)
-            if losses:
-                loss = losses[-1]
-            elif st.pass_losses:
-                loss = st.pass_losses[-1] * n + (
-                    c1 * np.abs(w).sum() + c2 * w @ w if alg.regularized else 0.0)
-            else:
-                loss = np.nan
-            rec = {"num": len(log.iterations) + 1, "loss": float(loss),
-                   "active_features": int(np.count_nonzero(w)),
-                   "feature_norm": float(np.sqrt(w @ w)),
-                   # (the kernel's seconds since the last record: one pass, or all)
-                   "time": float(sum(st.pass_seconds) - sum(r["time"] for r in log)),
-                   "scores": {}}
-            if dev is not None:
-                ds, gold_idx, offsets = dev
-                pred = viterbi_decode(ds, ScaledWeights(np.ascontiguousarray(w), classes.size))
-                rec.update(holdout_evaluation(gold_idx, pred, offsets, names))
-            log.iterations.append(rec)
-            if self.verbose:
-                self._print_pass(rec)
-            return False
-
+        on_pass = pass_recorder(log, dev, classes, batch.n_sequences, alg.regularized, c1, c2,
+                                self.verbose)
         if alg.per_pass:
             tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask,
                                  callback=on_pass)
         else:
             tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask)
             on_pass(tagger)
-        model = self._deployed(tagger, batch, classes, mask)
+        model = deployed_model(tagger, batch, classes, mask)
         for attr in ("_model_", "_training_log", "estimator_"):
             self.__dict__.pop(attr, None)
         self._model_ = model
@@ -486,34 +268,6 @@ calibration_max_trials : default=None
         if self.model_filename is not None:
             model.save(self.model_filename)
         return self
-
-    def _print_pass(self, rec):
-        parts = [f"Iter {rec['num']:<3} time={rec['time']:<5.2f} loss={rec['loss']:<8.2f} "
-                 f"active={rec['active_features']:<5}"]
-        if "avg_f1" in rec:
-            parts.append(f"precision={rec['avg_precision']:0.3f}  "
-                         f"recall={rec['avg_recall']:0.3f}  F1={rec['avg_f1']:0.3f}  "
-                         f"Acc(item/seq)={rec['item_accuracy_float']:0.3f} "
-                         f"{rec['instance_accuracy_float']:0.3f}")
-        parts.append(f"feature_norm={rec['feature_norm']:<8.2f}")
-        print(" ".join(parts).strip(), file=sys.stdout, flush=True)
-
-    @staticmethod
-    def _deployed(tagger, batch, classes, mask):
-        """The compact model: labels in first-appearance order, the attributes
-        with a non-zero weight, the weights that exist."""
-        A, L = tagger._state.crf.n_attributes, classes.size
-        flat = np.asarray(tagger._model, dtype=np.float64)
-        W = flat[:A * L].reshape(A, L)
-        T = flat[A * L:A * L + L * L].reshape(L, L)
-        _, first = np.unique(batch.labels, return_index=True)
-        perm = np.argsort(first, kind="stable")
-        W, T = W[:, perm], T[perm][:, perm]
-        used = np.flatnonzero(np.any(W != 0, axis=1))
-        names = [None] * A
-        for key, j in tagger.vocabulary_.items():
-            names[j] = key
-        return CRFModel(classes[perm].tolist(), [names[j] for j in used], W[used], T)
 
     # ---- the model ------------------------------------------------------------------
     @property
