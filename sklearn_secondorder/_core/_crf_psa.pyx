@@ -141,32 +141,11 @@ cdef void _shared_rows_to_l1(LazyStepWeights w, CRFContext ctx, long long t) noe
         ctx.exp_trans[i] = exp(ctx.trans[i] - m)
 
 
-cdef void _emissions_at_l1(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
-                           long long t) noexcept nogil:
-    """``_emissions_at`` with the L1 penalty (``lazy_catch_up_l1``)."""
-    cdef int H = ctx.n_states, tt, h
-    cdef Py_ssize_t j, A = ctx.n_attributes
-    cdef long long r, kk, first = ds.offsets[s]
-    cdef const double* vb = w.v + 2 * (A + H) * H
-    cdef double* em
-    ctx.T = <int>(ds.offsets[s + 1] - first)
-    for tt in range(ctx.T):
-        em = ctx.emit + <Py_ssize_t>tt * H
-        for h in range(H):
-            em[h] = vb[2 * h]
-        r = first + tt
-        for kk in range(ds.indptr[r], ds.indptr[r + 1]):
-            j = ds.indices[kk]
-            if j >= A:
-                continue
-            lazy_catch_up_l1(w, j, t)
-            row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
-
-
-cdef void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
-                        long long t) noexcept nogil:
+cdef inline void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s,
+                               CRFContext ctx, long long t, bint with_l1) noexcept nogil:
     """Emission scores at ``theta(t)``, catching each attribute row up to ``t``
-    as it is read (``CRFContext.load_emissions`` on the strided weights)."""
+    as it is read (``CRFContext.load_emissions`` on the strided weights;
+    ``lazy_catch_up_l1`` with the L1 penalty, ``with_l1`` a caller constant)."""
     cdef int H = ctx.n_states, tt, h
     cdef Py_ssize_t j, A = ctx.n_attributes
     cdef long long r, kk, first = ds.offsets[s]
@@ -182,7 +161,10 @@ cdef void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCon
             j = ds.indices[kk]
             if j >= A:                 # attribute unknown to the model
                 continue
-            lazy_catch_up(w, j, t)
+            if with_l1:
+                lazy_catch_up_l1(w, j, t)
+            else:
+                lazy_catch_up(w, j, t)
             row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
 
 
@@ -293,10 +275,10 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
             _prefetch_sequence(ds, ds.order[k + 1], w, A)
         if w.has_l1:
             _shared_rows_to_l1(w, ctx, t[0])
-            _emissions_at_l1(w, ds, s, ctx, t[0])
+            _emissions_at(w, ds, s, ctx, t[0], True)
         else:
             _shared_rows_to(w, sw, ctx, t[0], b)
-            _emissions_at(w, ds, s, ctx, t[0])
+            _emissions_at(w, ds, s, ctx, t[0], False)
         ctx.finish_emissions(NULL)
         ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
         if not isfinite(ll):

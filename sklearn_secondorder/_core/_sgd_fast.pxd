@@ -78,8 +78,6 @@ cdef class SequenceSteps:
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil
-    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
-                       double* loss) noexcept nogil
     cdef void count_iterate(self) noexcept nogil
 
 

@@ -148,11 +148,15 @@ cdef class SequenceSteps:
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil:
+        """One step on sequence ``order[k]``; with the L1 penalty (the module
+        docstring) the sequence's weights are caught up before they are read
+        and after the step."""
         cdef Py_ssize_t s = self.ds.order[k]
         cdef double eta = step_size(sched, t), ll
         cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
-        if self.l1 != 0.0:
-            return self._step_l1(s, w, eta, loss)
+        cdef bint with_l1 = self.l1 != 0.0
+        if with_l1:
+            _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
         self.ctx.load_transitions(w)
         self.ctx.load_emissions(self.ds, s, w)
         self.ctx.finish_emissions(NULL)
@@ -160,28 +164,11 @@ cdef class SequenceSteps:
         loss[0] = -ll
         if not isfinite(ll):
             return True                # (the pass stops: divergence)
-        w.shrink(1.0 - eta * sched.alpha)
+        w.shrink(1.0 - eta * (self.l2 if with_l1 else sched.alpha))
         self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
-        return True
-
-    cdef bint _step_l1(self, Py_ssize_t s, ScaledWeights w, double eta,
-                       double* loss) noexcept nogil:
-        """``step`` with the L1 penalty (the module docstring): the sequence's
-        weights caught up before they are read and after the step."""
-        cdef double ll
-        cdef const int* y = &self.ds.labels[0] + self.ds.offsets[s]
-        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
-        self.ctx.load_transitions(w)
-        self.ctx.load_emissions(self.ds, s, w)
-        self.ctx.finish_emissions(NULL)
-        ll = self.ctx.loglik(y)
-        loss[0] = -ll
-        if not isfinite(ll):
-            return True
-        w.shrink(1.0 - eta * self.l2)
-        self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
-        w.l1_add(eta * self.l1)
-        _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
+        if with_l1:
+            w.l1_add(eta * self.l1)
+            _sequence_l1(w, self.ds, s, self.ctx.n_attributes)
         return True
 
     cdef void count_iterate(self) noexcept nogil:
