@@ -88,15 +88,29 @@ cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, LazyStepWeigh
             prefetch_block(w, ds.indices[kk])
 
 
+cdef inline void _load_transitions(CRFContext ctx, const double* v) noexcept nogil:
+    """The transition scores from the strided weights ``v`` (value, step
+    interleaved), their maximum and exponentials (``CRFContext.load_transitions``
+    on the lazy-step layout)."""
+    cdef int i, H = ctx.n_states
+    cdef double m = -INFINITY
+    for i in range(H * H):
+        ctx.trans[i] = v[2 * i]
+        if ctx.trans[i] > m:
+            m = ctx.trans[i]
+    ctx.trans_max = m
+    for i in range(H * H):
+        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+
+
 cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long long t,
                           long long b) noexcept nogil:
     """Bring the transition and bias rows to ``t`` (sweeping them at an event)
     and load the transition scores (``CRFContext.load_transitions`` on the
     strided weights)."""
-    cdef int H = ctx.n_states, i
+    cdef int H = ctx.n_states
     cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
     cdef Py_ssize_t* swap
-    cdef double m = -INFINITY
     cdef const double* v = w.v + 2 * trans_row * H
     if t == sw.next_sweep:             # every listed block has next_event == t
         sw.n_due = w.sweep(sw.due, sw.n_due, sw.keep, sw.idle, MAX_IDLE, t)
@@ -113,32 +127,19 @@ cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long
                 sw.idle[row] = 0
         else:
             lazy_catch_up(w, row, t)
-    for i in range(H * H):
-        ctx.trans[i] = v[2 * i]
-        if ctx.trans[i] > m:
-            m = ctx.trans[i]
-    ctx.trans_max = m
-    for i in range(H * H):
-        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+    _load_transitions(ctx, v)
 
 
 cdef void _shared_rows_to_l1(LazyStepWeights w, CRFContext ctx, long long t) noexcept nogil:
     """``_shared_rows_to`` with the L1 penalty: the transition and bias rows
     caught up lazily (``lazy_catch_up_l1``; no sweep list), the transition
     scores loaded."""
-    cdef int H = ctx.n_states, i
+    cdef int H = ctx.n_states
     cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
-    cdef double m = -INFINITY
     cdef const double* v = w.v + 2 * trans_row * H
     for row in range(trans_row, bias_row + 1):
         lazy_catch_up_l1(w, row, t)
-    for i in range(H * H):
-        ctx.trans[i] = v[2 * i]
-        if ctx.trans[i] > m:
-            m = ctx.trans[i]
-    ctx.trans_max = m
-    for i in range(H * H):
-        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+    _load_transitions(ctx, v)
 
 
 cdef inline void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s,
