@@ -31,61 +31,15 @@ from sklearn_secondorder.sequence import ASFSequenceTagger  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "data" / "conll2000"
 
+# the tutorial's features, from the tutorial example itself (one copy)
+sys.path.insert(0, str(HERE.parent / "examples"))
+from crfsuite_tutorial import sent2features, sent2labels  # noqa: E402
+
 
 def read(split):
     with gzip.open(DATA / f"{split}.txt.gz", "rt") as f:
         blocks = f.read().strip().split("\n\n")
     return [[tuple(line.split()) for line in b.splitlines()] for b in blocks]
-
-
-def word2features(sent, i):
-    """The sklearn-crfsuite tutorial's features."""
-    word = sent[i][0]
-    postag = sent[i][1]
-    features = {
-        'bias': 1.0,
-        'word.lower()': word.lower(),
-        'word[-3:]': word[-3:],
-        'word[-2:]': word[-2:],
-        'word.isupper()': word.isupper(),
-        'word.istitle()': word.istitle(),
-        'word.isdigit()': word.isdigit(),
-        'postag': postag,
-        'postag[:2]': postag[:2],
-    }
-    if i > 0:
-        word1 = sent[i - 1][0]
-        postag1 = sent[i - 1][1]
-        features.update({
-            '-1:word.lower()': word1.lower(),
-            '-1:word.istitle()': word1.istitle(),
-            '-1:word.isupper()': word1.isupper(),
-            '-1:postag': postag1,
-            '-1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['BOS'] = True
-    if i < len(sent) - 1:
-        word1 = sent[i + 1][0]
-        postag1 = sent[i + 1][1]
-        features.update({
-            '+1:word.lower()': word1.lower(),
-            '+1:word.istitle()': word1.istitle(),
-            '+1:word.isupper()': word1.isupper(),
-            '+1:postag': postag1,
-            '+1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['EOS'] = True
-    return features
-
-
-def sent2features(sent):
-    return [word2features(sent, i) for i in range(len(sent))]
-
-
-def sent2labels(sent):
-    return [tok[2] for tok in sent]
 
 
 def measure(name, crf, Xtr, ytr, Xte, yte):
