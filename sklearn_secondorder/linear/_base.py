@@ -348,21 +348,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
 
     def _set_problem_weights(self, state, coef, intercept):
         """Set one started problem's weights: flat C-order ``(n_features,
-        n_outputs)`` coefficients and ``(n_outputs,)`` intercepts."""
-        kernel = getattr(state, "kernel", None)
-        if kernel is not None:                 # PSA: LazyStepState, intercept last
-            w = kernel.weights
-            w[:coef.size] = coef
-            w[coef.size:] = intercept
-            # the first window's snapshots theta(0) are the initial weights
-            kernel.snaps[:, 0] = w
-            kernel.snaps[:, 1] = w
-            return
+        n_outputs)`` coefficients and ``(n_outputs,)`` intercepts (an
+        estimator whose state holds more than ``coef`` / ``intercept``
+        overrides this)."""
         state.coef[:] = coef
         state.intercept[:] = intercept
-        if getattr(state, "v", None) is not None:      # SGD-QN's secant anchor
-            state.v[:coef.size] = coef
-            state.v[coef.size:] = intercept
+
     def _export(self):
         """Set ``coef_`` (n_problems or n_classes, n_features) and ``intercept_``."""
         coefs, intercepts = [], []

@@ -229,6 +229,15 @@ class PSAClassifier(LinearClassifierBase):
             if state.kernel is not None:
                 check_eta0(self, state.kernel.eta0)
 
+    def _set_problem_weights(self, state, coef, intercept):
+        # LazyStepState: the intercept after the coefficients; the first
+        # window's snapshots theta(0) are the initial weights
+        w = state.kernel.weights
+        w[:coef.size] = coef
+        w[coef.size:] = intercept
+        state.kernel.snaps[:, 0] = w
+        state.kernel.snaps[:, 1] = w
+
     def _init_problem(self, n_features, n_outputs, seed):
         return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
 

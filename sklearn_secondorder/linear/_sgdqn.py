@@ -284,6 +284,12 @@ class SGDQNLinearSVC(LinearClassifierBase):
             "PlainSGDClassifier for an L1 penalty."))
 
     # ---- state ----------------------------------------------------------------
+    def _set_problem_weights(self, state, coef, intercept):
+        super()._set_problem_weights(state, coef, intercept)
+        if state.v is not None:                 # the secant anchor starts there too
+            state.v[:coef.size] = coef
+            state.v[coef.size:] = intercept
+
     def _init_problem(self, n_features, n_outputs, seed):
         # one binary problem per state: one-vs-rest for more than two classes
         return SGDQNState.zeros(n_features, seed)
