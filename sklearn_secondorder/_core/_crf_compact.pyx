@@ -16,7 +16,6 @@ same scaled recursions as everywhere else. L-BFGS (``sequence/_lbfgs.py``)
 evaluates its objective with it: one pass over the sequences per call, nogil.
 """
 import numpy as np
-from libc.math cimport exp, INFINITY
 
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
@@ -62,22 +61,17 @@ def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long lon
     cdef Py_ssize_t s, j, i
     cdef long long f, r, k, first, fid
     cdef int t, h, T
-    cdef double total = 0.0, x, m, ll
+    cdef double total = 0.0, x, ll
     cdef double* e
     cdef const int* lab = &ds.labels[0]
     cdef const int* y
     cdef const double* mt
     grad[:] = 0.0
     with nogil:
-        # transition scores and their exponentials (CRFContext.load_transitions's)
-        m = -INFINITY
+        # transition scores from the compact weights, and their exponentials
         for i in range(H * H):
             ctx.trans[i] = w[trans_id[i]] if trans_id[i] >= 0 else 0.0
-            if ctx.trans[i] > m:
-                m = ctx.trans[i]
-        ctx.trans_max = m
-        for i in range(H * H):
-            ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+        ctx.finish_transitions()
         for s in range(ds.n_sequences):
             first = ds.offsets[s]
             T = <int>(ds.offsets[s + 1] - first)

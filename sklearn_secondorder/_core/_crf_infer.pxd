@@ -42,6 +42,7 @@ cdef class CRFContext:
     cdef int ensure_capacity(self, int T) except -1 nogil
     cdef void load_emissions(self, SequenceData ds, Py_ssize_t s, ScaledWeights w) noexcept nogil
     cdef void load_transitions(self, ScaledWeights w) noexcept nogil
+    cdef void finish_transitions(self) noexcept nogil
     cdef void finish_emissions(self, const int* labels) noexcept nogil
     cdef double forward(self, const int* labels) noexcept nogil
     cdef void backward(self, const int* labels, double* marg, double* edge) noexcept nogil

@@ -160,9 +160,16 @@ cdef class CRFContext:
         """Transition scores ``scale * v`` and their shifted exponentials."""
         cdef int i, H = self.n_states
         cdef const double* a = w.v + self.trans_offset
-        cdef double m = -INFINITY
         for i in range(H * H):
             self.trans[i] = w.scale * a[i]
+        self.finish_transitions()
+
+    cdef void finish_transitions(self) noexcept nogil:
+        """``trans_max`` and ``exp_trans = exp(trans - trans_max)`` from the
+        transition scores in ``trans`` (however a trainer's layout filled them)."""
+        cdef int i, H = self.n_states
+        cdef double m = -INFINITY
+        for i in range(H * H):
             if self.trans[i] > m:
                 m = self.trans[i]
         self.trans_max = m

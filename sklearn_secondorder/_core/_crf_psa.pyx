@@ -45,7 +45,7 @@ sequence's gradient terms are in (``_step`` with ``with_l1``). The transition an
 rows are then caught up lazily like the others (``_shared_rows_to_l1``: no
 sweep list, the sweep carries no L1).
 """
-from libc.math cimport exp, isfinite, INFINITY
+from libc.math cimport isfinite
 from libc.stdlib cimport malloc, calloc, free
 
 from ._crf_infer cimport CRFContext
@@ -90,17 +90,11 @@ cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, LazyStepWeigh
 
 cdef inline void _load_transitions(CRFContext ctx, const double* v) noexcept nogil:
     """The transition scores from the strided weights ``v`` (value, step
-    interleaved), their maximum and exponentials (``CRFContext.load_transitions``
-    on the lazy-step layout)."""
+    interleaved), then their exponentials (``CRFContext.finish_transitions``)."""
     cdef int i, H = ctx.n_states
-    cdef double m = -INFINITY
     for i in range(H * H):
         ctx.trans[i] = v[2 * i]
-        if ctx.trans[i] > m:
-            m = ctx.trans[i]
-    ctx.trans_max = m
-    for i in range(H * H):
-        ctx.exp_trans[i] = exp(ctx.trans[i] - m)
+    ctx.finish_transitions()
 
 
 cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long long t,
