@@ -103,12 +103,13 @@ def has_proba(est):
         return False
 
 
-def chunk_scores(est, kind, chunk):
+def chunk_scores(est, kind, chunk, sequences=None):
     """``(loss_sum, error_sum, weight_sum, y_pred, proba)`` of a labelled chunk:
-    the log-loss when the model has probabilities, else the error rate."""
+    the log-loss when the model has probabilities, else the error rate
+    (``sequences``: the chunk's ``Chunk.sequences()`` when already cut)."""
     w = np.ones(chunk.n_rows) if chunk.w is None else chunk.w
     if kind == "tagger":
-        X, _ = chunk.sequences()
+        X, _ = chunk.sequences() if sequences is None else sequences
         pred = np.concatenate([np.asarray(s) for s in est.predict(X)])
         err = (pred != chunk.y) * w
         return float(err.sum()), float(err.sum()), float(w.sum()), pred, None

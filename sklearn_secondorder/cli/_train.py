@@ -160,8 +160,10 @@ def cmd_train(args, out):
                     chunk.n_rows * sum(map(text_size, paths)) / max(block.end, 1))))
                 est, kind = make_estimator(args, scanned.n_rows)
                 fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
+            # the sentences are cut once, for the validation and the training
+            seqs = chunk.sequences() if kind == "tagger" else None
             if fitted and p == 0 and not args.no_progressive:
-                progressive.add(*chunk_scores(est, kind, chunk)[:3])
+                progressive.add(*chunk_scores(est, kind, chunk, seqs)[:3])
             # (classes on the first call only: later calls are checked against it)
             first = {} if fitted else {"classes": classes}
             with warnings.catch_warnings():
@@ -169,8 +171,7 @@ def cmd_train(args, out):
                 # for a regression target: the labels here are the data's
                 warnings.filterwarnings("ignore", message="The number of unique classes")
                 if kind == "tagger":
-                    X, y = chunk.sequences()
-                    est.partial_fit(X, y, **first)
+                    est.partial_fit(*seqs, **first)
                 else:
                     est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
             fitted = True
