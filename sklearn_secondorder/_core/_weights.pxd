@@ -244,6 +244,9 @@ cdef extern from "_block_ops.h":
     void row_shrink "skso_row_shrink"(double* ve, double lam, Py_ssize_t K) noexcept nogil
     void row_step "skso_row_step"(double* ve, double x, const double* d,
                                   Py_ssize_t K) noexcept nogil
+    void row_step_masked "skso_row_step_masked"(double* ve, double x, const double* d,
+                                                const unsigned char* mask,
+                                                Py_ssize_t K) noexcept nogil
     void row_shrink_step "skso_row_shrink_step"(double* ve, double lam, double sw,
                                                 const double* grad, double x,
                                                 Py_ssize_t K) noexcept nogil
