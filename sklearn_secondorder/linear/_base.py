@@ -130,7 +130,10 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training rows (CSR when sparse).
+            Training rows (CSR when sparse). float32 rows are read in place,
+            without a float64 copy, and ``coef_`` / ``intercept_`` are then
+            float32, as ``SGDClassifier``'s (the training state stays
+            float64; ``SBMLogisticRegression`` converts to float64).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct ones.
         coef_init : array-like of shape (n_classes, n_features), default=None
