@@ -794,7 +794,11 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     kr.mu = &mu[0]
     kr.phi = &phi[0]
     kr.d1 = <int>(kr.n_features + (1 if kr.fit_intercept else 0))
-    route = batch_route(kr.batch_size, kr.K, kr.P)
+    route = getattr(opts, "route", "auto")
+    if route not in ("auto", "woodbury", "refactor"):
+        raise ValueError(f"route must be 'auto', 'woodbury' or 'refactor', got {route!r}")
+    if route == "auto" or kr.batch_size == 1:
+        route = batch_route(kr.batch_size, kr.K, kr.P)
     kr.route = (PER_EXAMPLE if route == "per_example" else
                 WOODBURY if route == "woodbury" else REFACTOR)
     cdef double[:, ::1] Sigma
