@@ -363,15 +363,17 @@ def ref_batched(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, B):
     return theta, M, mu, M @ mu
 
 
-@pytest.mark.parametrize("route", ["woodbury", "refactor"])
-@pytest.mark.parametrize("K,fit_intercept,batch_size,sparse", [
-    (1, True, 4, True), (3, True, 7, False), (4, False, 3, True), (3, True, 40, False)])
+@pytest.mark.parametrize("route,K,fit_intercept,batch_size,sparse,n", [
+    (route, *case) for route in ("woodbury", "refactor") for case in (
+        (1, True, 4, True, 33), (3, True, 7, False, 33), (4, False, 3, True, 33),
+        (3, True, 40, False, 33))] + [("refactor", 2, True, 290, False, 300)])
 def test_batched_routes_match_numpy_batched_update(route, K, fit_intercept, batch_size,
-                                                   sparse):
+                                                   sparse, n):
     """batch_size > 1: one Woodbury step or a Cholesky refactor per batch gives the
-    NumPy batched update (and Algorithm 2's mini-batch oracle, the same algebra)."""
+    NumPy batched update (and Algorithm 2's mini-batch oracle, the same algebra).
+    The last case has more dense rows than one dgemm of the refactor takes (256)."""
     rng = np.random.RandomState(K + batch_size)
-    X, yk, sw = _problem(rng, K, n=33, d=5)
+    X, yk, sw = _problem(rng, K, n=n, d=5, zero_frac=0.4 if n < 100 else 0.0)
     n, d = X.shape
     alpha, eta = 0.05, 0.3
     P = (d + fit_intercept) * K

@@ -191,6 +191,10 @@ def _spd_inverse(A):
 
 
 cdef enum:
+    DENSE_CHUNK = 256   # dense rows per dgemm into Sigma (REFACTOR)
+
+
+cdef enum:
     PER_EXAMPLE = 0     # batch_size == 1: Algorithm 2, one Woodbury step per example
     WOODBURY = 1        # one rank-m Woodbury step on M per batch
     REFACTOR = 2        # Sigma += batch, Cholesky per batch, M = Sigma^-1 at the end
@@ -256,27 +260,30 @@ cdef struct BatchWork:
 cdef int batch_alloc(BatchWork* b, int route, int B, int n_y, int K, int d1,
                      int P) noexcept nogil:
     """Allocate the batch scratch of ``route`` (``b`` zeroed first); 0 when out
-    of memory."""
+    of memory. ``REFACTOR`` keeps at most ``DENSE_CHUNK`` dense rows between
+    two ``dgemm`` (``dense_flush``), whatever the batch size."""
     cdef size_t mm = <size_t>B * n_y
-    b.nz = <int*>malloc(B * sizeof(int))
-    b.idx = <int*>malloc(<size_t>B * d1 * sizeof(int))
-    b.val = <double*>malloc(<size_t>B * d1 * sizeof(double))
-    b.r = <int*>malloc(B * sizeof(int))
-    b.Lt = <double*>malloc(<size_t>B * n_y * K * sizeof(double))
+    cdef size_t ch = min(B, DENSE_CHUNK)
     b.Skk = <double*>malloc(<size_t>K * K * sizeof(double))
     if route == WOODBURY:
+        b.nz = <int*>malloc(B * sizeof(int))
+        b.idx = <int*>malloc(<size_t>B * d1 * sizeof(int))
+        b.val = <double*>malloc(<size_t>B * d1 * sizeof(double))
+        b.r = <int*>malloc(B * sizeof(int))
+        b.Lt = <double*>malloc(<size_t>B * n_y * K * sizeof(double))
         b.Rt = <double*>malloc(mm * P * sizeof(double))
         b.G = <double*>malloc(mm * mm * sizeof(double))
         return not (b.nz == NULL or b.idx == NULL or b.val == NULL or b.r == NULL
                     or b.Lt == NULL or b.Skk == NULL or b.Rt == NULL or b.G == NULL)
-    b.S = <double*>malloc(<size_t>B * K * K * sizeof(double))
-    b.Xd = <double*>malloc(<size_t>B * d1 * sizeof(double))
-    b.Z = <double*>malloc(<size_t>B * d1 * d1 * sizeof(double))
-    b.Out = <double*>malloc(<size_t>K * K * d1 * d1 * sizeof(double))
     b.Lw = <double*>malloc(<size_t>P * P * sizeof(double))
-    return not (b.nz == NULL or b.idx == NULL or b.val == NULL or b.r == NULL
-                or b.Lt == NULL or b.Skk == NULL or b.S == NULL or b.Xd == NULL
-                or b.Z == NULL or b.Out == NULL or b.Lw == NULL)
+    if K > 1:
+        b.S = <double*>malloc(ch * K * K * sizeof(double))
+        b.Xd = <double*>malloc(ch * d1 * sizeof(double))
+        b.Z = <double*>malloc(ch * d1 * d1 * sizeof(double))
+        b.Out = <double*>malloc(<size_t>K * K * d1 * d1 * sizeof(double))
+        if b.S == NULL or b.Xd == NULL or b.Z == NULL or b.Out == NULL:
+            return 0
+    return not (b.Skk == NULL or b.Lw == NULL)
 
 
 cdef void batch_free(BatchWork* b) noexcept nogil:
@@ -406,6 +413,8 @@ cdef void sigma_add(const FullRankKernel* kr, BatchWork* b, const Example* ex) n
         for j in range(ex.nz):
             b.Xd[<size_t>b.n_dense * d1 + ex.idx[j]] = ex.val[j]
         b.n_dense += 1
+        if b.n_dense == min(kr.batch_size, DENSE_CHUNK):
+            dense_flush(kr, b)
         return
     # the upper triangle (row-major) only: the one Cholesky reads, mirrored
     # at the end of the call (refactor_finish)
@@ -435,37 +444,52 @@ cdef void sigma_add(const FullRankKernel* kr, BatchWork* b, const Example* ex) n
                     Sig[ra + c] += v * S[a * K + c]
 
 
-cdef int refactor_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
-    """Add the batch's dense rows to ``Sigma`` (one ``dgemm``: ``Out[(a,c),
-    (i,k)] = sum_j S_j[a,c] xt_ji xt_jk``) and factor ``Sigma = L L^T`` into
-    ``Lw``. Returns 0 when ``Sigma`` is not numerically positive definite."""
-    cdef int K = kr.K, P = kr.P, d1 = kr.d1, n = b.n_dense, N = d1 * d1, KK = K * K
-    cdef int e, i, k, a, c, info = 0
+cdef void dense_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
+    """Add the dense rows kept to ``Sigma`` by one ``dgemm``: ``Out[(a,c), q]
+    = sum_j S_j[a,c] xt_ji xt_jk`` for the pairs ``q = (i, k >= i)``, then
+    scattered to ``Sigma[(i,a), (k,c)]`` (the blocks ``k >= i``: the upper
+    triangle, as ``sigma_add``)."""
+    cdef int K = kr.K, P = kr.P, d1 = kr.d1, n = b.n_dense, KK = K * K
+    cdef int N = d1 * (d1 + 1) // 2
+    cdef int e, i, k, a, c, q
     cdef double one = 1.0, zero = 0.0
     cdef char cN = b'N'
     cdef char cT = b'T'
-    cdef char cL = b'L'
     cdef double* Z = b.Z
     cdef double* x
     cdef double* Out = b.Out
     cdef double* Sig = kr.Sigma
     cdef size_t base
-    if n > 0:
-        for e in range(n):
-            x = b.Xd + <size_t>e * d1
-            for i in range(d1):
-                for k in range(d1):
-                    Z[<size_t>e * N + i * d1 + k] = x[i] * x[k]
-        # column-major: Out^T (N x KK) = Z^T (N x n) . S (n x KK)
-        dgemm(&cN, &cT, &N, &KK, &n, &one, Z, &N, b.S, &KK, &zero, Out, &N)
+    if n == 0:
+        return
+    for e in range(n):
+        x = b.Xd + <size_t>e * d1
+        q = 0
         for i in range(d1):
+            for k in range(i, d1):
+                Z[<size_t>e * N + q] = x[i] * x[k]
+                q += 1
+    # column-major: Out^T (N x KK) = Z^T (N x n) . S (n x KK)
+    dgemm(&cN, &cT, &N, &KK, &n, &one, Z, &N, b.S, &KK, &zero, Out, &N)
+    q = 0
+    for i in range(d1):
+        for k in range(i, d1):
             for a in range(K):
-                base = <size_t>(i * K + a) * P
-                for k in range(d1):
-                    for c in range(K):
-                        Sig[base + k * K + c] += Out[<size_t>(a * K + c) * N + i * d1 + k]
-        b.n_dense = 0
-    memcpy(b.Lw, Sig, <size_t>P * P * sizeof(double))
+                base = <size_t>(i * K + a) * P + k * K
+                for c in range(K):
+                    Sig[base + c] += Out[<size_t>(a * K + c) * N + q]
+            q += 1
+    b.n_dense = 0
+
+
+cdef int refactor_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
+    """The batch's dense rows into ``Sigma`` (``dense_flush``), then ``Sigma =
+    L L^T`` into ``Lw``. Returns 0 when ``Sigma`` is not numerically positive
+    definite."""
+    cdef int P = kr.P, info = 0
+    cdef char cL = b'L'
+    dense_flush(kr, b)
+    memcpy(b.Lw, kr.Sigma, <size_t>P * P * sizeof(double))
     dpotrf(&cL, &P, b.Lw, &P, &info)
     b.factored = info == 0
     return info == 0
