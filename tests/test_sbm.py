@@ -827,6 +827,12 @@ def test_memory_guard_constant(monkeypatch, multiclass):
     monkeypatch.setattr(_sbm, "FULL_RANK_MAX_BYTES", 1000)
     with pytest.raises(ValueError, match="budget"):
         SBMLogisticRegression(rank=None).fit(X, y)
+    # batches refactored by Cholesky hold Sigma and its factor too: 3 P^2 floats
+    P = (X.shape[1] + 1) * 3
+    monkeypatch.setattr(_sbm, "FULL_RANK_MAX_BYTES", 8 * P * P)
+    SBMLogisticRegression(rank=None, max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"with Sigma and its Cholesky factor.*budget"):
+        SBMLogisticRegression(rank=None, batch_size=64).fit(X, y)
 
 
 @pytest.mark.parametrize("rank", [None, 2])

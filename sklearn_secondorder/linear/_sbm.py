@@ -26,7 +26,8 @@ def _one_blas_thread():
     return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
-#: Memory budget of the full-rank ``M = Sigma^-1`` (bytes). Above it,
+#: Memory budget of the full-rank ``M = Sigma^-1`` (bytes; with batches
+#: refactored by Cholesky, of ``M``, ``Sigma`` and its factor). Above it,
 #: ``rank=None`` is refused and a low rank is suggested.
 FULL_RANK_MAX_BYTES = 2 ** 30
 #: ``rank='auto'`` fits at full rank while ``M`` takes at most this many
@@ -333,10 +334,15 @@ class SBMLogisticRegression(LinearClassifierBase):
         if rank is not None:
             return LowRankState.zeros(n_features, n_outputs, self.fit_intercept, seed)
         P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
-        need = 8 * P * P
+        # (batches refactored by Cholesky keep Sigma and its factor besides M)
+        copies = 3 if batch_route(self.batch_size, n_outputs, P) == "refactor" else 1
+        extra = ("" if copies == 1 else
+                 f"(with Sigma and its Cholesky factor: batch_size={self.batch_size}) ")
+        need = 8 * P * P * copies
         if need > FULL_RANK_MAX_BYTES:
             raise ValueError(
                 f"rank=None (full rank) needs M = Sigma^-1 of {P} x {P} float64 "
+                f"{extra}"
                 f"({need / 2 ** 20:.0f} MiB) for {n_features} features and "
                 f"{n_outputs} output(s), above the {FULL_RANK_MAX_BYTES / 2 ** 20:.0f} MiB "
                 "budget (sklearn_secondorder.linear._sbm.FULL_RANK_MAX_BYTES); pass rank=k "
