@@ -518,3 +518,55 @@ def test_sgdqn_streamed_a9a_is_within_0_3_points_of_fit():
             streamed.partial_fit(Xtr[start:start + 2000], ytr[start:start + 2000],
                                  classes=[-1, 1])
         assert streamed.score(Xte, yte) > fitted.score(Xte, yte) - 0.003, seed
+
+
+# ---- float32 input (SGDClassifier's dtype rule) ------------------------------------
+@pytest.mark.parametrize("name", ["psa", "sgd", "sgdqn"])
+def test_float32_rows_give_the_float64_model_of_the_same_values(name, fmt):
+    # the kernels widen each float32 row exactly (float32 -> float64 is
+    # exact), so the model is the one fitted on the same values in float64;
+    # coef_ and intercept_ take X's dtype, as SGDClassifier's
+    X, y = _data(n_classes=3)
+    X32 = X.astype(np.float32)
+    m32 = ESTIMATORS[name](max_iter=2).fit(fmt(X32), y)
+    m64 = ESTIMATORS[name](max_iter=2).fit(fmt(X32.astype(np.float64)), y)
+    assert m32.coef_.dtype == np.float32 and m32.intercept_.dtype == np.float32
+    assert m64.coef_.dtype == np.float64
+    assert_array_equal(m32.coef_, m64.coef_.astype(np.float32))
+    assert_array_equal(m32.predict(fmt(X32)), m64.predict(fmt(X32)))
+    sgd = SGDClassifier(max_iter=2, tol=None, random_state=0).fit(fmt(X32), y)
+    assert sgd.coef_.dtype == m32.coef_.dtype             # (scikit-learn's rule)
+    # a later float64 call exports float64, as the rows it trained on
+    m32.partial_fit(fmt(X), y)
+    assert m32.coef_.dtype == np.float64
+
+
+def test_float32_rows_are_not_copied_to_float64(fmt):
+    import tracemalloc
+    rng = np.random.RandomState(0)
+    X = rng.randn(40_000, 100).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.randn(X.shape[0]) > 0).astype(int)
+    X = fmt(X)
+    PSAClassifier(random_state=0).fit(X[:100], y[:100])      # (imports, caches)
+    tracemalloc.start()
+    try:
+        PSAClassifier(random_state=0).fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    float64_copy = 40_000 * 100 * 8
+    assert peak < 0.5 * float64_copy, peak
+
+
+def test_dataset_widens_float32_rows_exactly():
+    from sklearn_secondorder._core._dataset import RowDataset
+    rng = np.random.RandomState(1)
+    X = sp.random(30, 20, density=0.3, format="csr", random_state=2, dtype=np.float32)
+    y, sw = rng.randn(30), rng.rand(30)
+    for X32 in (X, X.toarray()):
+        ds32 = RowDataset(X32, y, sw)
+        ds64 = RowDataset(X32.astype(np.float64), y, sw)
+        assert ds32.is_float32 and not ds64.is_float32
+        for k in range(30):
+            for a, b in zip(ds32.row_py(k), ds64.row_py(k)):
+                assert_array_equal(a, b)

@@ -43,6 +43,14 @@ cdef class RowDataset:
     cdef const double* y_ptr
     cdef const double* sw_ptr
     cdef Py_ssize_t* order_ptr
+    # float32 values are read in place: fetch_row widens one row at a time
+    # into row_buf (no float64 copy of X)
+    cdef readonly bint is_float32
+    cdef const float[::1] data32
+    cdef const float[:, ::1] X_dense32
+    cdef const float* data32_ptr
+    cdef const float* dense32_ptr
+    cdef double* row_buf
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil
@@ -55,15 +63,24 @@ cdef inline void fetch_row(RowDataset ds, Py_ssize_t k, const double** x, const 
     into the epoch loops (``RowDataset.row`` is the same as a method)."""
     cdef Py_ssize_t i = ds.order_ptr[k]
     cdef long long start
+    cdef const float* src
+    cdef int q
     if ds.is_sparse:
         start = ds.indptr_ptr[i]
         x[0] = ds.data_ptr + start
         ind[0] = ds.indices_ptr + start
         nnz[0] = <int>(ds.indptr_ptr[i + 1] - start)
     else:
-        x[0] = ds.dense_ptr + i * ds.n_features
+        start = i * ds.n_features
+        x[0] = ds.dense_ptr + start
         ind[0] = ds.dense_index_ptr
         nnz[0] = <int>ds.n_features
+    if ds.is_float32:
+        # (a kernel is done with a row before it fetches the next one)
+        src = (ds.data32_ptr if ds.is_sparse else ds.dense32_ptr) + start
+        for q in range(nnz[0]):
+            ds.row_buf[q] = src[q]
+        x[0] = ds.row_buf
     y[0] = ds.y_ptr[i]
     sw[0] = ds.sw_ptr[i]
 
@@ -79,7 +96,7 @@ cdef extern from *:
 
 cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
     """Prefetch the start of the k-th sparse row in the current order (indices
-    and values) and the offsets of row ``k + 1``: called two rows ahead, the
+    and values, label and weight) and the offsets of row ``k + 1``: called two rows ahead, the
     next row's indices are in cache when a kernel prefetches what they point
     to."""
     cdef Py_ssize_t i
@@ -87,7 +104,13 @@ cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
         return
     i = ds.order_ptr[k]
     SKSO_PREFETCH_READ(ds.indices_ptr + ds.indptr_ptr[i])
-    SKSO_PREFETCH_READ(ds.data_ptr + ds.indptr_ptr[i])
+    if ds.is_float32:
+        SKSO_PREFETCH_READ(ds.data32_ptr + ds.indptr_ptr[i])
+    else:
+        SKSO_PREFETCH_READ(ds.data_ptr + ds.indptr_ptr[i])
+    # (in a shuffled order the label and weight are as cold as the row)
+    SKSO_PREFETCH_READ(ds.y_ptr + i)
+    SKSO_PREFETCH_READ(ds.sw_ptr + i)
     if k + 1 < ds.n_samples:
         SKSO_PREFETCH_READ(ds.indptr_ptr + ds.order_ptr[k + 1])
 

@@ -1,4 +1,6 @@
 """Row access over dense and CSR data for the nogil epoch loops."""
+from libc.stdlib cimport malloc, free
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -12,8 +14,10 @@ cdef class RowDataset:
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features) or CSR matrix
-        Converted to float64; CSR indices to int32 (int64-indexed CSR is
-        accepted when ``n_features`` fits in int32).
+        float32 values are read in place (each row widened to float64 as
+        it is fetched); other dtypes are converted to float64. CSR indices
+        to int32 (int64-indexed CSR is accepted when ``n_features`` fits in
+        int32).
     y : ndarray of shape (n_samples,)
         Targets as float64 (class indices for multinomial kernels).
     sample_weight : ndarray of shape (n_samples,)
@@ -27,16 +31,26 @@ cdef class RowDataset:
             if not X.has_sorted_indices:
                 X = X.sorted_indices()
             self.is_sparse = True
-            self.data = np.ascontiguousarray(X.data, dtype=np.float64)
+            self.is_float32 = X.data.dtype == np.float32
+            if self.is_float32:
+                self.data32 = np.ascontiguousarray(X.data)
+                self.data = np.zeros(1)           # (unused: a valid address)
+            else:
+                self.data = np.ascontiguousarray(X.data, dtype=np.float64)
             self.indices = np.ascontiguousarray(X.indices, dtype=np.int32)
             self.indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
             self.X_dense = np.zeros((0, 0))
         else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
+            self.is_float32 = getattr(X, "dtype", None) == np.float32
+            X = np.ascontiguousarray(X, dtype=np.float32 if self.is_float32 else np.float64)
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
             self.is_sparse = False
-            self.X_dense = X
+            if self.is_float32:
+                self.X_dense32 = X
+                self.X_dense = np.zeros((0, 0))
+            else:
+                self.X_dense = X
             self.data = np.zeros(0)
             self.indices = np.zeros(0, dtype=np.int32)
             self.indptr = np.zeros(1, dtype=np.int64)
@@ -65,6 +79,25 @@ cdef class RowDataset:
         self.y_ptr = &self.y[0] if self.n_samples > 0 else NULL
         self.sw_ptr = &self.sample_weight[0] if self.n_samples > 0 else NULL
         self.order_ptr = &self.order[0] if self.n_samples > 0 else NULL
+        cdef Py_ssize_t longest = 1
+        if self.is_float32:
+            if self.is_sparse:
+                if self.data32.shape[0] == 0:
+                    self.data32 = np.zeros(1, dtype=np.float32)
+                self.data32_ptr = &self.data32[0]
+                if self.n_samples > 0:
+                    longest = max(1, int(np.max(np.diff(np.asarray(self.indptr)))))
+            else:
+                if self.X_dense32.shape[0] == 0 or self.X_dense32.shape[1] == 0:
+                    self.X_dense32 = np.zeros((1, 1), dtype=np.float32)
+                self.dense32_ptr = &self.X_dense32[0, 0]
+                longest = max(1, self.n_features)
+            self.row_buf = <double*>malloc(longest * sizeof(double))
+            if self.row_buf == NULL:
+                raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.row_buf)
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil:

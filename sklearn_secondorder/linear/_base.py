@@ -82,6 +82,9 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
     #: rescalings): ``strip_training_state`` removes them with ``_states``.
     _training_attributes = ("eta_", "B_")
     _private_state = ("_states",)
+    #: The input dtypes the kernels read in place (``RowDataset`` widens a
+    #: float32 row as it is fetched); others are converted to the first.
+    _input_dtypes = (np.float64, np.float32)
 
     # ---- hooks ----------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs, seed):  # pragma: no cover - abstract
@@ -127,7 +130,10 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training rows (CSR when sparse).
+            Training rows (CSR when sparse). float32 rows are read in place,
+            without a float64 copy, and ``coef_`` / ``intercept_`` are then
+            float32, as ``SGDClassifier``'s (the training state stays
+            float64; ``SBMLogisticRegression`` converts to float64).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct ones.
         coef_init : array-like of shape (n_classes, n_features), default=None
@@ -274,9 +280,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
 
     def _validate_xy(self, X, y, reset):
         check_label_types(y, "y")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
                              order="C", reset=reset)
         check_classification_targets(y)
+        # scikit-learn's rule (SGDClassifier): coef_ takes the training rows'
+        # float dtype; the kernels' state stays float64
+        self._coef_dtype = X.dtype
         return X, y
 
     @staticmethod
@@ -362,5 +371,6 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             K = intercept.size
             coefs.append(np.asarray(coef).reshape(-1, K).T)
             intercepts.append(np.asarray(intercept))
-        self.coef_ = np.ascontiguousarray(np.vstack(coefs))
-        self.intercept_ = np.concatenate(intercepts)
+        dtype = getattr(self, "_coef_dtype", np.float64)
+        self.coef_ = np.ascontiguousarray(np.vstack(coefs), dtype=dtype)
+        self.intercept_ = np.concatenate(intercepts).astype(dtype, copy=False)

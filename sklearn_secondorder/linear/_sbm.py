@@ -273,6 +273,9 @@ class SBMLogisticRegression(LinearClassifierBase):
     True
     """
 
+    # (the bound algebra runs in float64 throughout: X is converted)
+    _input_dtypes = (np.float64,)
+
     _parameter_constraints = {
         **{k: v for k, v in LinearClassifierBase._parameter_constraints.items()
            if k != "n_jobs"},
