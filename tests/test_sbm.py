@@ -864,3 +864,19 @@ def test_one_pass_on_badly_scaled_rings_matches_lbfgs():
     sgd = SGDClassifier(loss="log_loss", alpha=alpha, learning_rate="constant", eta0=1e-10,
                         max_iter=1, tol=None, random_state=0).fit(X, y)
     assert log_loss(y, sgd.predict_proba(X)) > 1.15 * ref
+
+
+def test_pickled_batched_model_continues_identically(multiclass):
+    """The refactor route's Sigma survives pickling still tied to its M (no O(P^3)
+    re-derivation), and the unpickled model continues as the original."""
+    import pickle
+    X, y = multiclass
+    a = SBMLogisticRegression(batch_size=64, max_iter=1, random_state=0)
+    a.partial_fit(X[:150], y[:150], classes=np.unique(y))
+    b = pickle.loads(pickle.dumps(a))
+    assert b._states[0].sigma_valid()
+    np.testing.assert_array_equal(b._states[0].Sigma, a._states[0].Sigma)
+    a.partial_fit(X[150:], y[150:])
+    b.partial_fit(X[150:], y[150:])
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_allclose(a._states[0].Sigma @ a._states[0].M, np.eye(27), atol=1e-8)
