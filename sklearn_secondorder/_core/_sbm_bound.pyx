@@ -57,6 +57,10 @@ class SBMOptions:
     surrogate : bool
         Full rank only: incremental majorization-minimisation instead of
         Algorithm 2's ``mu`` (see ``_sbm_full.full_epochs``).
+    route : {'auto', 'woodbury', 'refactor'}
+        Full rank with ``batch_size > 1``: how a batch's curvature enters
+        ``M`` (``_sbm_full.batch_route`` for ``'auto'``); the same ``M`` up to
+        rounding either way.
     """
 
     alpha: float
@@ -65,6 +69,7 @@ class SBMOptions:
     n_epochs: int = 1
     shuffle: bool = True
     surrogate: bool = False
+    route: str = "auto"
 
 
 @dataclass

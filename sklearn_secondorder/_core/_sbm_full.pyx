@@ -6,14 +6,35 @@ fit_intercept) K``). Per example: Algorithm 1 at the current weights
 (``absorb_curvature``), its gradient into ``mu`` (``add_gradient``), and every
 ``batch_size`` examples the step ``theta -= eta M mu`` (``full_step``). The
 model and the objective are described in ``_sbm_bound``.
+
+Every example of a batch has its bound formed at the same weights, so ``M``
+after the batch is ``(M^-1 + sum_j S_j (x) xt_j xt_j^T)^-1`` whatever the
+order its terms are added in: with ``batch_size > 1`` the kernel adds them
+at once, by one of two BLAS-3 routes chosen by their cost (``batch_route``):
+
+- ``WOODBURY`` (``m``, the batch's factors, small against ``P``): one
+  rank-``m`` Woodbury step, ``M -= R G^-1 R^T`` with ``R = M Q`` (``Q``: the
+  ``m`` factor columns ``L_j[:, f] (x) xt_j``), ``G = I + Q^T R``; ``O(P^2
+  m)`` in one ``dgemm``.
+- ``REFACTOR``: ``Sigma`` itself (``FullRankState.Sigma``) takes the batch's
+  terms (``O(K^2 nz^2)`` per row scattered, or for dense rows one ``dgemm``
+  of the batch's ``vec S_j`` against its ``xt xt^T``, ``O(K^2 d^2)`` per row
+  at BLAS-3 speed) and is refactored by Cholesky (``O(P^3 / 3)`` per batch);
+  ``phi`` comes from the factor, and ``M`` is its inverse at the end of the
+  call. An example costs ``O(K^2 d^2 + P^3 / (3 B))`` instead of the ``O(r
+  P^2)`` of its own Woodbury step.
+
+``batch_size=1`` is Algorithm 2 exactly (one Woodbury step per example,
+``absorb_curvature``).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
 from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
 
 from ._dataset cimport RowDataset
 from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
@@ -54,6 +75,16 @@ class FullRankState:
     lam_total : float
         The regulariser's curvature inside ``M`` (``lam`` from ``start``,
         raised by ``grow_regulariser``).
+    Sigma : ndarray of shape (P, P) or None
+        ``M^-1``, kept by the kernel's ``REFACTOR`` route between calls (it
+        is valid while ``sigma_of is M``; anything that replaces ``M`` by
+        another array makes the kernel derive it again).
+    sigma_of : ndarray or None
+        The ``M`` that ``Sigma`` inverts.
+    m_stale : bool
+        ``grow_regulariser(..., defer=True)`` raised ``Sigma`` but left
+        ``M`` to the next kernel call (``REFACTOR``), which inverts
+        ``Sigma`` anyway.
     """
 
     n_features: int
@@ -69,6 +100,9 @@ class FullRankState:
     lam: object = None
     eta: object = None
     lam_total: float = 0.0
+    Sigma: object = None
+    sigma_of: object = None
+    m_stale: bool = False
 
     @staticmethod
     def n_params(n_features, n_outputs, fit_intercept):
@@ -97,21 +131,42 @@ class FullRankState:
         self.lam_total = lam
         self.M *= 1.0 / lam
 
-    def grow_regulariser(self, n_ref, lam, eta):
+    def grow_regulariser(self, n_ref, lam, eta, defer=False):
         """Size the regulariser for ``n_ref`` rows: raise its curvature in
         ``M`` to ``lam`` (``delta = lam - lam_total``) and take the step
         ``eta`` (the estimator's ``n_t`` schedule).
 
         ``M <- (Sigma + delta I)^-1 = (I + delta M)^-1 M``, symmetrised (the
-        kernel's Woodbury updates keep both triangles equal); O(P^3).
+        kernel's Woodbury updates keep both triangles equal); O(P^3). With
+        ``Sigma`` kept (``REFACTOR``), ``Sigma += delta I`` and ``M =
+        Sigma^-1``, or with ``defer`` only ``Sigma``: the caller's next
+        kernel call (which must be a ``REFACTOR`` one) sets ``M``.
         """
         delta = lam - self.lam_total
-        if delta > 0:
+        if delta > 0 and self.sigma_valid():
+            self.Sigma.flat[::self.Sigma.shape[0] + 1] += delta
+            if defer:
+                self.m_stale = True
+            else:
+                self.M[:] = _spd_inverse(self.Sigma)
+            self.lam_total = lam
+        elif delta > 0:
+            self.Sigma = self.sigma_of = None
             M = self.M
             M[:] = np.linalg.solve(np.eye(M.shape[0]) + delta * M, M)
             M[:] = 0.5 * (M + M.T)
             self.lam_total = lam
         self.n_ref, self.lam, self.eta = n_ref, lam, eta
+
+    def sigma_valid(self):
+        """Whether ``Sigma`` is ``M^-1`` (kept by the ``REFACTOR`` route)."""
+        return self.Sigma is not None and self.sigma_of is self.M
+
+    def ensure_sigma(self):
+        """Make ``Sigma = M^-1`` valid (an ``O(P^3)`` inverse unless it is)."""
+        if not self.sigma_valid():
+            self.Sigma = _spd_inverse(self.M)
+            self.sigma_of = self.M
 
     def weights(self):
         """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
@@ -119,6 +174,45 @@ class FullRankState:
         n_coef = self.n_features * self.n_outputs
         intercept = self.theta[n_coef:] if self.fit_intercept else np.zeros(self.n_outputs)
         return self.theta[:n_coef], intercept
+
+
+def _spd_inverse(A):
+    """The inverse of a symmetric positive definite matrix by Cholesky, both
+    triangles filled (C-contiguous)."""
+    from scipy.linalg.lapack import dpotrf, dpotri
+    c, info = dpotrf(A, lower=1)
+    if info == 0:
+        c, info = dpotri(c, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("Sigma is not positive definite")
+    inv = np.tril(c)
+    inv += np.tril(c, -1).T
+    return np.ascontiguousarray(inv)
+
+
+cdef enum:
+    DENSE_CHUNK = 256   # dense rows per dgemm into Sigma (REFACTOR)
+
+
+cdef enum:
+    PER_EXAMPLE = 0     # batch_size == 1: Algorithm 2, one Woodbury step per example
+    WOODBURY = 1        # one rank-m Woodbury step on M per batch
+    REFACTOR = 2        # Sigma += batch, Cholesky per batch, M = Sigma^-1 at the end
+
+
+def batch_route(int batch_size, int n_outputs, Py_ssize_t P):
+    """How a batch's curvature enters ``M``: ``'per_example'`` (``batch_size
+    = 1``), ``'woodbury'`` or ``'refactor'``.
+
+    A rank-``m`` Woodbury step costs about ``2 P^2 m`` (``m = batch_size
+    r``, ``r`` factors per example: 1 for two classes, ``K - 1`` for ``K``);
+    a Cholesky refactorisation ``P^3 / 3`` plus ``O(K^2 d^2)`` per row to add
+    the terms to ``Sigma``. Woodbury while ``6 m < P``.
+    """
+    cdef int r = 1 if n_outputs == 1 else n_outputs - 1
+    if batch_size == 1:
+        return "per_example"
+    return "woodbury" if 6 * batch_size * r < P else "refactor"
 
 
 cdef struct FullRankKernel:
@@ -137,6 +231,289 @@ cdef struct FullRankKernel:
     double* theta
     double* mu
     double* phi
+    int route               # PER_EXAMPLE, WOODBURY or REFACTOR
+    int d1                  # n_features + fit_intercept
+    double* Sigma           # P x P (REFACTOR)
+
+
+cdef struct BatchWork:
+    # a batch's examples (bounds formed at the same weights)
+    int n                   # examples stored
+    int m                   # their factors (WOODBURY)
+    int* nz                 # B: entries of xt
+    int* idx                # B x d1
+    double* val             # B x d1
+    int* r                  # B: factors
+    double* Lt              # B x n_y x K: rows of the factors
+    double* Rt              # m_max x P: (M Q)^T, then chol(G)^-1 (M Q)^T
+    double* G               # m_max x m_max
+    double* S               # B x K^2: vec S_j (dense rows, REFACTOR)
+    double* Xd              # B x d1: dense xt (dense rows, REFACTOR)
+    double* Z               # B x d1^2: xt xt^T (dense rows, REFACTOR)
+    double* Out             # K^2 x d1^2 (dense rows, REFACTOR)
+    double* Skk             # K x K
+    double* Lw              # P x P: Cholesky factor of Sigma (REFACTOR)
+    int n_dense             # dense rows stored (REFACTOR)
+    bint factored           # Lw holds chol(Sigma) of the current Sigma
+
+
+cdef int batch_alloc(BatchWork* b, int route, int B, int n_y, int K, int d1,
+                     int P) noexcept nogil:
+    """Allocate the batch scratch of ``route`` (``b`` zeroed first); 0 when out
+    of memory. ``REFACTOR`` keeps at most ``DENSE_CHUNK`` dense rows between
+    two ``dgemm`` (``dense_flush``), whatever the batch size."""
+    cdef size_t mm = <size_t>B * n_y
+    cdef size_t ch = min(B, DENSE_CHUNK)
+    b.Skk = <double*>malloc(<size_t>K * K * sizeof(double))
+    if route == WOODBURY:
+        b.nz = <int*>malloc(B * sizeof(int))
+        b.idx = <int*>malloc(<size_t>B * d1 * sizeof(int))
+        b.val = <double*>malloc(<size_t>B * d1 * sizeof(double))
+        b.r = <int*>malloc(B * sizeof(int))
+        b.Lt = <double*>malloc(<size_t>B * n_y * K * sizeof(double))
+        b.Rt = <double*>malloc(mm * P * sizeof(double))
+        b.G = <double*>malloc(mm * mm * sizeof(double))
+        return not (b.nz == NULL or b.idx == NULL or b.val == NULL or b.r == NULL
+                    or b.Lt == NULL or b.Skk == NULL or b.Rt == NULL or b.G == NULL)
+    b.Lw = <double*>malloc(<size_t>P * P * sizeof(double))
+    if K > 1:
+        b.S = <double*>malloc(ch * K * K * sizeof(double))
+        b.Xd = <double*>malloc(ch * d1 * sizeof(double))
+        b.Z = <double*>malloc(ch * d1 * d1 * sizeof(double))
+        b.Out = <double*>malloc(<size_t>K * K * d1 * d1 * sizeof(double))
+        if b.S == NULL or b.Xd == NULL or b.Z == NULL or b.Out == NULL:
+            return 0
+    return not (b.Skk == NULL or b.Lw == NULL)
+
+
+cdef void batch_free(BatchWork* b) noexcept nogil:
+    free(b.nz)
+    free(b.idx)
+    free(b.val)
+    free(b.r)
+    free(b.Lt)
+    free(b.Skk)
+    free(b.Rt)
+    free(b.G)
+    free(b.S)
+    free(b.Xd)
+    free(b.Z)
+    free(b.Out)
+    free(b.Lw)
+
+
+cdef void batch_store(const FullRankKernel* kr, BatchWork* b, const Example* ex) noexcept nogil:
+    """Keep the row and the factors of ``ex`` for the batch's Woodbury step."""
+    cdef int n = b.n, K = kr.K, d1 = kr.d1
+    b.nz[n] = ex.nz
+    memcpy(b.idx + <size_t>n * d1, ex.idx, ex.nz * sizeof(int))
+    memcpy(b.val + <size_t>n * d1, ex.val, ex.nz * sizeof(double))
+    b.r[n] = ex.r
+    memcpy(b.Lt + <size_t>n * ex.n_y * K, ex.Lt, ex.r * K * sizeof(double))
+    b.m += ex.r
+    b.n += 1
+
+
+cdef int woodbury_flush(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                        int n_y) noexcept nogil:
+    """``M <- (M^-1 + Q Q^T)^-1`` for the batch's ``m`` factor columns ``Q``
+    by one rank-``m`` Woodbury step: ``R = M Q`` (``nz K`` rows of ``M`` per
+    example, then its factors), ``G = I + Q^T R``, ``M -= T T^T`` with ``T^T =
+    chol(G)^-1 R^T`` (one ``dgemm``). Returns 0 when ``G`` is not positive
+    definite."""
+    cdef int K = kr.K, P = kr.P, d1 = kr.d1, m = b.m, e, j, a, f, g, off, row, r
+    cdef double v, c, one = 1.0, zero = 0.0, mone = -1.0
+    cdef char cN = b'N'
+    cdef char cT = b'T'
+    cdef double* M = kr.M
+    cdef double* Wt = w.Wt
+    cdef double* Rt = b.Rt
+    cdef double* G = b.G
+    cdef const int* idx
+    cdef const double* val
+    cdef const double* Lt
+    if m == 0:
+        b.n = 0
+        return 1
+    # R^T rows: per example, (M U)^T gathered, times its factors
+    off = 0
+    for e in range(b.n):
+        r = b.r[e]
+        if r == 0:
+            continue
+        idx = b.idx + <size_t>e * d1
+        val = b.val + <size_t>e * d1
+        memset(Wt, 0, <size_t>K * P * sizeof(double))
+        for j in range(b.nz[e]):
+            row = idx[j] * K
+            v = val[j]
+            for a in range(K):
+                axpy(P, v, M + <size_t>(row + a) * P, Wt + <size_t>a * P)
+        dgemm(&cN, &cN, &P, &r, &K, &one, Wt, &P, b.Lt + <size_t>e * n_y * K, &K, &zero,
+              Rt + <size_t>off * P, &P)
+        off += r
+    # G = I + Q^T R: column f of Q is Lt_f (x) xt of its example
+    memset(G, 0, <size_t>m * m * sizeof(double))
+    off = 0
+    for e in range(b.n):
+        idx = b.idx + <size_t>e * d1
+        val = b.val + <size_t>e * d1
+        Lt = b.Lt + <size_t>e * n_y * K
+        for f in range(b.r[e]):
+            for j in range(b.nz[e]):
+                row = idx[j] * K
+                for a in range(K):
+                    c = val[j] * Lt[f * K + a]
+                    if c == 0.0:
+                        continue
+                    for g in range(m):
+                        G[(off + f) * m + g] += c * Rt[<size_t>g * P + row + a]
+        off += b.r[e]
+    for f in range(m):
+        G[f * m + f] += 1.0
+        for g in range(f):              # (symmetric up to rounding: make it exact)
+            v = 0.5 * (G[f * m + g] + G[g * m + f])
+            G[f * m + g] = v
+            G[g * m + f] = v
+    b.n = 0
+    b.m = 0
+    if not cholesky(m, G):
+        return 0
+    lower_solve_rows(m, G, P, Rt)
+    dgemm(&cN, &cT, &P, &P, &m, &mone, Rt, &P, Rt, &P, &one, M, &P)
+    return 1
+
+
+cdef inline bint dense_row(const FullRankKernel* kr, const Example* ex) noexcept nogil:
+    """Whether ``ex`` enters ``Sigma`` through the batch's ``dgemm`` (dense
+    rows, several outputs) rather than scattered (``K^2 nz^2`` adds)."""
+    return kr.K > 1 and 8 * ex.nz * ex.nz >= kr.d1 * kr.d1
+
+
+cdef void sigma_add(const FullRankKernel* kr, BatchWork* b, const Example* ex) noexcept nogil:
+    """``Sigma += S_j (x) xt xt^T`` (``S_j = Lt^T Lt``): scattered now into the
+    upper triangle, or for a dense row kept (``vec S_j``, dense ``xt``) for
+    the batch's ``dgemm``."""
+    cdef int K = ex.K, r = ex.r, P = kr.P, d1 = kr.d1, a, c, j, k, i, i2
+    cdef size_t ra
+    cdef double v, vj
+    cdef double* S = b.Skk
+    cdef double* Sig = kr.Sigma
+    if r == 0:
+        return
+    if dense_row(kr, ex):
+        S = b.S + <size_t>b.n_dense * K * K
+    for a in range(K):
+        for c in range(a, K):
+            v = strided_dot(r, ex.Lt + a, K, ex.Lt + c, K)
+            S[a * K + c] = v
+            S[c * K + a] = v
+    if dense_row(kr, ex):
+        memset(b.Xd + <size_t>b.n_dense * d1, 0, d1 * sizeof(double))
+        for j in range(ex.nz):
+            b.Xd[<size_t>b.n_dense * d1 + ex.idx[j]] = ex.val[j]
+        b.n_dense += 1
+        if b.n_dense == min(kr.batch_size, DENSE_CHUNK):
+            dense_flush(kr, b)
+        return
+    # the upper triangle (row-major) only: the one Cholesky reads, mirrored
+    # at the end of the call (refactor_finish)
+    if K == 1:
+        v = S[0]
+        for j in range(ex.nz):
+            vj = v * ex.val[j]
+            i = ex.idx[j]
+            for k in range(j, ex.nz):
+                i2 = ex.idx[k]
+                if i <= i2:
+                    Sig[<size_t>i * P + i2] += vj * ex.val[k]
+                else:
+                    Sig[<size_t>i2 * P + i] += vj * ex.val[k]
+        return
+    for j in range(ex.nz):
+        vj = ex.val[j]
+        for k in range(j, ex.nz):
+            v = vj * ex.val[k]
+            i = ex.idx[j]
+            i2 = ex.idx[k]
+            if i > i2:
+                i, i2 = i2, i
+            for a in range(K):
+                ra = (i * K + a) * P + i2 * K
+                for c in range(K):
+                    Sig[ra + c] += v * S[a * K + c]
+
+
+cdef void dense_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
+    """Add the dense rows kept to ``Sigma`` by one ``dgemm``: ``Out[(a,c), q]
+    = sum_j S_j[a,c] xt_ji xt_jk`` for the pairs ``q = (i, k >= i)``, then
+    scattered to ``Sigma[(i,a), (k,c)]`` (the blocks ``k >= i``: the upper
+    triangle, as ``sigma_add``)."""
+    cdef int K = kr.K, P = kr.P, d1 = kr.d1, n = b.n_dense, KK = K * K
+    cdef int N = d1 * (d1 + 1) // 2
+    cdef int e, i, k, a, c, q
+    cdef double one = 1.0, zero = 0.0
+    cdef char cN = b'N'
+    cdef char cT = b'T'
+    cdef double* Z = b.Z
+    cdef double* x
+    cdef double* Out = b.Out
+    cdef double* Sig = kr.Sigma
+    cdef size_t base
+    if n == 0:
+        return
+    for e in range(n):
+        x = b.Xd + <size_t>e * d1
+        q = 0
+        for i in range(d1):
+            for k in range(i, d1):
+                Z[<size_t>e * N + q] = x[i] * x[k]
+                q += 1
+    # column-major: Out^T (N x KK) = Z^T (N x n) . S (n x KK)
+    dgemm(&cN, &cT, &N, &KK, &n, &one, Z, &N, b.S, &KK, &zero, Out, &N)
+    q = 0
+    for i in range(d1):
+        for k in range(i, d1):
+            for a in range(K):
+                base = <size_t>(i * K + a) * P + k * K
+                for c in range(K):
+                    Sig[base + c] += Out[<size_t>(a * K + c) * N + q]
+            q += 1
+    b.n_dense = 0
+
+
+cdef int refactor_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
+    """The batch's dense rows into ``Sigma`` (``dense_flush``), then ``Sigma =
+    L L^T`` into ``Lw``. Returns 0 when ``Sigma`` is not numerically positive
+    definite."""
+    cdef int P = kr.P, info = 0
+    cdef char cL = b'L'
+    dense_flush(kr, b)
+    memcpy(b.Lw, kr.Sigma, <size_t>P * P * sizeof(double))
+    dpotrf(&cL, &P, b.Lw, &P, &info)
+    b.factored = info == 0
+    return info == 0
+
+
+cdef void refactor_finish(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
+    """``M = Sigma^-1`` from the last factor (both triangles); ``Sigma``'s
+    lower triangle from its upper one."""
+    cdef int P = kr.P, info = 0, i, j
+    cdef char cL = b'L'
+    cdef double* M = kr.M
+    cdef double* Lw = b.Lw
+    cdef double* Sig = kr.Sigma
+    for i in range(P):
+        for j in range(i + 1, P):
+            Sig[<size_t>j * P + i] = Sig[<size_t>i * P + j]
+    if not b.factored:
+        return
+    dpotri(&cL, &P, Lw, &P, &info)
+    # column-major lower = row-major upper: entries (i, j >= i) of Lw row-major
+    for i in range(P):
+        for j in range(i, P):
+            M[<size_t>i * P + j] = Lw[<size_t>i * P + j]
+            M[<size_t>j * P + i] = Lw[<size_t>i * P + j]
 
 
 cdef struct FullRankWork:
@@ -234,7 +611,7 @@ cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
     return 1
 
 
-cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
+cdef void add_gradient(const FullRankKernel* kr, Example* ex, bint with_reg) noexcept nogil:
     """The example's term of ``mu``.
 
     Algorithm 2: ``mu += s_j (c_j - F[y_j]) (x) xt + alpha theta`` (once per
@@ -264,11 +641,23 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex) noexcept nogil:
             row = ex.idx[j] * K
             for a in range(K):
                 mup[row + a] += ex.gcoef[a] * ex.val[j]
-        for p in range(n_reg):
-            mup[p] += alpha * th[p]
+        if with_reg:
+            for p in range(n_reg):
+                mup[p] += alpha * th[p]
 
 
-cdef void full_step(const FullRankKernel* kr, double* wrk) noexcept nogil:
+cdef void add_batch_regulariser(const FullRankKernel* kr, int n) noexcept nogil:
+    """``mu += n alpha theta`` (intercept excluded): the ``alpha theta`` terms
+    of a batch's ``n`` examples, all at the same ``theta`` (Algorithm 2)."""
+    cdef Py_ssize_t p
+    cdef double c = n * kr.alpha
+    if kr.surrogate:
+        return
+    for p in range(kr.n_reg):
+        kr.mu[p] += c * kr.theta[p]
+
+
+cdef void full_step(const FullRankKernel* kr, double* wrk, const double* Lw) noexcept nogil:
     """The step on the weights: ``theta -= eta phi``.
 
     Algorithm 2: ``phi = M mu``, the batch majorization step (Eq. 2) over
@@ -276,60 +665,98 @@ cdef void full_step(const FullRankKernel* kr, double* wrk) noexcept nogil:
     ``theta_hat = -M (b - lam theta_icpt)`` the minimiser of the sum of the
     bounds plus ``lam/2 ||w||^2`` (the intercept's ``lam`` inside ``M`` is a
     proximal term at the current value, hence its ``lam theta_icpt``).
+    ``Lw`` not NULL (``REFACTOR``): ``M`` is applied as ``Sigma^-1`` from the
+    Cholesky factor ``Lw`` (two triangular solves).
     """
-    cdef int P = kr.P, inc = 1
+    cdef int P = kr.P, inc = 1, one_rhs = 1, info = 0
     cdef Py_ssize_t p, n_reg = kr.n_reg
     cdef double one = 1.0, zero = 0.0, eta = kr.eta, lam = kr.lam
     cdef char cN = b'N'
+    cdef char cL = b'L'
     cdef double* M = kr.M
     cdef double* mu = kr.mu
     cdef double* phi = kr.phi
     cdef double* th = kr.theta
-    # (M is symmetric: BLAS's column-major M^T mu is M mu)
     if kr.surrogate:
         for p in range(P):
             wrk[p] = mu[p] if p < n_reg else mu[p] - lam * th[p]
+    else:
+        memcpy(wrk, mu, P * sizeof(double))
+    if Lw != NULL:
+        memcpy(phi, wrk, P * sizeof(double))
+        dpotrs(&cL, &P, &one_rhs, <double*>Lw, &P, phi, &P, &info)
+    else:
+        # (M is symmetric: BLAS's column-major M^T mu is M mu)
         dgemv(&cN, &P, &P, &one, M, &P, wrk, &inc, &zero, phi, &inc)
+    if kr.surrogate:
         for p in range(P):
             phi[p] += th[p]
-    else:
-        dgemv(&cN, &P, &P, &one, M, &P, mu, &inc, &zero, phi, &inc)
     for p in range(P):
         th[p] -= eta * phi[p]
 
 
-cdef int full_pass(RowDataset ds, const FullRankKernel* kr, Example* ex, FullRankWork* w,
-                   PassTotals* tot) noexcept nogil:
-    """One pass of Algorithm 2 over the rows in their current order.
+cdef int batch_step(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                    int n_y) noexcept nogil:
+    """End of a batch: its curvature into ``M`` (or ``Sigma``), then the step.
+    Returns 0 when the curvature update failed."""
+    if kr.route == WOODBURY:
+        if not woodbury_flush(kr, b, w, n_y):
+            return 0
+    elif kr.route == REFACTOR:
+        if not refactor_flush(kr, b):
+            return 0
+        full_step(kr, w.wrk, b.Lw)
+        return 1
+    full_step(kr, w.wrk, NULL)
+    return 1
 
-    A step after every ``batch_size`` examples and after the last one.
+
+cdef int full_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
+                   const FullRankKernel* kr, Example* ex, FullRankWork* w,
+                   BatchWork* b, PassTotals* tot) noexcept nogil:
+    """One pass of Algorithm 2 over the rows ``start:stop`` in their current order.
+
+    A step after every ``batch_size`` examples and after the last one; the
+    batch's curvature enters ``M`` right before its step (``WOODBURY``,
+    ``REFACTOR``), or example by example (``PER_EXAMPLE``).
     Returns 0 when a curvature update failed (then the pass stops there).
     """
     cdef Py_ssize_t i
     cdef int since_step = 0
     tot.loss_sum = 0.0
     tot.w_sum = 0.0
-    for i in range(ds.n_samples):
+    for i in range(start, stop):
         if not read_row(ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
         example_scores(ex, kr.theta)
         example_bound(ex)
         tot.loss_sum += ex.sw * ex.loss
         tot.w_sum += ex.sw
-        if ex.r > 0 and not absorb_curvature(kr, ex, w):
-            return 0
-        add_gradient(kr, ex)
+        if kr.route == PER_EXAMPLE:
+            if ex.r > 0 and not absorb_curvature(kr, ex, w):
+                return 0
+        elif kr.route == WOODBURY:
+            batch_store(kr, b, ex)
+        else:
+            sigma_add(kr, b, ex)
+        add_gradient(kr, ex, kr.route == PER_EXAMPLE)
         tot.t += 1
         since_step += 1
         if since_step == kr.batch_size:
-            full_step(kr, w.wrk)
+            if kr.route != PER_EXAMPLE:
+                add_batch_regulariser(kr, since_step)
+            if not batch_step(kr, b, w, ex.n_y):
+                return 0
             since_step = 0
     if since_step > 0:
-        full_step(kr, w.wrk)
+        if kr.route != PER_EXAMPLE:
+            add_batch_regulariser(kr, since_step)
+        if not batch_step(kr, b, w, ex.n_y):
+            return 0
     return 1
 
 
-def full_epochs(RowDataset ds, state, opts):
+def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     """Full-rank stochastic bound majorization (Algorithm 2), in place.
 
     Per example ``j`` (at the current ``theta``): Algorithm 1 gives
@@ -352,6 +779,9 @@ def full_epochs(RowDataset ds, state, opts):
         Started (``state.start``); its arrays, ``t`` and ``seed`` are
         updated in place.
     opts : SBMOptions
+    start, stop : int
+        The passes visit the rows ``start:stop`` of ``ds``'s current order
+        (all by default; a block of a shuffled pass without copying it).
 
     Returns
     -------
@@ -362,6 +792,9 @@ def full_epochs(RowDataset ds, state, opts):
                          f"{state.n_features}")
     if not state.started:
         raise ValueError("FullRankState.start must be called before the first pass")
+    cdef Py_ssize_t stop_ = ds.n_samples if stop is None else stop
+    if not 0 <= start <= stop_ <= ds.n_samples:
+        raise ValueError(f"rows {start}:{stop_} out of the data's {ds.n_samples}")
     cdef double[::1] theta = state.theta
     cdef double[:, ::1] M = state.M
     cdef double[::1] mu = state.mu
@@ -384,6 +817,26 @@ def full_epochs(RowDataset ds, state, opts):
     kr.theta = &theta[0]
     kr.mu = &mu[0]
     kr.phi = &phi[0]
+    kr.d1 = <int>(kr.n_features + (1 if kr.fit_intercept else 0))
+    route = getattr(opts, "route", "auto")
+    if route not in ("auto", "woodbury", "refactor"):
+        raise ValueError(f"route must be 'auto', 'woodbury' or 'refactor', got {route!r}")
+    if route == "auto" or kr.batch_size == 1:
+        route = batch_route(kr.batch_size, kr.K, kr.P)
+    kr.route = (PER_EXAMPLE if route == "per_example" else
+                WOODBURY if route == "woodbury" else REFACTOR)
+    cdef double[:, ::1] Sigma
+    kr.Sigma = NULL
+    cdef bint m_stale = False
+    if kr.route != REFACTOR and state.m_stale:
+        raise ValueError("M was left stale by grow_regulariser(defer=True) for a "
+                         "batch_size that does not refactor")
+    if kr.route == REFACTOR:
+        m_stale = state.m_stale
+        state.ensure_sigma()
+        Sigma = state.Sigma
+        kr.Sigma = &Sigma[0, 0]
+    cdef int n_y = 2 if kr.K == 1 else kr.K
     cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
     cdef bint shuffle = opts.shuffle, diverged = False
     cdef unsigned int seed = state.seed
@@ -391,23 +844,37 @@ def full_epochs(RowDataset ds, state, opts):
     cdef PassTotals tot = start_totals(state.t)
     cdef Example ex
     cdef FullRankWork w
+    cdef BatchWork b
     memset(&ex, 0, sizeof(Example))
     memset(&w, 0, sizeof(FullRankWork))
+    memset(&b, 0, sizeof(BatchWork))
     try:
-        if not example_alloc(&ex, kr.n_features, kr.K) or not work_alloc(&w, kr.K, kr.P):
+        if (not example_alloc(&ex, kr.n_features, kr.K) or not work_alloc(&w, kr.K, kr.P)
+                or (kr.route != PER_EXAMPLE
+                    and not batch_alloc(&b, kr.route, kr.batch_size, n_y, kr.K, kr.d1,
+                                        kr.P))):
             raise MemoryError()
         with nogil:
             for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                if not full_pass(ds, &kr, &ex, &w, &tot):
+                if not full_pass(ds, start, stop_, &kr, &ex, &w, &b, &tot):
                     diverged = True
                     break
                 if not all_finite(kr.theta, kr.P) or not all_finite(kr.phi, kr.P):
                     diverged = True          # (reported as pass epochs_run + 1)
                     break
                 epochs_run += 1
+            if kr.route == REFACTOR and not diverged:
+                if not b.factored and m_stale:      # (no row: Sigma grew only)
+                    refactor_flush(&kr, &b)
+                refactor_finish(&kr, &b)
+        if kr.route == REFACTOR:
+            # (M is Sigma^-1 again; after a failure Sigma holds terms M has not)
+            state.sigma_of = None if diverged else state.M
+            state.m_stale = False
     finally:
         example_free(&ex)
         work_free(&w)
+        batch_free(&b)
     return finish_passes(state, tot, rng, epochs_run, diverged)
