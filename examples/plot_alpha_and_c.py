@@ -4,7 +4,10 @@
 
 Every estimator here minimises scikit-learn's ``SGDClassifier`` objective,
 
-.. math:: \\frac1n \\sum_i \\ell(y_i, w^\\top x_i + b) + \\alpha \\Big(\\rho \\|w\\|_1 + \\frac{1-\\rho}{2}\\|w\\|_2^2\\Big),
+.. math::
+
+   \\frac1n \\sum_i \\ell(y_i, w^\\top x_i + b)
+   + \\alpha \\Big(\\rho \\|w\\|_1 + \\frac{1-\\rho}{2}\\|w\\|_2^2\\Big),
 
 with ``rho = l1_ratio`` (0 for ``penalty='l2'``). ``LogisticRegression`` and
 ``LinearSVC`` write the same problem as ``C sum_i loss_i + ||w||^2 / 2``, so

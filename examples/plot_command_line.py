@@ -24,7 +24,9 @@ from sklearn.datasets import dump_svmlight_file, load_breast_cancer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-A9A = Path(__file__).resolve().parents[2] / "shared" / "data" / "a9a"
+# (the gallery runs the examples from this folder, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+A9A = HERE.parents[1] / "shared" / "data" / "a9a"
 work = Path(tempfile.mkdtemp(prefix="skso-example-"))
 if (A9A / "a9a.gz").exists():
     train, test = A9A / "a9a.gz", A9A / "a9a.t.gz"

@@ -31,7 +31,9 @@ from sklearn.linear_model import SGDClassifier
 
 from sklearn_secondorder import PSAClassifier
 
-BC2GM = Path(__file__).resolve().parents[2] / "shared" / "data" / "bc2gm"
+# (the gallery runs the examples from this folder, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+BC2GM = HERE.parents[1] / "shared" / "data" / "bc2gm"
 
 
 def bc2gm_sentences(split):

@@ -7,7 +7,10 @@ rescales each coordinate's step by a diagonal estimate of the inverse
 curvature, re-estimated every ``skip`` examples from a secant. This example
 reproduces the shape of the paper's figures: the primal cost
 
-.. math:: P(w, b) = \\frac{\\alpha}{2}\\|w\\|^2 + \\frac1n \\sum_i \\max(0, 1 - y_i (w^\\top x_i + b))^2
+.. math::
+
+   P(w, b) = \\frac{\\alpha}{2}\\|w\\|^2
+   + \\frac1n \\sum_i \\max(0, 1 - y_i (w^\\top x_i + b))^2
 
 after 1 to 5 epochs, for ``SGDQNLinearSVC`` and the package's calibrated
 first-order ``PlainSGDClassifier`` (SVMSGD2's ``1/(alpha (t + t0))``
@@ -33,7 +36,9 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_secondorder import PlainSGDClassifier, SGDQNLinearSVC
 
-A9A = Path(__file__).resolve().parents[2] / "shared" / "data" / "a9a"
+# (the gallery runs the examples from this folder, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+A9A = HERE.parents[1] / "shared" / "data" / "a9a"
 if (A9A / "a9a.gz").exists():
     name = "a9a"
     X, y = load_svmlight_file(str(A9A / "a9a.gz"), n_features=123)

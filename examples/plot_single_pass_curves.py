@@ -28,7 +28,9 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_secondorder import PlainSGDClassifier, PSAClassifier, SGDQNLinearSVC
 
-A9A = Path(__file__).resolve().parents[2] / "shared" / "data" / "a9a"
+# (the gallery runs the examples from this folder, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+A9A = HERE.parents[1] / "shared" / "data" / "a9a"
 
 
 def load():
@@ -111,6 +113,6 @@ plt.show()
 # benchmarks/bench_cli.py``), while ``SGDClassifier``'s default schedule
 # needs several passes. Its per-pass cost is close to an SGD epoch on data of
 # this size; see :doc:`/choosing` for where that changes.
-print(f"gap to LogisticRegression after one pass: "
+print("gap to LogisticRegression after one pass: "
       + ", ".join(f"{k}: {100 * (a[0] - lr_acc):+.2f} points" for k, (a, _) in curves.items()))
 np.testing.assert_array_less(0.5, [a[0] for a, _ in curves.values()])
