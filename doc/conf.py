@@ -53,7 +53,7 @@ templates_path = ["_templates"]
 # ---- API reference -----------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_default_options = {}     # the class template lists the members
 autodoc_typehints = "none"
 numpydoc_show_class_members = False     # autosummary lists the members
 numpydoc_class_members_toctree = False
@@ -88,7 +88,7 @@ html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 8,
+    "header_links_before_dropdown": 6,
     "navbar_end": ["navbar-icon-links"],
 }
 html_sidebars = {"index": [], "getting_started": [], "choosing": []}
@@ -127,7 +127,14 @@ import re  # noqa: E402
 _FOREIGN_ROLE = re.compile(r":(?:ref|term):`([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
+# A bare ``n_features_in_`` in a shape, ``(n_features_in_,)``, reads as a
+# reST link target: quote it as code.
+_BARE_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w])(n_features_in_)(?![`\w])")
+
+
 def _drop_foreign_links(app, what, name, obj, options, lines):
+    for i, line in enumerate(lines):
+        lines[i] = _BARE_TRAILING_UNDERSCORE.sub(r"``\1``", line)
     module = getattr(obj, "__module__", "") or ""
     if module.startswith("sklearn_secondorder") and ".<locals>" not in getattr(
             obj, "__qualname__", ""):
