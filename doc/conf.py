@@ -129,7 +129,7 @@ _FOREIGN_ROLE = re.compile(r":(?:ref|term):`([^`<]*?)(?:\s*<[^>]*>)?`")
 
 # A bare ``n_features_in_`` in a shape, ``(n_features_in_,)``, reads as a
 # reST link target: quote it as code.
-_BARE_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w])(n_features_in_)(?![`\w])")
+_BARE_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w])(n_features_in_)(?=,)")
 
 
 def _drop_foreign_links(app, what, name, obj, options, lines):

@@ -15,11 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# page -> (path in the build, window height: the gallery page down to its figure)
 PAGES = {
-    "index": "index.html",
-    "user_guide_psa": "user_guide/psa.html",
-    "user_guide_sbm": "user_guide/sbm.html",
-    "gallery_single_pass": "auto_examples/plot_single_pass_curves.html",
+    "index": ("index.html", 1600),
+    "user_guide_psa": ("user_guide/psa.html", 1600),
+    "user_guide_sbm": ("user_guide/sbm.html", 1600),
+    "gallery_single_pass": ("auto_examples/plot_single_pass_curves.html", 4200),
 }
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -46,16 +47,15 @@ def main(argv=None):
     parser.add_argument("--build", type=Path, default=root / "_build" / "html")
     parser.add_argument("--out", type=Path, default=root / "_screenshots")
     parser.add_argument("--width", type=int, default=1280)
-    parser.add_argument("--height", type=int, default=1600)
     args = parser.parse_args(argv)
     browser = find_browser()
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, page in PAGES.items():
+    for name, (page, height) in PAGES.items():
         html = (args.build / page).resolve()
         if not html.exists():
             sys.exit(f"{html} is missing: build the documentation first")
         png = args.out / f"{name}.png"
-        shoot(browser, html.as_uri(), png, args.width, args.height)
+        shoot(browser, html.as_uri(), png, args.width, height)
         print(png)
 
 

@@ -96,7 +96,7 @@ for ax in (ax1, ax2):
     ax.grid(alpha=0.3)
 lo = min(min(a) for a, _ in curves.values())
 for ax in (ax1, ax2):
-    ax.set_ylim(max(lo - 0.005, lr_acc - 0.05), lr_acc + 0.01)
+    ax.set_ylim(lo - 0.01, lr_acc + 0.01)
 ax1.set_xlabel("passes over the training data")
 ax1.set_xticks(passes)
 ax2.set_xlabel("fit seconds (this run)")
