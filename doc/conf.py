@@ -91,7 +91,7 @@ html_theme_options = {
     "header_links_before_dropdown": 6,
     "navbar_end": ["navbar-icon-links"],
 }
-html_sidebars = {"index": [], "getting_started": [], "choosing": []}
+html_sidebars = {"index": [], "getting_started": [], "choosing": [], "results": [], "api": []}
 html_show_sourcelink = False
 
 # ---- gallery -------------------------------------------------------------------------
