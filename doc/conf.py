@@ -109,7 +109,6 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
     "min_reported_time": 1,
-    "reference_url": {"sklearn_secondorder": None},
     "doc_module": ("sklearn_secondorder",),
     "backreferences_dir": None,
     "matplotlib_animations": False,

@@ -35,8 +35,8 @@ else:
     X, Xt, y, yt = train_test_split(X, y, test_size=0.3, random_state=0)
     scaler = StandardScaler().fit(X)
     train, test = work / "train.svm", work / "test.svm"
-    dump_svmlight_file(scaler.transform(X), 2 * y - 1, train, zero_based=False)
-    dump_svmlight_file(scaler.transform(Xt), 2 * yt - 1, test, zero_based=False)
+    dump_svmlight_file(scaler.transform(X), 2 * y - 1, str(train), zero_based=False)
+    dump_svmlight_file(scaler.transform(Xt), 2 * yt - 1, str(test), zero_based=False)
 
 
 def skso(*args):
