@@ -105,7 +105,7 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py|/_",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "_gallery_order.GalleryOrder",
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
     "min_reported_time": 1,
