@@ -125,7 +125,7 @@ def main(argv=None):
                 best = runs.setdefault((alg, k), r)
                 for key in ("fit_s", "train_s"):
                     best[key] = min(best[key], r[key])
-    for alg in available_algorithms():
+    for alg in available_algorithms() if args.rounds else ():
         hit = next(((k, runs[alg, k]) for k in ks.get(alg, (3, 6, 10))
                     if runs[alg, k]["f1"] >= peer["f1"] - 0.3), None)
         if hit is None:

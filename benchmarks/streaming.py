@@ -3,7 +3,8 @@
 
 Issue 13: the choices made on the first ``partial_fit`` chunk (PSA's
 ``period`` and ``eta0``, plain SGD's ``eta0``, SGD-QN's ``t0``, SBM's ``n``)
-must not cost more than 0.3 points against ``fit``. Two settings:
+must not cost more than 0.3 points against ``fit``. scikit-learn's
+``SGDClassifier`` (log loss) runs the same flows as the peer. Two settings:
 
 - ``user``: defaults, rows in the file's order; ``fit`` makes its default
   passes (``max_iter``: 1 for PSA, 5 for the others), ``partial_fit`` one
@@ -20,6 +21,7 @@ import warnings
 
 import numpy as np
 from _datasets import a9a
+from sklearn.linear_model import SGDClassifier
 
 from sklearn_secondorder import (
     PlainSGDClassifier,
@@ -33,6 +35,8 @@ ESTIMATORS = {
     "PlainSGDClassifier": PlainSGDClassifier,
     "SGDQNLinearSVC": SGDQNLinearSVC,
     "SBMLogisticRegression": SBMLogisticRegression,
+    # the peer: scikit-learn's own gap between fit and partial_fit, same chunks
+    "SGDClassifier (peer)": lambda **kw: SGDClassifier(loss="log_loss", **kw),
 }
 
 

@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import cross_val_score
 
-from sklearn_secondorder import ASFSequenceTagger, SGDSequenceTagger
+from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger
 from sklearn_secondorder._core._crf_infer import loglik_gradient
 from sklearn_secondorder._core._weights import ScaledWeights
 from sklearn_secondorder.crfsuite import (
@@ -197,7 +197,7 @@ def test_masked_gradient_is_the_full_gradient_masked():
         loglik_gradient(ds, ScaledWeights(w, L), 1, True, np.ones(3, np.uint8))
 
 
-@pytest.mark.parametrize("algorithm", ["asf", "l2sgd"])
+@pytest.mark.parametrize("algorithm", ["asf", "l2sgd", "psa"])
 def test_weights_that_do_not_exist_stay_zero(algorithm):
     X, y = toy(40, seed=4)
     crf = CRF(algorithm=algorithm, c2=0.1, keep_training_state=True).fit(X, y)
@@ -211,17 +211,24 @@ def test_weights_that_do_not_exist_stay_zero(algorithm):
     assert np.all(w[mask == 0] == 0) and np.count_nonzero(w[mask == 1]) > 0
 
 
-def test_psa_trains_every_pair_and_refuses_what_it_cannot_honour():
-    X, y = toy(30)
-    crf = CRF(algorithm="psa", c2=0.1).fit(X, y)
-    L = len(crf.classes_)
-    assert len(crf.state_features_) == crf.num_attributes_ * L
-    assert len(crf.transition_features_) == L * L
-    with pytest.raises(ValueError, match="min_freq=2 cannot be honoured"):
-        CRF(algorithm="psa", min_freq=2).fit(X, y)
-    with pytest.raises(ValueError, match="all_possible_transitions=False cannot"):
-        CRF(algorithm="psa", all_possible_transitions=False).fit(X, y)
-    CRF(algorithm="psa", all_possible_states=True, max_iterations=1).fit(X, y)
+def test_psa_full_mask_is_the_unmasked_kernel_and_min_freq_is_honoured():
+    # a mask of ones is the unmasked PSA kernel bit for bit (a multiplication
+    # by 1.0); a frequency cut-off leaves the cut weights at 0
+    X, y = toy(30, seed=5)
+    tagger = PSASequenceTagger(alpha=1e-3, random_state=0, max_iter=2)
+    batch = read_sequences(tagger, X, y, fitting=True, first=True)
+    n_weights = (batch.n_features + len(set(sum(y, []))) + 1) * len(set(sum(y, [])))
+    ones = clone(tagger)._fit_prepared(batch, n_epochs=2, allowed=np.ones(n_weights, np.uint8))
+    plain = clone(tagger).fit(X, y)
+    np.testing.assert_array_equal(ones._state.crf.coef, plain._state.crf.coef)
+    cut = CRF(algorithm="psa", c2=0.1, min_freq=3, keep_training_state=True).fit(X, y)
+    batch = read_sequences(ASFSequenceTagger(), X, y, fitting=True, first=True)
+    lab = np.searchsorted(cut.classes_, batch.labels)
+    mask = feature_mask(batch, lab, len(cut.classes_), min_freq=3, all_states=False,
+                        all_transitions=False)
+    w = cut.estimator_._state.crf.coef
+    assert np.count_nonzero(mask == 0) > 0
+    assert np.all(w[mask == 0] == 0) and np.count_nonzero(w[mask == 1]) > 0
 
 
 def test_kept_tagger_continues_with_new_attributes():

@@ -59,6 +59,16 @@ static void skso_row_step(double *restrict ve, double x, const double *restrict 
         ve[2 * h] += ve[2 * h + 1] * x * d[h];
 }
 
+/* skso_row_step on the weights that exist: mask[h] is 1 where weight h
+ * exists, 0 where it does not (a multiplication, so the loop stays
+ * branch-free and vectorised). */
+SKSO_ROW_CLONES
+static void skso_row_step_masked(double *restrict ve, double x, const double *restrict d,
+                                 const unsigned char *restrict mask, ptrdiff_t K) {
+    for (ptrdiff_t h = 0; h < K; h++)
+        ve[2 * h] += ve[2 * h + 1] * x * d[h] * (double)mask[h];
+}
+
 /* Line 5 of Algorithm 1 for one row of a multi-output linear model:
  * v[k] = max(0, 1 - eta[k] lam) v[k] - eta[k] sw grad[k] x. */
 SKSO_ROW_CLONES

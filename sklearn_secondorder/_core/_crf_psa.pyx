@@ -60,6 +60,7 @@ from ._weights cimport (
     row_emit,
     row_shrink,
     row_step,
+    row_step_masked,
 )
 from ._weights import PSAResult
 
@@ -185,6 +186,10 @@ cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCont
     cdef double* d = ctx.tmp
     cdef const double* eta = w.eta
     cdef long long* last = w.last
+    # the weights that exist (CRFContext.set_allowed; NULL: all): the others
+    # get no gradient term, so they stay 0 (their shrink and window ends are
+    # of 0, and 0/0 keeps their step)
+    cdef const unsigned char* mk = ctx.allowed
     for tt in range(T):
         for h in range(H):
             d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
@@ -197,24 +202,30 @@ cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCont
             if last[j] == t:
                 last[j] = t + 1
                 _shrink_row(w, j * H, H, lam, l1, with_l1)
-            row_step(v + 2 * j * H, ds.data[kk], d, H)
+            if mk != NULL:
+                row_step_masked(v + 2 * j * H, ds.data[kk], d, mk + j * H, H)
+            else:
+                row_step(v + 2 * j * H, ds.data[kk], d, H)
         if fit_intercept:
             if last[bias_row] == t:
                 last[bias_row] = t + 1
                 _shrink_row(w, bias_row * H, H, lam, l1, with_l1)
-            row_step(v + 2 * bias_row * H, 1.0, d, H)   # (x = 1: the product eta d)
+            if mk != NULL:
+                row_step_masked(v + 2 * bias_row * H, 1.0, d, mk + bias_row * H, H)
+            else:
+                row_step(v + 2 * bias_row * H, 1.0, d, H)   # (x = 1: the product eta d)
     for i in range(H * H):
         p = p0 + i
         e = eta[2 * p]
         c = 1.0 - e * lam
         c = c if c > 0.0 else 0.0
-        v[2 * p] = c * v[2 * p] - e * ctx.edge[i]
+        v[2 * p] = c * v[2 * p] - e * (ctx.edge[i] if mk == NULL else ctx.edge[i] * mk[p])
         if with_l1:
             dl[2 * p] = dl[2 * p] * c + e * l1
             dl[2 * p + 1] = dl[2 * p + 1] * c + e * l1
     for tt in range(1, T):
         p = p0 + y[tt - 1] * H + y[tt]
-        v[2 * p] += eta[2 * p]
+        v[2 * p] += eta[2 * p] if mk == NULL else eta[2 * p] * mk[p]
     for j in range(A, A + H):
         last[j] = t + 1
     if not with_l1:
@@ -288,7 +299,7 @@ cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList*
 
 
 def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
-               bint fit_intercept=True):
+               bint fit_intercept=True, allowed=None):
     """Run ``n_epochs`` passes of PSA (Algorithm 1) over ``ds``.
 
     Parameters
@@ -304,6 +315,9 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         ``l1`` (the L1 strength; the state then needs its ``l1`` array).
     n_epochs : int
     shuffle, fit_intercept : bool
+    allowed : uint8 ndarray of shape (n_weights,) or None
+        The weights that exist (``CRFContext.set_allowed``: CRFsuite's
+        feature set); the others get no gradient term and stay 0. None: all.
 
     Returns
     -------
@@ -320,6 +334,7 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     if w.n_blocks < H + 1:
         raise ValueError("state does not match n_states")
     cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, w.n_blocks - H - 1)
+    ctx.set_allowed(allowed)
     cdef long long t = state.t, b = options.period
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef SweepList sw

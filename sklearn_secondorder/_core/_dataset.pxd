@@ -79,7 +79,7 @@ cdef extern from *:
 
 cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
     """Prefetch the start of the k-th sparse row in the current order (indices
-    and values) and the offsets of row ``k + 1``: called two rows ahead, the
+    and values, label and weight) and the offsets of row ``k + 1``: called two rows ahead, the
     next row's indices are in cache when a kernel prefetches what they point
     to."""
     cdef Py_ssize_t i
@@ -88,6 +88,9 @@ cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
     i = ds.order_ptr[k]
     SKSO_PREFETCH_READ(ds.indices_ptr + ds.indptr_ptr[i])
     SKSO_PREFETCH_READ(ds.data_ptr + ds.indptr_ptr[i])
+    # (in a shuffled order the label and weight are as cold as the row)
+    SKSO_PREFETCH_READ(ds.y_ptr + i)
+    SKSO_PREFETCH_READ(ds.sw_ptr + i)
     if k + 1 < ds.n_samples:
         SKSO_PREFETCH_READ(ds.indptr_ptr + ds.order_ptr[k + 1])
 

@@ -150,6 +150,7 @@ cdef class LazyStepWeights:
     cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
                                    bint with_l1) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
+    cdef inline bint _is_zero_block(self, Py_ssize_t j) noexcept nogil
     cdef Py_ssize_t sweep(self, const Py_ssize_t* due, Py_ssize_t n_due, Py_ssize_t* keep,
                           unsigned char* idle, int max_idle, long long ev) noexcept nogil
     cdef void sweep_all(self, long long ev) noexcept nogil
@@ -243,6 +244,9 @@ cdef extern from "_block_ops.h":
     void row_shrink "skso_row_shrink"(double* ve, double lam, Py_ssize_t K) noexcept nogil
     void row_step "skso_row_step"(double* ve, double x, const double* d,
                                   Py_ssize_t K) noexcept nogil
+    void row_step_masked "skso_row_step_masked"(double* ve, double x, const double* d,
+                                                const unsigned char* mask,
+                                                Py_ssize_t K) noexcept nogil
     void row_shrink_step "skso_row_shrink_step"(double* ve, double lam, double sw,
                                                 const double* grad, double x,
                                                 Py_ssize_t K) noexcept nogil

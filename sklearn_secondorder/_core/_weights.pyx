@@ -530,11 +530,16 @@ cdef class LazyStepWeights:
         self._rate_arr = np.zeros(max(size, 1))
         self.rate = &self._rate_arr[0]
         cdef Py_ssize_t p
-        cdef double max_rate = 0.0, max_x = 0.0
+        cdef double max_rate = 0.0, max_x = 0.0, eta_prev = -1.0, rate_prev = 0.0
         for p in range(size):
             if lam != 0.0 and p // n_outputs != unregularized:
-                self.rate[p] = log_decay(self.eta[2 * p] * lam)
-                max_rate = max(max_rate, -self.rate[p])
+                # (most weights still have a step seen just before: eta0 for
+                # the untouched features of a large model)
+                if self.eta[2 * p] != eta_prev:
+                    eta_prev = self.eta[2 * p]
+                    rate_prev = log_decay(eta_prev * lam)
+                self.rate[p] = rate_prev
+                max_rate = max(max_rate, -rate_prev)
             max_x = max(max_x, self.eta[2 * p] * lam)
         # eta only decreases, so these hold for the object's lifetime: a decay
         # over <= b steps is decay_factor's Taylor branch, log_decay its series
@@ -924,13 +929,37 @@ cdef class LazyStepWeights:
         free(self._idle)
 
     cdef void catch_up_all(self, long long T) noexcept nogil:
+        """``catch_up(j, T)`` for every block (the end-of-pass flush).
+
+        A block whose weights and snapshots are all 0 (never stepped: most
+        of a hashed model) only moves its times: its decays are of 0 and its
+        window ends are ``0/0`` (eta kept), so the O(n_blocks) flush costs a
+        scan, not the event arithmetic. With the L1 penalty a zero weight
+        still owes its steps' penalty: every block goes the general way.
+        """
         cdef Py_ssize_t j
+        cdef long long b = self.period
+        cdef long long next_ev = NO_EVENT if b == 0 else (T // b + 1) * b
         if self.has_l1:
             for j in range(self.n_blocks):
                 self.catch_up_l1(j, T)
             return
         for j in range(self.n_blocks):
-            self.catch_up(j, T)
+            if self._is_zero_block(j):
+                self.last[j] = T
+                if self.next_event[j] <= T:
+                    self.next_event[j] = next_ev
+            else:
+                self.catch_up(j, T)
+
+    cdef inline bint _is_zero_block(self, Py_ssize_t j) noexcept nogil:
+        cdef int q
+        cdef Py_ssize_t p
+        for q in range(self.n_outputs):
+            p = j * self.n_outputs + q
+            if self.v[2 * p] != 0.0 or self.snap0[2 * p] != 0.0 or self.snap1[2 * p] != 0.0:
+                return False
+        return True
 
     cdef bint is_finite(self) noexcept nogil:
         cdef Py_ssize_t p

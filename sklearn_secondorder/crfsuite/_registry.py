@@ -173,10 +173,8 @@ register_algorithm(Algorithm(
             "10 by default"))
 register_algorithm(Algorithm(
     name="psa", tagger="sklearn_secondorder.sequence:PSASequenceTagger",
-    params={"max_iterations": "max_iter"}, features="all",
-    summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default; every "
-            "(attribute, label) pair and transition exists (its kernel, _crf_psa, does not "
-            "take the mask of CRFsuite's feature generation yet)"))
+    params={"max_iterations": "max_iter"},
+    summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default"))
 register_algorithm(Algorithm(
     name="l2sgd", tagger="sklearn_secondorder.sequence:SGDSequenceTagger",
     params={"max_iterations": "max_iter"}, fixed={"average": False},

@@ -186,7 +186,8 @@ class PSASequenceTagger(_BaseSequenceTagger):
         options = PSAOptions(lam=lam, period=self.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(ds, st.psa, options, n_epochs=n_epochs, shuffle=self.shuffle,
-                            fit_intercept=self.fit_intercept)
+                            fit_intercept=self.fit_intercept,
+                            allowed=getattr(st.crf, "allowed", None))
         st.crf.coef = np.ascontiguousarray(st.psa.weights)
         st.crf.t, st.crf.seed = st.psa.t, st.psa.seed
         st.crf.passes += result.epochs

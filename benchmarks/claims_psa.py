@@ -1,0 +1,153 @@
+"""PSA at SGD cost at scale (issue 16, item 4), measured side by side.
+
+Three costs, each against its peer in the same run (interleaved rounds, the
+minimum of each; wall and CPU seconds, since the machine is shared):
+
+1. **Binary, 2^20 hashed features.** CoNLL-2000 training tokens (the CRF++
+   chunking template of ``_datasets.chunking_token_features`` hashed to 2^20
+   columns), label "I-NP" against the rest, ``alpha = 1/n``: a whole 1-pass
+   ``PSAClassifier().fit`` (eta0 calibration, allocation and the end-of-pass
+   flush included) against one ``SGDClassifier`` epoch (a 5-epoch fit / 5,
+   its fixed costs amortised) and against a whole 1-epoch ``SGDClassifier``
+   fit; ``PlainSGDClassifier`` (one pass, calibrated) alongside. Target:
+   PSA <= 1.5x an SGDClassifier epoch. Test accuracy of each.
+2. **One-vs-rest, hinge.** The same tokens hashed to 2^18, all 22 chunk tags
+   (one-vs-rest), ``loss='hinge'``: ``PSAClassifier`` against
+   ``PlainSGDClassifier`` per update (a 1-pass fit / (rows x classes)).
+   Target: <= 2x.
+3. **Tagger.** CoNLL-2000 chunking with the CRF++ template
+   (``bench_tagger.make_task``): ``PSASequenceTagger``'s pass (its
+   ``pass_seconds_``) against a CRFsuite ``l2sgd`` epoch (sklearn-crfsuite's
+   ``training_log_`` iteration times, calibration excluded), ``c2 = 1``.
+   Target: <= 1.0x.
+
+Run ``python benchmarks/bench_claims.py psa [--rounds 3]``.
+"""
+import argparse
+import time
+import warnings
+
+import _datasets
+import numpy as np
+from sklearn.linear_model import SGDClassifier
+
+from sklearn_secondorder import PlainSGDClassifier, PSAClassifier, PSASequenceTagger
+
+
+def _timed(fn):
+    """``fn()``'s result with its wall and CPU seconds."""
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+def _best(makers, rounds):
+    """Interleaved rounds of ``{name: fit}``: the minimum wall and CPU seconds
+    of each and its last fitted model."""
+    best = {name: [np.inf, np.inf, None] for name in makers}
+    for _ in range(rounds):
+        for name, fit in makers.items():
+            model, wall, cpu = _timed(fit)
+            b = best[name]
+            b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), model
+    return best
+
+
+def binary_2_20(rounds):
+    Xtr, ytr, Xte, yte = _datasets.conll_tokens(2 ** 20)
+    y, yt = (ytr == "I-NP").astype(int), (yte == "I-NP").astype(int)
+    alpha = 1.0 / Xtr.shape[0]
+
+    def sgdc(epochs):
+        return lambda: SGDClassifier(loss="log_loss", alpha=alpha, max_iter=epochs,
+                                     tol=None, random_state=0).fit(Xtr, y)
+
+    best = _best({
+        "SGDClassifier, 5 epochs": sgdc(5),
+        "SGDClassifier, 1 epoch": sgdc(1),
+        "PSAClassifier, 1 pass": lambda: PSAClassifier(alpha=alpha, random_state=0).fit(Xtr, y),
+        "PlainSGDClassifier, 1 pass": lambda: PlainSGDClassifier(
+            alpha=alpha, max_iter=1, random_state=0).fit(Xtr, y),
+    }, rounds)
+    epoch_wall = best["SGDClassifier, 5 epochs"][0] / 5
+    epoch_cpu = best["SGDClassifier, 5 epochs"][1] / 5
+    print(f"\n1. binary, 2^20 hashed CoNLL-2000 tokens ({Xtr.shape[0]} rows, "
+          f"{Xtr.nnz / Xtr.shape[0]:.1f} non-zeros a row), label I-NP, alpha = 1/n")
+    print(f"   SGDClassifier epoch: {epoch_wall:.3f} s wall, {epoch_cpu:.3f} s CPU")
+    print(f"   {'fit':<28} {'wall s':>7} {'x epoch':>8} {'CPU s':>7} {'x epoch':>8} "
+          f"{'test acc':>9}")
+    for name, (wall, cpu, model) in best.items():
+        print(f"   {name:<28} {wall:7.3f} {wall / epoch_wall:8.2f} {cpu:7.3f} "
+              f"{cpu / epoch_cpu:8.2f} {100 * model.score(Xte, yt):9.2f}")
+    return best["PSAClassifier, 1 pass"][0] / epoch_wall
+
+
+def one_vs_rest_hinge(rounds):
+    Xtr, ytr, Xte, yte = _datasets.conll_tokens(2 ** 18)
+    alpha = 1.0 / Xtr.shape[0]
+    n_classes = np.unique(ytr).size
+    best = _best({
+        "PSAClassifier": lambda: PSAClassifier(loss="hinge", alpha=alpha,
+                                               random_state=0).fit(Xtr, ytr),
+        "PlainSGDClassifier": lambda: PlainSGDClassifier(loss="hinge", alpha=alpha, max_iter=1,
+                                                         random_state=0).fit(Xtr, ytr),
+    }, rounds)
+    updates = Xtr.shape[0] * n_classes
+    plain_wall, plain_cpu = best["PlainSGDClassifier"][:2]
+    print(f"\n2. one-vs-rest hinge, 2^18 hashed tokens, {n_classes} chunk tags, one pass "
+          f"({updates} binary updates)")
+    print(f"   {'fit':<20} {'wall s':>7} {'ns/update':>10} {'x plain':>8} {'CPU s':>7} "
+          f"{'x plain':>8} {'test acc':>9}")
+    for name, (wall, cpu, model) in best.items():
+        print(f"   {name:<20} {wall:7.3f} {1e9 * wall / updates:10.1f} "
+              f"{wall / plain_wall:8.2f} {cpu:7.3f} {cpu / plain_cpu:8.2f} "
+              f"{100 * model.score(Xte, yte):9.2f}")
+    return best["PSAClassifier"][0] / plain_wall
+
+
+def tagger_pass(rounds):
+    from bench_tagger import make_task
+    from sklearn_crfsuite import CRF as CRFsuite
+    Xtr, ytr, _, _ = make_task("chunking", False)
+    c2 = 1.0
+    alpha = 2.0 * c2 / len(Xtr)
+    psa, crfsuite = [], []
+    for _ in range(rounds):
+        psa.extend(PSASequenceTagger(alpha=alpha, random_state=0, max_iter=2)
+                   .fit(Xtr, ytr).pass_seconds_)
+        peer = CRFsuite(algorithm="l2sgd", c2=c2, max_iterations=3).fit(Xtr, ytr)
+        crfsuite.extend(it["time"] for it in peer.training_log_.iterations)
+    print(f"\n3. tagger, CoNLL-2000 chunking (CRF++ template, {len(Xtr)} sentences), c2 = 1")
+    print(f"   PSASequenceTagger pass {min(psa):.3f} s, CRFsuite l2sgd epoch "
+          f"{min(crfsuite):.3f} s: {min(psa) / min(crfsuite):.2f}x (minimum over rounds "
+          "and passes)")
+    return min(psa) / min(crfsuite)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--parts", default="binary,ovr,tagger")
+    args = ap.parse_args(argv)
+    if not _datasets.available():
+        print("skipped: ../shared/data is absent (CoNLL-2000 is needed)")
+        return
+    warnings.simplefilter("ignore")
+    parts = args.parts.split(",")
+    ratios = {}
+    if "binary" in parts:
+        ratios["binary 2^20: PSA 1-pass fit / SGDClassifier epoch (target <= 1.5)"] = \
+            binary_2_20(args.rounds)
+    if "ovr" in parts:
+        ratios["one-vs-rest hinge: PSA / plain SGD per update (target <= 2)"] = \
+            one_vs_rest_hinge(args.rounds)
+    if "tagger" in parts:
+        ratios["tagger: PSA pass / CRFsuite l2sgd epoch (target <= 1.0)"] = \
+            tagger_pass(args.rounds)
+    print("\nPSA claims (wall-clock ratios, same run):")
+    for name, r in ratios.items():
+        print(f"  {name}: {r:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
