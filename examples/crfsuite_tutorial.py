@@ -1,4 +1,9 @@
-"""The sklearn-crfsuite tutorial with one import changed, on CoNLL-2000 chunking.
+"""
+The sklearn-crfsuite tutorial with one import changed
+=====================================================
+
+Not run at documentation build time (the tutorial's search fits 150 models);
+run it with ``python examples/crfsuite_tutorial.py [--quick]``.
 
 sklearn-crfsuite's tutorial (docs/CoNLL2002.ipynb) trains a NER tagger; here
 the same code runs on CoNLL-2000 chunking (``../shared/data/conll2000``: the

@@ -1,4 +1,9 @@
-"""One pass over real data: the package's estimators against scikit-learn's.
+"""
+One pass over real data: the package's estimators against scikit-learn's
+========================================================================
+
+The README's demonstration, ``python examples/demo.py`` (not run at
+documentation build time).
 
 Part 1 (linear classifiers) uses a9a from ``../shared/data`` when present,
 else scikit-learn's bundled breast-cancer data (standardized, 70/30 split),
