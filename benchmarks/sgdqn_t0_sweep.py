@@ -6,7 +6,8 @@ accuracy after 2 passes, averaged over seeds (shuffling), and what
 ``t0='auto'`` picks. The question it answers: can any selection *by the primal
 cost* (the issue's criterion) reach the accuracy target (within 0.1 points of
 LinearSVC after 2 passes)? The t0 that minimises the full-data primal after
-2 passes is an upper bound on what a 10%-sample screen can do.
+2 passes is an upper bound on what a screen on a sample (t0='auto': 1000 rows)
+can do.
 
 Run ``python benchmarks/sgdqn_t0_sweep.py [--seeds 4]``.
 """

@@ -17,10 +17,17 @@ from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._sgdqn_fast import (
     SGDQNOptions,
     SGDQNState,
+    csr_row_stats,
     primal_objective,
     sgdqn_epochs,
 )
-from sklearn_secondorder.linear._sgdqn import T0_GRID, t0_lower_bound
+from sklearn_secondorder.linear._sgdqn import (
+    T0_COST_SLACK,
+    T0_GRID,
+    T0_SAMPLE,
+    _used_columns,
+    t0_lower_bound,
+)
 
 
 # ------------------------------------------------------------ NumPy reference
@@ -309,6 +316,122 @@ def test_t0_auto_picks_the_largest_nearly_lowest_primal_cost_after_one_pass():
     assert auto.t0_[0] == max(t0 for t0, c in zip(grid, costs) if c <= 1.25 * costs.min())
     # the choice matters: the worst candidate is clearly worse
     assert max(costs) > 1.5 * min(costs)
+
+
+def _trial_costs(X, y, *, loss, alpha, skip):
+    """The primal cost after one unshuffled SGD-QN pass from zero for every
+    candidate of T0_GRID, by the NumPy reference (independent of the walk)."""
+    ys = np.where(y == 1, 1.0, -1.0)
+    sw = np.ones(X.shape[0])
+    costs = {}
+    for t0 in T0_GRID:
+        with np.errstate(over="ignore", invalid="ignore"):
+            w, b, _, _ = sgdqn_reference(X, ys, sw, [np.arange(X.shape[0])], loss=loss,
+                                         alpha=alpha, t0=t0, skip=skip)
+        p = X @ w + b
+        with np.errstate(over="ignore", invalid="ignore"):
+            c = 0.5 * alpha * w @ w + np.mean(_loss(loss, p, ys))
+        costs[t0] = c if np.isfinite(c) else np.inf
+    return costs
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "log_loss"])
+def test_t0_auto_walk_finds_the_exhaustive_choice_in_few_trials(loss, capsys):
+    """The walk (from the squared hinge's bound, down while improving, up
+    until T0_COST_SLACK above the lowest) returns what trying every grid
+    value at or above the loss's bound returns, with the costs of the NumPy
+    reference, and tries fewer than half of the candidates. With n <= 1000
+    the trial sample is the whole data (in order, shuffle=False)."""
+    X, y = make_classification(n_samples=300, n_features=8, random_state=3)
+    X = StandardScaler().fit_transform(X)
+    alpha, skip = 1e-2, 4
+    costs = _trial_costs(X, y, loss=loss, alpha=alpha, skip=skip)
+    lower = t0_lower_bound(X, np.ones(300), loss=loss, alpha=alpha, fit_intercept=True)
+    allowed = {t0: c for t0, c in costs.items() if t0 >= lower}
+    best = min(allowed.values())
+    expected = max(t0 for t0, c in allowed.items() if c <= (1 + T0_COST_SLACK) * best)
+    auto = SGDQNLinearSVC(loss=loss, alpha=alpha, skip=skip, max_iter=1, shuffle=False,
+                          verbose=2).fit(X, y)
+    assert auto.t0_[0] == expected
+    tried = [line for line in capsys.readouterr().out.splitlines() if "primal cost" in line]
+    assert 2 <= len(tried) < len(allowed) / 2
+    # every trial's printed cost is the reference's
+    for line in tried:
+        t0 = float(line.split("t0=")[1].split(":")[0])
+        ref = min(costs, key=lambda c: abs(np.log(c / t0)))
+        assert_allclose(float(line.rsplit(" ", 1)[1]), allowed[ref], rtol=1e-5)
+    if loss == "hinge":   # no bound: the walk went down from the squared hinge's
+        start = t0_lower_bound(X, np.ones(300), loss="squared_hinge", alpha=alpha,
+                               fit_intercept=True)
+        assert min(float(ln.split("t0=")[1].split(":")[0]) for ln in tried) < start
+
+
+def test_t0_auto_trials_use_at_most_T0_SAMPLE_rows_and_their_columns(monkeypatch):
+    """The trials see T0_SAMPLE rows (the cost does not grow with n), and a
+    trial restricted to the sample's columns makes the same steps."""
+    rng = np.random.RandomState(0)
+    # 10 non-zeros a row over 50,000 columns (sp.random draws them slowly)
+    X = sp.csr_matrix((rng.rand(50000), rng.randint(0, 50000, 50000),
+                       np.arange(0, 50001, 10)), shape=(5000, 50000))
+    X.sum_duplicates()
+    y = (X @ rng.randn(50000) + 0.1 * rng.randn(5000) > 0).astype(int)
+    seen = []
+    real = sgdqn_epochs
+
+    def spy(ds, state, options, n_epochs=1):
+        seen.append((ds.n_samples, ds.n_features))
+        return real(ds, state, options, n_epochs=n_epochs)
+
+    monkeypatch.setattr("sklearn_secondorder.linear._sgdqn.sgdqn_epochs", spy)
+    SGDQNLinearSVC(alpha=1e-3, max_iter=1, random_state=0).fit(X, y)
+    trials, full = seen[:-1], seen[-1]
+    assert full == (5000, 50000) and len(trials) >= 2
+    assert all(n == T0_SAMPLE and d < 50000 for n, d in trials)
+
+    Xs = X[:T0_SAMPLE]
+    compact = _used_columns(Xs)
+    cols = np.unique(Xs.indices)
+    assert compact.shape == (T0_SAMPLE, cols.size)
+    ys = np.where(y[:T0_SAMPLE] == 1, 1.0, -1.0)
+    sw = np.ones(T0_SAMPLE)
+    kw = dict(loss="squared_hinge", alpha=1e-3, t0=1e3, skip=50, n_epochs=1, seed=5)
+    w_full, b_full, _, _ = run_kernel(Xs, ys, sw, **kw)
+    w_comp, b_comp, _, _ = run_kernel(compact, ys, sw, **kw)
+    assert_array_equal(w_full[cols], w_comp)
+    assert not np.any(np.delete(w_full, cols)) and b_full == b_comp
+
+
+def test_csr_row_stats_against_numpy():
+    rng = np.random.RandomState(1)
+    X = sp.random(40, 9, density=0.3, format="csr", random_state=rng)
+    X.data[::4] = 0.0                                     # stored zeros: not counted
+    X = sp.vstack([X, sp.csr_matrix((1, 9))], format="csr")   # an empty row
+    sw = rng.rand(41) * 3
+    dense = X.toarray()
+    for fit_intercept in (True, False):
+        nnz, norm = csr_row_stats(X.data, X.indptr.astype(np.int64), sw, fit_intercept)
+        assert nnz == np.count_nonzero(dense)
+        assert_allclose(norm, np.max(sw * ((dense ** 2).sum(1) + fit_intercept)))
+    big = sp.csr_matrix(np.full((2, 2), 1e200))
+    assert csr_row_stats(big.data, big.indptr.astype(np.int64), np.ones(2), True)[1] == np.inf
+
+
+def test_t0_auto_first_streaming_chunk_picks_like_fit():
+    """t0='auto' on the first 2,000-row partial_fit chunk of a9a picks within
+    a half-decade of fit on the whole set (both from 1000-row trials)."""
+    from conftest import shared_data
+    from sklearn.datasets import load_svmlight_file
+
+    path = shared_data("a9a/a9a.gz")
+    X, y = load_svmlight_file(str(path), n_features=123)
+    X = sp.csr_matrix(X)
+    alpha = 1.0 / X.shape[0]
+    for seed in range(3):
+        full = SGDQNLinearSVC(alpha=alpha, max_iter=1, random_state=seed).fit(X, y)
+        chunk = SGDQNLinearSVC(alpha=alpha, random_state=seed).partial_fit(
+            X[:2000], y[:2000], classes=np.unique(y))
+        ratio = chunk.t0_[0] / full.t0_[0]
+        assert 10 ** -0.5 - 1e-9 <= ratio <= 10 ** 0.5 + 1e-9
 
 
 @pytest.mark.parametrize("loss, curvature", [("squared_hinge", 2.0), ("log_loss", 0.25),

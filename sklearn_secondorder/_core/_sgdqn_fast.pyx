@@ -489,3 +489,44 @@ def primal_objective(RowDataset ds, state, options):
             wsum += sw
     obj = 0.5 * alpha * sq + (total / wsum if wsum > 0 else 0.0)
     return obj if np.isfinite(obj) else np.inf
+
+
+def csr_row_stats(const double[::1] data, const long long[::1] indptr,
+                  const double[::1] sample_weight, bint fit_intercept):
+    """One pass over a CSR matrix for SGD-QN's first-call choices.
+
+    Returns the number of non-zero values (``skip='auto'``) and
+    ``max_i s_i (||x_i||^2 + 1)`` (``+ 1`` with an intercept;
+    ``t0='auto'``'s bound), the two O(nnz) statistics of the data, in one
+    read of ``data`` instead of two NumPy passes with temporaries.
+
+    Parameters
+    ----------
+    data : ndarray of shape (nnz,)
+    indptr : ndarray of int64 of shape (n_samples + 1,)
+    sample_weight : ndarray of shape (n_samples,)
+    fit_intercept : bool
+
+    Returns
+    -------
+    nnz : int
+    max_norm : float
+        ``inf`` when a squared norm overflows.
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i
+    cdef long long k, count = 0
+    cdef double sq, v, best = 0.0, one = 1.0 if fit_intercept else 0.0
+    if sample_weight.shape[0] != n:
+        raise ValueError("sample_weight does not match the rows")
+    with nogil:
+        for i in range(n):
+            sq = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                v = data[k]
+                if v != 0.0:
+                    count += 1
+                    sq += v * v
+            v = sample_weight[i] * (sq + one)
+            if v > best:
+                best = v
+    return count, best

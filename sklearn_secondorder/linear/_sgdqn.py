@@ -1,23 +1,33 @@
 """SGD-QN: quasi-Newton stochastic gradient descent for linear SVMs."""
-import math
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms
 
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
-from .._core._sgdqn_fast import SGDQNOptions, SGDQNState, primal_objective, sgdqn_epochs
+from .._core._sgdqn_fast import (
+    SGDQNOptions,
+    SGDQNState,
+    csr_row_stats,
+    primal_objective,
+    sgdqn_epochs,
+)
 from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
-#: Candidate values of t0 tried by ``t0='auto'`` (libsgdqn's grid, 1 .. 1e10).
-T0_GRID = tuple(10.0 ** k for k in range(11))
+#: Candidate values of t0 tried by ``t0='auto'``: half-decades 1 .. 1e10
+#: (libsgdqn's decade grid, refined: on a9a a decade step jumps over the
+#: good range, 3e7 to 1e8, from 1e7).
+T0_GRID = tuple(10.0 ** (k / 2) for k in range(21))
 #: ``t0='auto'`` keeps the largest candidate whose trial cost is within this
 #: share of the lowest (see ``SGDQNLinearSVC._select_t0``; set on a9a and w8a).
 T0_COST_SLACK = 0.25
+#: Rows of the ``t0='auto'`` trial sample (Bottou's ``determineEta0`` size).
+T0_SAMPLE = 1000
 #: ``skip='auto'`` is ``SKIP_FACTOR * n_features / mean non-zeros per row``.
 SKIP_FACTOR = 16
 #: Upper bounds of d^2 loss / dp^2 (0 for the hinge: its gradient is bounded).
@@ -52,11 +62,33 @@ def t0_lower_bound(X, sample_weight, *, loss, alpha, fit_intercept):
     curvature = LOSS_CURVATURE[loss]
     if curvature == 0.0:
         return 0.0
+    return curvature * _max_row_norm(X, sample_weight, fit_intercept) / (2.0 * alpha)
+
+
+def _max_row_norm(X, sample_weight, fit_intercept):
+    """``max_i s_i (||x_i||^2 + 1)`` (``+ 1`` with an intercept), in O(nnz)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-              else np.einsum("ij,ij->i", X, X))
-        norm = np.max(sample_weight * (sq + float(fit_intercept)), initial=0.0)
-        return curvature * norm / (2.0 * alpha)
+        sq = row_norms(X, squared=True)
+        return float(np.max(sample_weight * (sq + float(fit_intercept)), initial=0.0))
+
+
+def _used_columns(X_sample):
+    """The sample restricted to the columns it uses, when they are few.
+
+    A ``t0`` trial starts from zero weights, so it moves only the sample's
+    columns (the others stay 0 and add nothing to the primal cost, and their
+    ``B`` is never read by the sample): restricted to them the trial makes
+    the same steps, in O(sample) instead of O(n_features) per dense step (a
+    hashed model has far more columns than 1000 rows touch).
+    """
+    if not sp.issparse(X_sample) or 2 * X_sample.nnz >= X_sample.shape[1]:
+        return X_sample
+    used = np.zeros(X_sample.shape[1], dtype=bool)
+    used[X_sample.indices] = True
+    new_index = np.cumsum(used, dtype=np.int64) - 1
+    return sp.csr_matrix(
+        (X_sample.data, new_index[X_sample.indices].astype(X_sample.indices.dtype),
+         X_sample.indptr), shape=(X_sample.shape[0], int(new_index[-1]) + 1))
 
 
 class SGDQNLinearSVC(LinearClassifierBase):
@@ -123,18 +155,23 @@ class SGDQNLinearSVC(LinearClassifierBase):
         of a dense array count as in CSR, so both formats get the same skip).
     t0 : 'auto' or float, default='auto'
         ``B`` starts at ``1 / (alpha t0)``. ``'auto'`` follows the paper
-        (Section 6) and libsgdqn: one SGD-QN pass over a 10% sample of the
-        first data seen (at least 1000 rows when available) for each ``t0``
-        in ``1, 10, ..., 1e10``, keeping the largest one whose primal cost on
-        that sample is within 25% of the lowest (the lowest alone favours
-        large gains on small samples, e.g. a first ``partial_fit`` chunk).
-        Grid values below :func:`t0_lower_bound` (starting
-        gains for which one step on the heaviest row would amplify its margin
-        error, ``alpha t0 < c max_i s_i (||x_i||^2 + 1) / 2`` with ``c`` the
-        loss curvature bound: 2 for the squared hinge, 1/4 for the log loss,
-        0 for the hinge) are not tried: on a 10% sample they can look best
-        and then blow up on the full data, whose heaviest rows the sample may
-        miss.
+        (Section 6: one SGD-QN pass over a sample per candidate ``t0``, keep
+        the one with the lowest primal cost) at a fraction of its cost: the
+        trials run on 1000 rows of the first data seen (Bottou's sample size
+        for ``eta0``, the same rows for every one-vs-rest problem), and
+        walk the half-decades ``1, 10^0.5, ..., 1e10`` from the starting
+        gain at which one squared-hinge step on the heaviest row stops
+        amplifying its margin error (:func:`t0_lower_bound`), down while
+        the cost improves, then up until it is more than 25% above the
+        lowest; the largest candidate within 25% of the lowest is kept (the
+        lowest alone favours large gains on a small sample). Grid values
+        below the loss's own bound (``alpha t0 < c max_i s_i (||x_i||^2 +
+        1) / 2`` with ``c`` the loss curvature bound: 2 for the squared
+        hinge, 1/4 for the log loss, 0 for the hinge) are not tried: on a
+        sample they can look best and then blow up on the full data, whose
+        heaviest rows the sample may miss. The walk makes 2 to 6 trials on
+        a9a, w8a and CoNLL-2000 tokens, a small share of an epoch
+        (``benchmarks/claims_sgdqn.py``).
     max_curvature : float, default=100.0
         Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
         (libsgdqn's ``cmax``; the lower clip is ``alpha``, the curvature of
@@ -302,74 +339,120 @@ class SGDQNLinearSVC(LinearClassifierBase):
                             fit_intercept=self.fit_intercept, shuffle=self.shuffle,
                             r_max=self.max_curvature)
 
-    def _auto_skip(self, X):
+    def _auto_skip(self, X, nnz=None):
         """``16 n_features / mean non-zeros per row`` (16 on dense data).
 
         Non-zeros are counted the same way for dense arrays and CSR matrices
         (stored zeros excluded), so both formats get the same ``skip``.
         """
         n, d = X.shape
-        nnz = X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X)
+        if nnz is None:
+            nnz = X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X)
         mean_nnz = max(nnz / max(n, 1), 1.0)
         return max(1, int(round(SKIP_FACTOR * d / mean_nnz)))
 
-    def _select_t0(self, X, y, sample_weight, skip, seed):
-        """``t0='auto'``: one pass per candidate on a 10% sample (paper, Sec. 6).
-
-        Returns the largest candidate of :data:`T0_GRID` at or above
-        :func:`t0_lower_bound` whose primal cost (Eq. 1) on the sample after
-        one SGD-QN pass from zero weights is within :data:`T0_COST_SLACK`
-        (25%) of the lowest. A one-pass trial on a sample favours large
-        starting gains (it has few steps to make), the more so the smaller
-        the sample: on the first 2,000-row chunk of a ``partial_fit`` stream
-        (a 1,000-row sample) the lowest cost picked ``t0`` ten times smaller
-        than ``fit`` did on a9a, two points of test accuracy lower. The
-        largest nearly-as-good ``t0`` (the smallest gain) costs little in a
-        long run, as Bottou's recipe halves the best trial step. The slack
-        was set on a9a and w8a (``benchmarks/streaming.py``, five seeds):
-        15% still left one a9a stream 1.4 points below ``fit``, 35% made
-        ``fit`` itself pick too small gains; with 25% every streamed model
-        was within 0.2 points of ``fit``'s.
-        """
-        n = X.shape[0]
-        m = min(n, max(int(math.ceil(0.1 * n)), 1000))
-        rng = np.random.RandomState(seed)
-        rows = np.sort(rng.choice(n, size=m, replace=False))
-        ds = RowDataset(X[rows], y[rows], sample_weight[rows])
-        options = self._options()
-        lower = t0_lower_bound(X, sample_weight, loss=self.loss, alpha=self.alpha,
-                               fit_intercept=self.fit_intercept)
+    def _begin_call(self, X, sample_weight):
+        # What the first call's t0 / skip choice needs, computed once for all
+        # the one-vs-rest problems (each O(nnz(X))): the skip, and for
+        # t0='auto' the walk's bounds and the trial sample.
+        self._t0_trial = None
+        if all(state.started for state in self._states):
+            return
+        nnz = norm = None
+        if sp.issparse(X) and X.has_canonical_format:
+            # (the row count and the bound's norm in one Cython pass)
+            nnz, norm = csr_row_stats(
+                np.ascontiguousarray(X.data, dtype=np.float64),
+                X.indptr.astype(np.int64), np.ascontiguousarray(sample_weight, dtype=np.float64),
+                self.fit_intercept)
+        skip = self._auto_skip(X, nnz) if self.skip == "auto" else int(self.skip)
+        if self.t0 != "auto":
+            self._t0_trial = (skip, None, None, None, None)
+            return
+        if norm is None:
+            norm = _max_row_norm(X, sample_weight, self.fit_intercept)
+        norm /= 2.0 * self.alpha      # (t0_lower_bound's value for a unit curvature)
+        lower = LOSS_CURVATURE[self.loss] * norm if LOSS_CURVATURE[self.loss] else 0.0
         if not np.isfinite(lower):
             raise ValueError(
                 "SGDQNLinearSVC: t0='auto' cannot bound the first steps because the "
                 "squared norms of the rows overflow; scale the features (e.g. "
                 "StandardScaler).")
-        candidates = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
-        costs = []
-        for t0 in candidates:
-            # each trial shuffles from the problem's seed but leaves the problem untouched
-            trial = SGDQNState.zeros(X.shape[1], seed)
-            trial.start(t0, self.alpha, skip)
-            if sgdqn_epochs(ds, trial, options, n_epochs=1).diverged:
-                costs.append(np.inf)
-                continue
-            costs.append(primal_objective(ds, trial, options))
-            if self.verbose > 1:
-                print(f"[SGDQNLinearSVC] t0={t0:g}: primal cost {costs[-1]:.6g}")
-        costs = np.array(costs)
-        if not np.any(np.isfinite(costs)):
+        # the walk starts at the squared hinge's bound whatever the loss (the
+        # data's natural scale of t0; the hinge has no bound of its own)
+        start = max(lower, LOSS_CURVATURE["squared_hinge"] * norm)
+        n = X.shape[0]
+        # (a Generator draws m of n rows in O(m); RandomState.choice permutes all n)
+        rows = np.sort(np.random.default_rng(self._states[0].seed).choice(
+            n, size=min(n, T0_SAMPLE), replace=False))
+        X_sample = _used_columns(X[rows])
+        self._t0_trial = (skip, lower, start, rows, X_sample)
+
+    def _select_t0(self, y, sample_weight, seed):
+        """``t0='auto'``: one-pass trials on at most 1000 rows, walking a grid.
+
+        The paper (Section 6) runs one SGD-QN pass over a 10% sample for each
+        ``t0`` and keeps the one whose primal cost (Eq. 1) decreases most;
+        libsgdqn tries every decade 1 .. 1e10. Both cost more than an epoch.
+        Here, as in Bottou's ``determineEta0`` for first-order SGD, the
+        trials run on :data:`T0_SAMPLE` (1000) rows, the same for every
+        one-vs-rest problem, restricted to the columns they use; and they
+        walk :data:`T0_GRID` (half-decades) instead of trying all of it: from
+        the first candidate at or above the squared hinge's bound
+        (:func:`t0_lower_bound`; never below the loss's own bound), down
+        while the cost improves, then up until the cost exceeds the lowest
+        by more than :data:`T0_COST_SLACK`. Returns the largest candidate
+        tried whose cost is within that slack of the lowest: a one-pass trial
+        on a sample favours large starting gains (it has few steps to make),
+        and the largest nearly-as-good ``t0`` (the smallest gain) costs
+        little in a long run, as Bottou's recipe halves the best trial step.
+        On a9a, w8a and CoNLL-2000 tokens the walk makes 2 to 6 trials
+        (``benchmarks/claims_sgdqn.py`` measures its cost, under 0.3 of an
+        epoch, and the primal cost it leads to); when the costs are unimodal
+        along the grid it returns what trying every candidate would.
+        """
+        skip, lower, start, rows, X_sample = self._t0_trial
+        ds = RowDataset(X_sample, y[rows], sample_weight[rows])
+        options = self._options()
+        grid = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
+        costs = {}
+
+        def cost(k):
+            # each trial shuffles from the problem's seed, leaving the problem untouched
+            if k not in costs:
+                trial = SGDQNState.zeros(X_sample.shape[1], seed)
+                trial.start(grid[k], self.alpha, skip)
+                diverged = sgdqn_epochs(ds, trial, options, n_epochs=1).diverged
+                costs[k] = np.inf if diverged else primal_objective(ds, trial, options)
+                if self.verbose > 1:
+                    print(f"[SGDQNLinearSVC] t0={grid[k]:g}: primal cost {costs[k]:.6g}")
+            return costs[k]
+
+        first = next((k for k, t0 in enumerate(grid) if t0 >= start), len(grid) - 1)
+        k = first
+        cost(first)
+        while k > 0 and cost(k - 1) < cost(k):      # down while improving
+            k -= 1
+        k = first
+        while k + 1 < len(grid):                    # up until clearly worse
+            k += 1
+            if cost(k) > (1.0 + T0_COST_SLACK) * min(costs.values()):
+                break
+        best = min(costs.values())
+        if not np.isfinite(best):
             raise ValueError(
                 "SGDQNLinearSVC: t0='auto' diverged for every candidate t0 in "
-                f"[{candidates[0]:g}, {candidates[-1]:g}]; scale the features "
+                f"[{grid[min(costs)]:g}, {grid[max(costs)]:g}]; scale the features "
                 "(e.g. StandardScaler) or increase alpha.")
-        good = np.flatnonzero(costs <= costs.min() * (1.0 + T0_COST_SLACK))
-        return candidates[int(good.max())]
+        return grid[max(k for k, c in costs.items() if c <= best * (1.0 + T0_COST_SLACK))]
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         if not state.started:
             # skip and t0 come from the first data seen and stay for partial_fit
-            skip = self._auto_skip(X) if self.skip == "auto" else int(self.skip)
-            t0 = (self._select_t0(X, y, sample_weight, skip, state.seed)
+            if getattr(self, "_t0_trial", None) is None:   # (coef_init: no _begin_call)
+                self._begin_call(X, sample_weight)
+            skip = self._t0_trial[0]
+            t0 = (self._select_t0(y, sample_weight, state.seed)
                   if self.t0 == "auto" else float(self.t0))
             state.start(t0, self.alpha, skip)
             if self.verbose:
@@ -382,6 +465,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
 
     def _export(self):
         super()._export()
+        self._t0_trial = None     # (the trial sample is not part of the model)
         self.t0_ = np.array([s.t0 for s in self._states])
         self.skip_ = int(self._states[0].skip)
         self.B_ = np.vstack([s.B for s in self._states])
