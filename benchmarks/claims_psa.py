@@ -21,7 +21,9 @@ minimum of each; wall and CPU seconds, since the machine is shared):
    ``training_log_`` iteration times, calibration excluded), ``c2 = 1``.
    Target: <= 1.0x.
 
-Run ``python benchmarks/bench_claims.py psa [--rounds 3]``.
+Run ``python benchmarks/bench_claims.py psa [--rounds 3]``; ``--parts floor``
+adds what bounds the binary fit (the same fit without adaptation events, on
+2^20 and 2^14 columns).
 """
 import argparse
 import time
@@ -80,6 +82,29 @@ def binary_2_20(rounds):
         print(f"   {name:<28} {wall:7.3f} {wall / epoch_wall:8.2f} {cpu:7.3f} "
               f"{cpu / epoch_cpu:8.2f} {100 * model.score(Xte, yt):9.2f}")
     return best["PSAClassifier, 1 pass"][0] / epoch_wall
+
+
+def floor(rounds):
+    """What bounds the binary fit: the same fit without adaptation events
+    (``period=10**9``: per-weight steps and lazy decay only), on 2^20 columns
+    and on 2^14 (all the state in cache), against SGDClassifier's 1-epoch fit."""
+    print("\n4. the binary fit's floor (eta0 = 0.2 given; period: the default b, and "
+          "10**9: no event)")
+    print(f"   {'columns':>8} {'PSA, default b':>15} {'PSA, no events':>15} "
+          f"{'SGDClassifier 1 epoch':>22}")
+    for bits in (20, 14):
+        Xtr, ytr, _, _ = _datasets.conll_tokens(2 ** bits)
+        y = (ytr == "I-NP").astype(int)
+        alpha = 1.0 / Xtr.shape[0]
+        best = _best({
+            "b": lambda: PSAClassifier(alpha=alpha, eta0=0.2, random_state=0).fit(Xtr, y),
+            "none": lambda: PSAClassifier(alpha=alpha, eta0=0.2, period=10 ** 9,
+                                          random_state=0).fit(Xtr, y),
+            "sgdc": lambda: SGDClassifier(loss="log_loss", alpha=alpha, max_iter=1, tol=None,
+                                          random_state=0).fit(Xtr, y),
+        }, rounds)
+        print(f"   {'2^' + str(bits):>8} {best['b'][1]:13.3f} s {best['none'][1]:13.3f} s "
+              f"{best['sgdc'][1]:20.3f} s   (CPU)")
 
 
 def one_vs_rest_hinge(rounds):
@@ -141,6 +166,8 @@ def main(argv=None):
     if "ovr" in parts:
         ratios["one-vs-rest hinge: PSA / plain SGD per update (target <= 2)"] = \
             one_vs_rest_hinge(args.rounds)
+    if "floor" in parts:
+        floor(args.rounds)
     if "tagger" in parts:
         ratios["tagger: PSA pass / CRFsuite l2sgd epoch (target <= 1.0)"] = \
             tagger_pass(args.rounds)
