@@ -83,3 +83,14 @@ def epoch_time(make, n_extra=5, repeats=3):
         t1, _ = best_time(make(1), repeats)
         tn, _ = best_time(make(1 + n_extra), repeats)
     return max(tn - t1, 0.0) / n_extra, t1
+
+
+def proba_of_scores(scores):
+    """Class probabilities from linear scores ``(n, K)``: the logistic of one
+    column for two classes, else the softmax."""
+    scores = np.asarray(scores)
+    if scores.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
+        return np.column_stack([1 - p1, p1])
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)

@@ -56,6 +56,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
 import _datasets  # noqa: E402
 
 from sklearn_secondorder import SBMLogisticRegression  # noqa: E402
@@ -210,12 +211,7 @@ def bbm_curve(Xtr, ytr, Xte, yte, alpha, passes, ref):
         total += time.perf_counter() - t
         W = theta.reshape(d + 1, K)
         scores = np.asarray(Xte @ W[:d]) + W[d]
-        if K == 1:
-            p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
-            proba = np.column_stack([1 - p1, p1])
-        else:
-            e = np.exp(scores - scores.max(axis=1, keepdims=True))
-            proba = e / e.sum(axis=1, keepdims=True)
+        proba = _common.proba_of_scores(scores)
         ratio.append(log_loss(yte, proba, labels=classes) / ref)
         err.append(float(np.mean(classes[proba.argmax(axis=1)] != yte)))
         sec.append(total)

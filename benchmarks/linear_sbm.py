@@ -106,12 +106,7 @@ def _bbm_per_pass(Xtr, ytr, Xte, yte, classes, alpha, n_passes=N_PASSES):
         dt = time.perf_counter() - t
         W = theta.reshape(d + 1, K)
         scores = np.asarray(Xte @ W[:d]) + W[d]
-        if K == 1:
-            p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
-            proba = np.column_stack([1 - p1, p1])
-        else:
-            e = np.exp(scores - scores.max(axis=1, keepdims=True))
-            proba = e / e.sum(axis=1, keepdims=True)
+        proba = _common.proba_of_scores(scores)
         loss, acc = _scores(yte, proba, classes)
         out.append({"time": dt, "log_loss": loss, "accuracy": acc})
         print(f"  BBM step {len(out)}: {dt:.3g} s, test log-loss {loss:.4g}, accuracy {acc:.4f}",

@@ -90,7 +90,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef int q, k, K = rp.K
     cdef Py_ssize_t j, d = rp.d
     cdef long long tau
-    cdef double s = 0.0
+    cdef double s = 0.0, r
     # (fields read into locals: the extensions are compiled with
     # -fno-strict-aliasing, so every store would otherwise reload them)
     cdef double* v = w.v
@@ -106,18 +106,6 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 tau = last[j]
                 last[j] = t
                 v[2 * j] *= decay_factor(rate[j], t - tau)
-        elif rp.rate_from_eta:
-            # (the rate array's value, computed: one cache line less a touch
-            # on a large model)
-            for q in range(nnz):
-                j = ind[q]
-                if next_event[j] <= t:
-                    w.catch_up(j, t)
-                else:                      # no event to cross: one decay
-                    tau = last[j]
-                    last[j] = t
-                    v[2 * j] *= decay_factor(log_decay_series(v[2 * j + 1] * rp.alpha),
-                                             t - tau)
         else:
             for q in range(nnz):
                 j = ind[q]
@@ -126,7 +114,11 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 else:                      # no event to cross: one decay
                     tau = last[j]
                     last[j] = t
-                    v[2 * j] *= decay_factor(rate[j], t - tau)
+                    # (with rate_from_eta, the rate array's value computed from
+                    # eta's cache line: one line less a touch on a large model)
+                    r = (log_decay_series(v[2 * j + 1] * rp.alpha) if rp.rate_from_eta
+                         else rate[j])
+                    v[2 * j] *= decay_factor(r, t - tau)
         # (a separate loop: the decays above are independent)
         for q in range(nnz):
             s += v[2 * ind[q]] * x[q]
