@@ -80,7 +80,7 @@ def _sample_columns(X_sample, coef, n_outputs):
 
 def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_intercept,
                        averaged=False, eta_start=0.1, factor=2.0, max_trials=20,
-                       l1_ratio=0.0):
+                       l1_ratio=0.0, allowed=None):
     """Bottou's step-size calibration on a sample of sequences.
 
     From (a copy of) the current weights, run one pass with a constant step
@@ -108,6 +108,9 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
     eta_start, factor : float
     max_trials : int
     l1_ratio : float
+    allowed : uint8 ndarray or None
+        The weights that exist (``CRFContext.set_allowed``): the trial passes
+        train the model the trainer will (CRFsuite's feature set).
 
     Returns
     -------
@@ -122,6 +125,8 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
         state = CRFState(coef=coef_copy, avg=np.zeros_like(coef_copy) if averaged else None,
                          n_states=n_states,
                          l1_q=np.zeros_like(coef_copy) if l1_ratio > 0 else None)
+        if allowed is not None:
+            state.allowed = allowed
         options = SGDOptions(eta0=eta, power=0.0, alpha=alpha, shuffle=False,
                              fit_intercept=fit_intercept, average=averaged, l1_ratio=l1_ratio)
         if sgd_epochs(ds_sample, state, options, n_latent=n_latent).diverged:

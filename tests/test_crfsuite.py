@@ -231,6 +231,25 @@ def test_psa_full_mask_is_the_unmasked_kernel_and_min_freq_is_honoured():
     assert np.all(w[mask == 0] == 0) and np.count_nonzero(w[mask == 1]) > 0
 
 
+def test_eta0_calibration_trains_the_masked_model():
+    # the trial passes of Bottou's calibration train the weights that exist:
+    # with none, no eta moves the model, so the walk keeps its start (0.1)
+    # and returns half of it; with all of them it is the unmasked search
+    from sklearn_secondorder._calibration import calibrate_crf_eta0
+    X, y = toy(40, seed=6)
+    batch = read_sequences(ASFSequenceTagger(), X, y, fitting=True, first=True)
+    classes = np.unique(batch.labels)
+    lab = np.searchsorted(classes, batch.labels).astype(np.int32)
+    A, L = batch.n_features, classes.size
+    ds = batch.sequence_data(A, lab)
+    kw = dict(n_states=L, n_latent=1, alpha=1e-3, fit_intercept=True)
+    coef = np.zeros((A + L + 1) * L)
+    free = calibrate_crf_eta0(ds, coef, **kw)
+    assert calibrate_crf_eta0(ds, coef, allowed=np.ones(coef.size, np.uint8), **kw) == free
+    assert free != 0.05
+    assert calibrate_crf_eta0(ds, coef, allowed=np.zeros(coef.size, np.uint8), **kw) == 0.05
+
+
 def test_kept_tagger_continues_with_new_attributes():
     X, y = toy(30, seed=14)
     crf = CRF(c2=0.1, max_iterations=2, keep_training_state=True).fit(X, y)

@@ -154,7 +154,8 @@ class _BaseSequenceTagger(BaseEstimator):
         return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), alpha=self.alpha,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1_ratio=l1_share(self))
+                                  l1_ratio=l1_share(self),
+                                  allowed=getattr(st.crf, "allowed", None))
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
