@@ -21,6 +21,7 @@ PAGES = {
     "user_guide_psa": ("user_guide/psa.html", 1600),
     "user_guide_sbm": ("user_guide/sbm.html", 1600),
     "gallery_single_pass": ("auto_examples/plot_single_pass_curves.html", 4200),
+    "results_plots": ("results.html", 3000),
 }
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
