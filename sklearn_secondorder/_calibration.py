@@ -60,21 +60,42 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
                        max_trials=max_trials) / 2.0
 
 
-def _sample_columns(X_sample, coef, n_outputs):
-    """The sample restricted to the columns it uses, with their weights, when
-    the other weights are all 0: a trial pass moves only those columns (the
-    others are 0 and stay 0), so its objective is the same, and the trials
-    cost O(sample) instead of O(n_features) each (a hashed model has far
-    more columns than 1000 rows touch)."""
+def used_columns(X_sample):
+    """A sparse sample restricted to the columns it uses.
+
+    A trial pass from zero weights moves only the sample's columns (the
+    others stay 0: no loss term, no penalty), so restricted to them it makes
+    the same steps in O(sample) instead of O(n_features) per dense step (a
+    hashed model has far more columns than 1000 rows touch). Shared by the
+    ``eta0`` calibration and SGD-QN's ``t0`` trials.
+
+    Returns
+    -------
+    X_used : CSR matrix or the input
+        ``X_sample[:, cols]``; the input itself (and ``cols = None``) when
+        it is dense or uses every column.
+    cols : ndarray or None
+        The columns used, sorted.
+    """
     if not sp.issparse(X_sample):
-        return X_sample, coef
+        return X_sample, None
     cols = np.unique(X_sample.indices)
-    W = np.reshape(coef, (-1, n_outputs))
-    if cols.size == W.shape[0] or np.count_nonzero(W[cols]) != np.count_nonzero(W):
-        return X_sample, coef
+    if cols.size == X_sample.shape[1]:
+        return X_sample, None
     compact = sp.csr_matrix(
         (X_sample.data, np.searchsorted(cols, X_sample.indices).astype(X_sample.indices.dtype),
          X_sample.indptr), shape=(X_sample.shape[0], cols.size))
+    return compact, cols
+
+
+def _sample_columns(X_sample, coef, n_outputs):
+    """``used_columns`` with the weights of those columns, when the other
+    weights are all 0 (else the sample and weights as they are: a trial
+    pass shrinks every non-zero weight)."""
+    compact, cols = used_columns(X_sample)
+    W = np.reshape(coef, (-1, n_outputs))
+    if cols is None or np.count_nonzero(W[cols]) != np.count_nonzero(W):
+        return X_sample, coef
     return compact, np.ascontiguousarray(W[cols]).ravel()
 
 

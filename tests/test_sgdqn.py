@@ -12,6 +12,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import SGDQNLinearSVC
+from sklearn_secondorder._calibration import used_columns
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._sgdqn_fast import (
@@ -25,7 +26,6 @@ from sklearn_secondorder.linear._sgdqn import (
     T0_COST_SLACK,
     T0_GRID,
     T0_SAMPLE,
-    _used_columns,
     t0_lower_bound,
 )
 
@@ -389,8 +389,9 @@ def test_t0_auto_trials_use_at_most_T0_SAMPLE_rows_and_their_columns(monkeypatch
     assert all(n == T0_SAMPLE and d < 50000 for n, d in trials)
 
     Xs = X[:T0_SAMPLE]
-    compact = _used_columns(Xs)
+    compact, used = used_columns(Xs)
     cols = np.unique(Xs.indices)
+    assert_array_equal(used, cols)
     assert compact.shape == (T0_SAMPLE, cols.size)
     ys = np.where(y[:T0_SAMPLE] == 1, 1.0, -1.0)
     sw = np.ones(T0_SAMPLE)

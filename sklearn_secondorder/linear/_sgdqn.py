@@ -5,6 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
 
+from .._calibration import used_columns
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
@@ -70,25 +71,6 @@ def _max_row_norm(X, sample_weight, fit_intercept):
     with np.errstate(over="ignore", invalid="ignore"):
         sq = row_norms(X, squared=True)
         return float(np.max(sample_weight * (sq + float(fit_intercept)), initial=0.0))
-
-
-def _used_columns(X_sample):
-    """The sample restricted to the columns it uses, when they are few.
-
-    A ``t0`` trial starts from zero weights, so it moves only the sample's
-    columns (the others stay 0 and add nothing to the primal cost, and their
-    ``B`` is never read by the sample): restricted to them the trial makes
-    the same steps, in O(sample) instead of O(n_features) per dense step (a
-    hashed model has far more columns than 1000 rows touch).
-    """
-    if not sp.issparse(X_sample) or 2 * X_sample.nnz >= X_sample.shape[1]:
-        return X_sample
-    used = np.zeros(X_sample.shape[1], dtype=bool)
-    used[X_sample.indices] = True
-    new_index = np.cumsum(used, dtype=np.int64) - 1
-    return sp.csr_matrix(
-        (X_sample.data, new_index[X_sample.indices].astype(X_sample.indices.dtype),
-         X_sample.indptr), shape=(X_sample.shape[0], int(new_index[-1]) + 1))
 
 
 class SGDQNLinearSVC(LinearClassifierBase):
@@ -385,7 +367,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         # (a Generator draws m of n rows in O(m); RandomState.choice permutes all n)
         rows = np.sort(np.random.default_rng(self._states[0].seed).choice(
             n, size=min(n, T0_SAMPLE), replace=False))
-        X_sample = _used_columns(X[rows])
+        X_sample, _ = used_columns(X[rows])
         self._t0_trial = (skip, lower, start, rows, X_sample)
 
     def _select_t0(self, y, sample_weight, seed):
