@@ -39,7 +39,6 @@ from ._weights cimport (
     decay_factor,
     log_decay_series,
     prefetch_block,
-    SKSO_PREFETCH,
     row_emit,
     row_shrink_step,
 )
@@ -53,9 +52,6 @@ cdef struct RowPass:
     int K                    # outputs per feature
     Py_ssize_t d             # features; block d is the intercept
     bint sweeping            # every block is current at the last event
-    # every eta_p lam < 1e-4: a decay's log-rate is log_decay_series(eta_p lam),
-    # computed from eta's cache line instead of read from the rate array
-    bint rate_from_eta
     bint fit_intercept
     double alpha             # L2 strength
     double l1                # L1 strength (0: none)
@@ -63,22 +59,13 @@ cdef struct RowPass:
     double* grad
 
 
-cdef inline void _prefetch_next(RowDataset ds, LazyStepWeights w, const RowPass* rp,
-                                Py_ssize_t i) noexcept nogil:
+cdef inline void _prefetch_next(RowDataset ds, LazyStepWeights w, Py_ssize_t i) noexcept nogil:
     """Prefetch the blocks of the next row (cold in a large model) and the
     indices of the row after, so that they can be prefetched in turn."""
-    cdef Py_ssize_t nxt, j
+    cdef Py_ssize_t nxt
     cdef long long kk
     prefetch_row(ds, i + 2)
     nxt = ds.order_ptr[i + 1]
-    if rp.K == 1 and rp.rate_from_eta and rp.l1 == 0.0:    # (no rate line: _scores)
-        for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
-            j = ds.indices_ptr[kk]
-            SKSO_PREFETCH(w.next_event + j)
-            SKSO_PREFETCH(w.last + j)
-            SKSO_PREFETCH(w.v + 2 * j)
-            SKSO_PREFETCH(w.snap0 + 2 * j)
-        return
     for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
         prefetch_block(w, ds.indices_ptr[kk])
 
@@ -114,9 +101,9 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 else:                      # no event to cross: one decay
                     tau = last[j]
                     last[j] = t
-                    # (with rate_from_eta, the rate array's value computed from
-                    # eta's cache line: one line less a touch on a large model)
-                    r = (log_decay_series(v[2 * j + 1] * rp.alpha) if rp.rate_from_eta
+                    # (LazyStepWeights.rate_from_eta: the rate array's value,
+                    # from eta's cache line, one line less a touch)
+                    r = (log_decay_series(v[2 * j + 1] * rp.alpha) if w.rate_from_eta
                          else rate[j])
                     v[2 * j] *= decay_factor(r, t - tau)
         # (a separate loop: the decays above are independent)
@@ -188,7 +175,7 @@ cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass*
         if sw == 0.0:
             continue
         if not rp.sweeping and ds.is_sparse and i + 1 < ds.n_samples:
-            _prefetch_next(ds, w, rp, i)
+            _prefetch_next(ds, w, i)
         if t == next_sweep:                # an event: apply it to every block
             w.sweep_all(t)
             next_sweep += b
@@ -248,7 +235,7 @@ cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPa
         if sw == 0.0:
             continue
         if ds.is_sparse and i + 1 < ds.n_samples:
-            _prefetch_next(ds, w, rp, i)
+            _prefetch_next(ds, w, i)
             nxt = ds.order_ptr[i + 1]
             for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
                 prefetch_l1(w, ds.indices_ptr[kk])
@@ -318,8 +305,6 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     if sweep_all == -1:
         sweep_all = rp.d + 1 <= 2.0 * b * mean_nnz
     rp.sweeping = b > 0 and sweep_all and rp.l1 == 0.0   # (the sweeps carry no L1)
-    # eta only decreases, so this holds for the whole call (-log(1 - x) >= x)
-    rp.rate_from_eta = w.max_rate < 1e-4
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     rp.scores = <double*>malloc(rp.K * sizeof(double))

@@ -137,6 +137,10 @@ cdef class LazyStepWeights:
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
     cdef readonly double max_rate    # max |rate| at init (eta only decreases)
+    # every eta_p lam < 1e-4 (so for the object's lifetime) and no L1: a decay's
+    # log-rate is log_decay_series(eta_p lam), computed from eta's cache line,
+    # and the binary kernel neither reads nor prefetches the rate array
+    cdef readonly bint rate_from_eta
     # the cumulative L1 penalty (Tsuruoka et al. 2009) on per-coordinate steps:
     # per weight what it is owed, (u + q, u - q) interleaved, u its own total
     cdef double* l1d
@@ -381,6 +385,12 @@ cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
     cdef Py_ssize_t p0 = j * K
     SKSO_PREFETCH(w.next_event + j)
     SKSO_PREFETCH(w.last + j)
+    if K == 1:                      # one line each
+        SKSO_PREFETCH(w.v + 2 * j)
+        SKSO_PREFETCH(w.snap0 + 2 * j)
+        if not w.rate_from_eta:
+            SKSO_PREFETCH(w.rate + j)
+        return
     for q in range(0, 2 * K, 8):
         SKSO_PREFETCH(w.v + 2 * p0 + q)
         SKSO_PREFETCH(w.snap0 + 2 * p0 + q)

@@ -558,6 +558,9 @@ cdef class LazyStepWeights:
             self.l1d = &l1_view[0, 0] if size > 0 else NULL
             self.l1_over_lam = self.l1 / lam if lam > 0 else 0.0
             self.taylor_ok = False         # (_sweep_k1.h carries no L1)
+        # (-log(1 - x) >= x: max_rate < 1e-4 puts every x below log_decay's
+        # series threshold)
+        self.rate_from_eta = max_rate < 1e-4 and not self.has_l1
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
