@@ -37,7 +37,7 @@ from ._weights cimport (
     prefetch_l1,
     row_step_l1,
     decay_factor,
-    log_decay_series,
+    rate_of,
     prefetch_block,
     row_emit,
     row_shrink_step,
@@ -77,11 +77,10 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
     cdef int q, k, K = rp.K
     cdef Py_ssize_t j, d = rp.d
     cdef long long tau
-    cdef double s = 0.0, r
+    cdef double s = 0.0
     # (fields read into locals: the extensions are compiled with
     # -fno-strict-aliasing, so every store would otherwise reload them)
     cdef double* v = w.v
-    cdef const double* rate = w.rate
     cdef long long* last = w.last
     cdef const long long* next_event = w.next_event
     if K == 1:
@@ -92,7 +91,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 j = ind[q]
                 tau = last[j]
                 last[j] = t
-                v[2 * j] *= decay_factor(rate[j], t - tau)
+                v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
         else:
             for q in range(nnz):
                 j = ind[q]
@@ -101,11 +100,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 else:                      # no event to cross: one decay
                     tau = last[j]
                     last[j] = t
-                    # (LazyStepWeights.rate_from_eta: the rate array's value,
-                    # from eta's cache line, one line less a touch)
-                    r = (log_decay_series(v[2 * j + 1] * rp.alpha) if w.rate_from_eta
-                         else rate[j])
-                    v[2 * j] *= decay_factor(r, t - tau)
+                    v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
         # (a separate loop: the decays above are independent)
         for q in range(nnz):
             s += v[2 * ind[q]] * x[q]

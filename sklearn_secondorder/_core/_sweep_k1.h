@@ -7,9 +7,12 @@
  * clone fuses a multiply-add and all of them round alike.
  *
  * Preconditions (checked by the caller):
- * - 0 <= ev - last[j] < 2^52, and |(ev - last[j]) rate[j]| < 5e-4, so the
- *   decay (1 - eta lam)^k = exp(k rate) is decay_factor's Taylor branch;
- * - eta[j] lam < 1e-4, so log_decay is its series branch.
+ * - 0 <= ev - last[j] < 2^52, and |(ev - last[j]) rate_j| < 5e-4, so the
+ *   decay (1 - eta lam)^k = exp(k rate_j) is decay_factor's Taylor branch;
+ * - eta[j] lam < 1e-4, so log_decay is its series branch: the decay
+ *   log-rate rate_j is skso_log_decay_series(eta[j] lam_j), computed here
+ *   from eta (LazyStepWeights.rate_from_eta), lam_j = 0 for the block
+ *   `unregularized` (the intercept; -1 for none).
  *
  * Layout: ve = (v, eta) pairs, snaps = (snap0, snap1) pairs, as in
  * LazyStepWeights.
@@ -38,14 +41,21 @@ static inline double skso_small_int_to_double(long long k) {
     return d - 4503599627370496.0;
 }
 
+/* The decay log-rate of block j (see the preconditions). */
+static inline double skso_rate_k1(const double *ve, Py_ssize_t j, double lam,
+                                  Py_ssize_t unregularized) {
+    return skso_log_decay_series(ve[2 * j + 1] * (j == unregularized ? 0.0 : lam));
+}
+
 /* Mid-window event: decay every weight to ev and record snap1. */
 SKSO_CLONES
 static void skso_sweep_mid_k1(double *restrict ve, double *restrict snaps,
                               long long *restrict last, long long *restrict next_event,
-                              const double *restrict rate, Py_ssize_t n, long long ev,
-                              long long b) {
+                              Py_ssize_t n, long long ev, long long b, double lam,
+                              Py_ssize_t unregularized) {
     for (Py_ssize_t j = 0; j < n; j++) {
-        double z = skso_small_int_to_double(ev - last[j]) * rate[j];
+        double z = skso_small_int_to_double(ev - last[j]) * skso_rate_k1(ve, j, lam,
+                                                                         unregularized);
         double vv = ve[2 * j] * skso_decay_taylor(z);
         ve[2 * j] = vv;
         snaps[2 * j + 1] = vv;
@@ -55,20 +65,21 @@ static void skso_sweep_mid_k1(double *restrict ve, double *restrict snaps,
 }
 
 /* Window-end event (ev > 0): decay to ev, adapt eta (skso_psa_factor; 0/0 keeps it),
- * refresh the decay rate (0 stays 0: no L2 on that block), record snap0.
+ * record snap0.
  * Returns the number of adaptations; *f_min, *f_max take the extreme factors
  * (positive doubles order as their bit patterns, which vectorises). */
 SKSO_CLONES
 static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
                                  long long *restrict last, long long *restrict next_event,
-                                 double *restrict rate, Py_ssize_t n, long long ev, long long b,
-                                 double lam, double m, double kappa, double inv_denom,
+                                 Py_ssize_t n, long long ev, long long b, double lam,
+                                 Py_ssize_t unregularized, double m, double kappa, double inv_denom,
                                  double f_lo, double f_hi, double *f_min, double *f_max) {
     int64_t n_adapt = 0, lo_bits, hi_bits, gb, fb;
     memcpy(&lo_bits, f_min, sizeof lo_bits);
     memcpy(&hi_bits, f_max, sizeof hi_bits);
     for (Py_ssize_t j = 0; j < n; j++) {
-        double z = skso_small_int_to_double(ev - last[j]) * rate[j];
+        double z = skso_small_int_to_double(ev - last[j]) * skso_rate_k1(ve, j, lam,
+                                                                         unregularized);
         double vv = ve[2 * j] * skso_decay_taylor(z);
         double s0 = snaps[2 * j], s1 = snaps[2 * j + 1];
         double u = (vv - s1) / (s1 - s0);                 /* Eq. (6); NaN: 0/0 */
@@ -76,8 +87,6 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
         double f = skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi);
         double g = no_info ? 1.0 : f;
         double e = ve[2 * j + 1] * g;                     /* Eq. (8) */
-        double r = skso_log_decay_series(e * lam);
-        rate[j] = rate[j] == 0.0 ? 0.0 : r;
         ve[2 * j] = vv;
         ve[2 * j + 1] = e;
         snaps[2 * j] = vv;

@@ -137,9 +137,9 @@ cdef class LazyStepWeights:
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
     cdef readonly double max_rate    # max |rate| at init (eta only decreases)
-    # every eta_p lam < 1e-4 (so for the object's lifetime) and no L1: a decay's
-    # log-rate is log_decay_series(eta_p lam), computed from eta's cache line,
-    # and the binary kernel neither reads nor prefetches the rate array
+    # binary blocks, every eta_p lam < 1e-4 (so for the object's lifetime) and
+    # no L1: a decay's log-rate is log_decay_series(eta_p lam), computed from
+    # eta's cache line (rate_of), and the rate array is neither read nor written
     cdef readonly bint rate_from_eta
     # the cumulative L1 penalty (Tsuruoka et al. 2009) on per-coordinate steps:
     # per weight what it is owed, (u + q, u - q) interleaved, u its own total
@@ -162,7 +162,7 @@ cdef class LazyStepWeights:
     cdef void _decay_l1(self, Py_ssize_t j, long long k) noexcept nogil
     cdef void _skip_param(self, Py_ssize_t p, double lam, long long k, double* geo,
                           int* n_geo) noexcept nogil
-    cdef void _adapt(self, Py_ssize_t p) noexcept nogil
+    cdef void _adapt(self, Py_ssize_t p, double lam) noexcept nogil
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil
     cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
                                       int* n_geo) noexcept nogil
@@ -224,12 +224,13 @@ cdef inline double psa_factor(double num, double den, PSAConstants c) noexcept n
 cdef inline double adapt_step(double* eta, double* rate, double v, double snap1, double snap0,
                               double lam, PSAConstants c) noexcept nogil:
     """The window-end update of one weight's step size, ``eta <- f eta``
-    (Eq. 8, ``f = psa_factor``), and of its decay log-rate (a rate of 0, no
-    L2 on the weight, stays 0). Returns ``f``, 0 when eta is kept."""
+    (Eq. 8, ``f = psa_factor``), and of its decay log-rate (``lam`` is the
+    weight's L2: 0 leaves its rate at 0; ``rate`` NULL: derived from eta, not
+    stored). Returns ``f``, 0 when eta is kept."""
     cdef double f = psa_factor(v - snap1, snap1 - snap0, c)
     if f != 0.0:
         eta[0] *= f
-        if rate[0] != 0.0:
+        if lam != 0.0 and rate != NULL:
             rate[0] = log_decay(eta[0] * lam)
     return f
 
@@ -299,6 +300,24 @@ cdef inline void decay_weight_l1(LazyStepWeights w, Py_ssize_t p, long long k) n
                   w.l1_over_lam * one_minus_decay(<double>k * w.rate[p]))
 
 
+cdef inline double rate_of(LazyStepWeights w, Py_ssize_t p, double lam) noexcept nogil:
+    """The decay log-rate ``log(1 - eta_p lam)`` of weight ``p`` whose L2 is
+    ``lam`` (0 for the unregularized block). With ``rate_from_eta`` it is
+    computed from eta's cache line (``log_decay`` is its series there; -0.0
+    without L2, a decay factor of exactly 1), so that a catch-up or an event
+    does not load or store a cold line of the rate array; otherwise it is the
+    array's."""
+    if w.rate_from_eta:
+        return log_decay_series(w.eta[2 * p] * lam)
+    return w.rate[p]
+
+
+cdef inline double* rate_slot(LazyStepWeights w, Py_ssize_t p) noexcept nogil:
+    """Where weight ``p``'s decay log-rate is stored (``adapt_step``), NULL
+    with ``rate_from_eta`` (not stored)."""
+    return NULL if w.rate_from_eta else w.rate + p
+
+
 cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
     """``k >= 1`` untouched steps of (regularized) block ``j``: ``v *= (1 - eta
     lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
@@ -313,7 +332,7 @@ cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexc
     for q in range(K):
         p = p0 + q
         if w.v[2 * p] != 0.0:
-            w.v[2 * p] *= decay_factor(w.rate[p], k)
+            w.v[2 * p] *= decay_factor(rate_of(w, p, w.lam), k)
 
 
 cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:

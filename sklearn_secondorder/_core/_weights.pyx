@@ -251,10 +251,12 @@ from libc.stdlib cimport malloc, calloc, free
 cdef extern from "_sweep_k1.h":
     void sweep_mid_k1 "skso_sweep_mid_k1"(
         double* ve, double* snaps, long long* last, long long* next_event,
-        const double* rate, Py_ssize_t n, long long ev, long long b) noexcept nogil
+        Py_ssize_t n, long long ev, long long b, double lam,
+        Py_ssize_t unregularized) noexcept nogil
     long long sweep_end_k1 "skso_sweep_end_k1"(
-        double* ve, double* snaps, long long* last, long long* next_event, double* rate,
-        Py_ssize_t n, long long ev, long long b, double lam, double m, double kappa,
+        double* ve, double* snaps, long long* last, long long* next_event,
+        Py_ssize_t n, long long ev, long long b, double lam, Py_ssize_t unregularized,
+        double m, double kappa,
         double inv_denom, double f_lo, double f_hi, double* f_min,
         double* f_max) noexcept nogil
 
@@ -558,9 +560,10 @@ cdef class LazyStepWeights:
             self.l1d = &l1_view[0, 0] if size > 0 else NULL
             self.l1_over_lam = self.l1 / lam if lam > 0 else 0.0
             self.taylor_ok = False         # (_sweep_k1.h carries no L1)
-        # (-log(1 - x) >= x: max_rate < 1e-4 puts every x below log_decay's
-        # series threshold)
-        self.rate_from_eta = max_rate < 1e-4 and not self.has_l1
+        # (every x below log_decay's series threshold: the rate is the series
+        # of eta lam, the same bits; multi-output blocks keep the array, which
+        # their vectorised decays read)
+        self.rate_from_eta = n_outputs == 1 and max_x < 1e-4 and not self.has_l1
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
@@ -577,10 +580,11 @@ cdef class LazyStepWeights:
             return
         decay_block_l1(self, j, k)
 
-    cdef void _adapt(self, Py_ssize_t p) noexcept nogil:
-        """Window-end step-size update of coordinate ``p`` (Eqs. 6-9)."""
-        cdef double f = adapt_step(&self.eta[2 * p], &self.rate[p], self.v[2 * p],
-                                   self.snap1[2 * p], self.snap0[2 * p], self.lam, self.consts)
+    cdef void _adapt(self, Py_ssize_t p, double lam) noexcept nogil:
+        """Window-end step-size update of coordinate ``p`` (Eqs. 6-9); ``lam``
+        is its L2 (0 for the unregularized block)."""
+        cdef double f = adapt_step(&self.eta[2 * p], rate_slot(self, p), self.v[2 * p],
+                                   self.snap1[2 * p], self.snap0[2 * p], lam, self.consts)
         if f == 0.0:
             return
         self.n_adaptations += 1
@@ -614,7 +618,8 @@ cdef class LazyStepWeights:
             fk = geo[39]
             self.v[2 * p] *= small_exp(-2.0 * <double>b * total)
             self.eta[2 * p] *= fk
-            self.rate[p] = log_decay(self.eta[2 * p] * lam)
+            if not self.rate_from_eta:
+                self.rate[p] = log_decay(self.eta[2 * p] * lam)
             self.n_adaptations += k
             if self.factor_hi < self.min_factor:
                 self.min_factor = self.factor_hi
@@ -627,7 +632,7 @@ cdef class LazyStepWeights:
                 self._decay_one(p, lam, b)
                 self.snap1[2 * p] = self.v[2 * p]
                 self._decay_one(p, lam, b)
-                self._adapt(p)
+                self._adapt(p, lam)
                 self.snap0[2 * p] = self.v[2 * p]
 
     cdef inline double _clipped_decay(self, Py_ssize_t p, double x, long long k, double* geo,
@@ -753,14 +758,14 @@ cdef class LazyStepWeights:
             decay_weight_l1(self, p, b)
             self.snap1[2 * p] = self.v[2 * p]
             decay_weight_l1(self, p, b)
-            self._adapt(p)
+            self._adapt(p, lam)
             self.snap0[2 * p] = self.v[2 * p]
         self.snap0[2 * p] = self.v[2 * p]
         self.snap1[2 * p] = self.v[2 * p]
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
         if lam != 0.0:
-            self.v[2 * p] *= decay_factor(self.rate[p], k)
+            self.v[2 * p] *= decay_factor(rate_of(self, p, lam), k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T
@@ -803,7 +808,7 @@ cdef class LazyStepWeights:
                 for q in range(K):
                     p = p0 + q
                     if ev > 0:
-                        self._adapt(p)
+                        self._adapt(p, lam)
                     self.snap0[2 * p] = self.v[2 * p]
                 if T - tau >= two_b:             # whole untouched windows
                     k = (T - tau) // two_b
@@ -855,7 +860,6 @@ cdef class LazyStepWeights:
         cdef double lam, vv, f
         cdef double* v = self.v
         cdef double* eta = self.eta
-        cdef double* rate = self.rate
         cdef double* snap0 = self.snap0
         cdef double* snap1 = self.snap1
         cdef long long* last = self.last
@@ -878,13 +882,14 @@ cdef class LazyStepWeights:
             for q in range(K):
                 p = j * K + q
                 # rate = 0 (no L2) or k = 0 give a factor of exactly 1
-                vv = v[2 * p] * decay_factor(rate[p], k)
+                vv = v[2 * p] * decay_factor(rate_of(self, p, lam), k)
                 v[2 * p] = vv
                 if not window_end:
                     snap1[2 * p] = vv
                     continue
                 if adapt:
-                    f = adapt_step(&eta[2 * p], &rate[p], vv, snap1[2 * p], snap0[2 * p], lam,
+                    f = adapt_step(&eta[2 * p], rate_slot(self, p), vv, snap1[2 * p],
+                                   snap0[2 * p], lam,
                                    consts)
                     if f != 0.0:
                         n_adapt += 1
@@ -910,12 +915,12 @@ cdef class LazyStepWeights:
         cdef Py_ssize_t j, nb = self.n_blocks
         if self.n_outputs == 1 and self.taylor_ok and (ev > 0 or not window_end):
             if not window_end:
-                sweep_mid_k1(self.v, self.snap0, self.last, self.next_event, self.rate, nb,
-                             ev, b)
+                sweep_mid_k1(self.v, self.snap0, self.last, self.next_event, nb, ev, b,
+                             self.lam, self.unregularized)
                 return
             self.n_adaptations += sweep_end_k1(
-                self.v, self.snap0, self.last, self.next_event, self.rate, nb, ev, b,
-                self.lam, self.consts.m, self.consts.kappa, self.consts.inv_denom,
+                self.v, self.snap0, self.last, self.next_event, nb, ev, b,
+                self.lam, self.unregularized, self.consts.m, self.consts.kappa, self.consts.inv_denom,
                 self.consts.f_lo, self.consts.f_hi, &self.min_factor, &self.max_factor)
             return
         if self._every_block == NULL:          # first use: the list of all blocks
