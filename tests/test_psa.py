@@ -320,3 +320,26 @@ def test_one_pass_near_the_optimum_on_real_data(name, target):
     est = PSAClassifier(alpha=1.0 / Xtr.shape[0], random_state=0).fit(Xtr, ytr)
     assert est.n_iter_ == 1
     assert est.score(Xte, yte) >= target
+
+
+def test_state_pickled_with_separate_time_arrays_loads():
+    """A ``LazyStepState`` pickled when ``last`` and ``next_event`` were two
+    arrays unpickles into the interleaved ``times`` and continues as the same
+    state: a further pass gives the bits of the uninterrupted model."""
+    import pickle
+
+    X, y = make_classification(200, 8, random_state=0)
+    ref = PSAClassifier(random_state=0, max_iter=1, period=5).fit(X, y)
+    model = pickle.loads(pickle.dumps(ref))
+    st = model._states[0].kernel
+    old = dict(vars(st))
+    times = old.pop("times")
+    old["last"], old["next_event"] = times[:, 0].copy(), times[:, 1].copy()
+    restored = LazyStepState.__new__(LazyStepState)
+    restored.__setstate__(old)
+    assert_array_equal(restored.times, times)
+    assert_array_equal(restored.last, times[:, 0])
+    model._states[0].kernel = restored
+    ref.partial_fit(X, y)
+    model.partial_fit(X, y)
+    assert_array_equal(model.coef_, ref.coef_)

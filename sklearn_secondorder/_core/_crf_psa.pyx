@@ -114,7 +114,7 @@ cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long
         sw.keep = swap
         sw.next_sweep += b
     for row in range(trans_row, bias_row + 1):   # (the bias is read even when not fitted)
-        if w.next_event[row] <= t:
+        if w.next_event[2 * row] <= t:
             w.catch_up(row, t)
             if sw.n_due <= H:
                 sw.due[sw.n_due] = row
@@ -199,16 +199,16 @@ cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCont
             j = ds.indices[kk]
             if j >= A:
                 continue
-            if last[j] == t:
-                last[j] = t + 1
+            if last[2 * j] == t:
+                last[2 * j] = t + 1
                 _shrink_row(w, j * H, H, lam, l1, with_l1)
             if mk != NULL:
                 row_step_masked(v + 2 * j * H, ds.data[kk], d, mk + j * H, H)
             else:
                 row_step(v + 2 * j * H, ds.data[kk], d, H)
         if fit_intercept:
-            if last[bias_row] == t:
-                last[bias_row] = t + 1
+            if last[2 * bias_row] == t:
+                last[2 * bias_row] = t + 1
                 _shrink_row(w, bias_row * H, H, lam, l1, with_l1)
             if mk != NULL:
                 row_step_masked(v + 2 * bias_row * H, 1.0, d, mk + bias_row * H, H)
@@ -227,7 +227,7 @@ cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFCont
         p = p0 + y[tt - 1] * H + y[tt]
         v[2 * p] += eta[2 * p] if mk == NULL else eta[2 * p] * mk[p]
     for j in range(A, A + H):
-        last[j] = t + 1
+        last[2 * j] = t + 1
     if not with_l1:
         return
     # the clips, after every gradient term of the sequence

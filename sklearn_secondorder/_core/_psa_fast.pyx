@@ -89,17 +89,17 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
             # of exactly 1 when tau == t or without L2)
             for q in range(nnz):
                 j = ind[q]
-                tau = last[j]
-                last[j] = t
+                tau = last[2 * j]
+                last[2 * j] = t
                 v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
         else:
             for q in range(nnz):
                 j = ind[q]
-                if next_event[j] <= t:
+                if next_event[2 * j] <= t:
                     w.catch_up(j, t)
                 else:                      # no event to cross: one decay
-                    tau = last[j]
-                    last[j] = t
+                    tau = last[2 * j]
+                    last[2 * j] = t
                     v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
         # (a separate loop: the decays above are independent)
         for q in range(nnz):
@@ -110,15 +110,15 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
             rp.scores[k] = 0.0
         for q in range(nnz):
             j = ind[q]
-            if next_event[j] <= t:         # (never when sweeping)
+            if next_event[2 * j] <= t:         # (never when sweeping)
                 w.catch_up(j, t)
             else:
                 lazy_catch_up(w, j, t)
             row_emit(rp.scores, v + 2 * j * K, x[q], K)
     if rp.fit_intercept:
-        if next_event[d] <= t:
+        if next_event[2 * d] <= t:
             w.catch_up(d, t)
-        last[d] = t                        # the intercept has no L2: nothing to decay
+        last[2 * d] = t                        # the intercept has no L2: nothing to decay
         for k in range(K):
             rp.scores[k] += v[2 * (d * K + k)]
 
@@ -143,17 +143,17 @@ cdef inline void _step(LazyStepWeights w, const RowPass* rp, const double* x, co
             if c < 0.0:
                 c = 0.0
             v[2 * j] = c * v[2 * j] - e * gsw * x[q]
-            last[j] = t + 1
+            last[2 * j] = t + 1
     else:
         for q in range(nnz):
             j = ind[q]
             row_shrink_step(v + 2 * j * K, alpha, sw, grad, x[q], K)
-            last[j] = t + 1
+            last[2 * j] = t + 1
     if rp.fit_intercept:
         for k in range(K):
             p = d * K + k
             v[2 * p] -= eta[2 * p] * sw * grad[k]
-        last[d] = t + 1
+        last[2 * d] = t + 1
 
 
 cdef long long _pass(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,
@@ -205,12 +205,12 @@ cdef void _step_l1(LazyStepWeights w, const RowPass* rp, const double* x, const 
                 c = 0.0
             v[2 * j] = c * v[2 * j] - e * sw * rp.grad[0] * x[q]
             l1_penalize(w, j, c, e * l1)
-        w.last[j] = t + 1
+        w.last[2 * j] = t + 1
     if rp.fit_intercept:
         for k in range(K):
             p = d * K + k
             v[2 * p] -= eta[2 * p] * sw * rp.grad[k]
-        w.last[d] = t + 1
+        w.last[2 * d] = t + 1
 
 
 cdef long long _pass_l1(RowDataset ds, LazyStepWeights w, Loss loss, const RowPass* rp,

@@ -54,13 +54,13 @@ static void skso_sweep_mid_k1(double *restrict ve, double *restrict snaps,
                               Py_ssize_t n, long long ev, long long b, double lam,
                               Py_ssize_t unregularized) {
     for (Py_ssize_t j = 0; j < n; j++) {
-        double z = skso_small_int_to_double(ev - last[j]) * skso_rate_k1(ve, j, lam,
+        double z = skso_small_int_to_double(ev - last[2 * j]) * skso_rate_k1(ve, j, lam,
                                                                          unregularized);
         double vv = ve[2 * j] * skso_decay_taylor(z);
         ve[2 * j] = vv;
         snaps[2 * j + 1] = vv;
-        last[j] = ev;
-        next_event[j] = ev + b;
+        last[2 * j] = ev;
+        next_event[2 * j] = ev + b;
     }
 }
 
@@ -78,7 +78,7 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
     memcpy(&lo_bits, f_min, sizeof lo_bits);
     memcpy(&hi_bits, f_max, sizeof hi_bits);
     for (Py_ssize_t j = 0; j < n; j++) {
-        double z = skso_small_int_to_double(ev - last[j]) * skso_rate_k1(ve, j, lam,
+        double z = skso_small_int_to_double(ev - last[2 * j]) * skso_rate_k1(ve, j, lam,
                                                                          unregularized);
         double vv = ve[2 * j] * skso_decay_taylor(z);
         double s0 = snaps[2 * j], s1 = snaps[2 * j + 1];
@@ -90,8 +90,8 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
         ve[2 * j] = vv;
         ve[2 * j + 1] = e;
         snaps[2 * j] = vv;
-        last[j] = ev;
-        next_event[j] = ev + b;
+        last[2 * j] = ev;
+        next_event[2 * j] = ev + b;
         n_adapt += !no_info;
         memcpy(&gb, &g, sizeof gb);
         f = no_info ? 0.0 : f;

@@ -110,7 +110,8 @@ ctypedef struct PSAConstants:
 
 @cython.final
 cdef class LazyStepWeights:
-    # v, eta, snap0, snap1 are strided views (stride 2) of two interleaved buffers
+    # strided views (stride 2) of three interleaved buffers: (v, eta) and
+    # (snap0, snap1) per weight, (last, next_event) per block
     cdef double* v
     cdef double* eta
     cdef double* snap0
@@ -338,15 +339,15 @@ cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexc
 cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
     """Bring block ``j`` to time ``T`` (``LazyStepWeights.catch_up``), with the
     common case -- no event to cross, one decay -- inlined into the kernels."""
-    cdef long long tau = w.last[j]
-    if w.next_event[j] <= T:
+    cdef long long tau = w.last[2 * j]
+    if w.next_event[2 * j] <= T:
         w.catch_up(j, T)
         return
     if tau == T:
         return
     if j != w.unregularized and w.lam != 0.0:
         decay_block(w, j, T - tau)
-    w.last[j] = T
+    w.last[2 * j] = T
 
 
 cdef extern from "_block_ops.h":
@@ -375,15 +376,15 @@ cdef inline void decay_block_l1(LazyStepWeights w, Py_ssize_t j, long long k) no
 cdef inline void lazy_catch_up_l1(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:
     """``lazy_catch_up`` with the L1 penalty (``catch_up_l1``, ``decay_block_l1``):
     the kernels' L1 paths call it, so that the L2 paths are unchanged."""
-    cdef long long tau = w.last[j]
-    if w.next_event[j] <= T:
+    cdef long long tau = w.last[2 * j]
+    if w.next_event[2 * j] <= T:
         w.catch_up_l1(j, T)
         return
     if tau == T:
         return
     if j != w.unregularized:
         decay_block_l1(w, j, T - tau)
-    w.last[j] = T
+    w.last[2 * j] = T
 
 
 cdef extern from *:
@@ -402,8 +403,7 @@ cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
     while the current one is processed."""
     cdef int q, K = w.n_outputs
     cdef Py_ssize_t p0 = j * K
-    SKSO_PREFETCH(w.next_event + j)
-    SKSO_PREFETCH(w.last + j)
+    SKSO_PREFETCH(w.last + 2 * j)    # (and next_event: one 16-byte pair)
     if K == 1:                      # one line each
         SKSO_PREFETCH(w.v + 2 * j)
         SKSO_PREFETCH(w.snap0 + 2 * j)

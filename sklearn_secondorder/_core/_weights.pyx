@@ -302,8 +302,10 @@ class LazyStepState:
         that the common path reads both from one cache line.
     snaps : ndarray of shape (n_blocks * n_outputs, 2)
         The window-start and mid-window snapshots.
-    last, next_event : int64 ndarray of shape (n_blocks,)
-        The time each block is current at, and its next pending event.
+    times : int64 ndarray of shape (n_blocks, 2)
+        Per block the time it is current at (column 0, ``last``) and its next
+        pending event (column 1, ``next_event``), interleaved so that a touch
+        reads both from one cache line.
     n_outputs : int
     t : int
         Updates so far (the events are aligned on it).
@@ -320,8 +322,7 @@ class LazyStepState:
 
     ve: np.ndarray
     snaps: np.ndarray
-    last: np.ndarray
-    next_event: np.ndarray
+    times: np.ndarray
     n_outputs: int
     t: int = 0
     seed: int = 1
@@ -337,10 +338,25 @@ class LazyStepState:
         ve[:, 1] = eta0
         # (np.full, not np.zeros: the pages are written now, not at first use)
         return cls(ve=ve, snaps=np.full((size, 2), 0.0),
-                   last=np.zeros(n_blocks, dtype=np.int64),
-                   next_event=np.zeros(n_blocks, dtype=np.int64),
+                   times=np.zeros((n_blocks, 2), dtype=np.int64),
                    n_outputs=n_outputs, seed=seed, eta0=float(eta0),
                    l1=np.full((size, 2), 0.0) if l1 else None)
+
+    @property
+    def last(self):
+        """The time each block is current at, a view of ``times``."""
+        return self.times[:, 0]
+
+    @property
+    def next_event(self):
+        """Each block's next pending event, a view of ``times``."""
+        return self.times[:, 1]
+
+    def __setstate__(self, state):
+        if "times" not in state:           # (a state pickled before ``times``)
+            state = dict(state)
+            state["times"] = np.column_stack([state.pop("last"), state.pop("next_event")])
+        self.__dict__.update(state)
 
     @property
     def weights(self):
@@ -368,14 +384,14 @@ class LazyStepState:
         if self.l1 is not None:            # (0 all along: nothing to clip, nothing owed)
             self.l1 = np.concatenate([self.l1[:cut], np.zeros((n_new * K, 2)),
                                       self.l1[cut:]])
-        for name, value in (("last", self.t), ("next_event", (self.t // period + 1) * period)):
-            old = getattr(self, name)
-            setattr(self, name, np.concatenate(
-                [old[:at], np.full(n_new, value, dtype=np.int64), old[at:]]))
+        new_times = np.empty((n_new, 2), dtype=np.int64)
+        new_times[:, 0] = self.t
+        new_times[:, 1] = (self.t // period + 1) * period
+        self.times = np.concatenate([self.times[:at], new_times, self.times[at:]])
 
     def writable(self):
         """Make every array C-contiguous and writable (after unpickling)."""
-        for name in ("ve", "snaps", "last", "next_event", "l1"):
+        for name in ("ve", "snaps", "times", "l1"):
             if getattr(self, name) is not None:
                 setattr(self, name, np.require(getattr(self, name), requirements=["C", "W"]))
 
@@ -484,8 +500,7 @@ cdef class LazyStepWeights:
             options = PSAOptions()
         cdef double[:, ::1] ve = state.ve
         cdef double[:, ::1] snaps = state.snaps
-        cdef long long[::1] last = state.last
-        cdef long long[::1] next_event = state.next_event
+        cdef long long[:, ::1] times = state.times
         cdef int n_outputs = state.n_outputs
         cdef double lam = options.lam
         cdef long long period = options.period
@@ -495,20 +510,20 @@ cdef class LazyStepWeights:
         cdef int mm
         cdef double[:, ::1] l1_view
         if (ve.shape[1] != 2 or snaps.shape[0] != size or snaps.shape[1] != 2
-                or size != last.shape[0] * n_outputs or next_event.shape[0] != last.shape[0]):
+                or size != times.shape[0] * n_outputs or times.shape[1] != 2):
             raise ValueError("inconsistent LazyStepWeights array sizes")
         if period > 0 and not (0 < psa_beta < psa_alpha < 1 and 0 < kappa < 1):
             raise ValueError("PSA needs 0 < beta < alpha < 1 and 0 < kappa < 1")
-        self._arrays = (ve, snaps, last, next_event)  # keep them alive
+        self._arrays = (ve, snaps, times)  # keep them alive
         # interleaved storage: the common path (catch-up without events, the
         # step) reads v and eta from the same cache lines
         self.v = &ve[0, 0]
         self.eta = &ve[0, 1]
         self.snap0 = &snaps[0, 0]
         self.snap1 = &snaps[0, 1]
-        self.last = &last[0]
-        self.next_event = &next_event[0]
-        self.n_blocks = last.shape[0]
+        self.last = &times[0, 0]
+        self.next_event = &times[0, 1]
+        self.n_blocks = times.shape[0]
         self.n_outputs = n_outputs
         self.lam = lam
         self.period = period
@@ -787,7 +802,7 @@ cdef class LazyStepWeights:
         across them. ``with_l1`` is a constant at each caller, so the L2 path
         compiles without the L1 branches.
         """
-        cdef long long tau = self.last[j], ev = self.next_event[j]
+        cdef long long tau = self.last[2 * j], ev = self.next_event[2 * j]
         cdef long long b = self.period, two_b = 2 * self.period, k
         cdef double lam = 0.0 if j == self.unregularized else self.lam
         cdef int q, K = self.n_outputs
@@ -798,8 +813,8 @@ cdef class LazyStepWeights:
         cdef int n_geo = 0
         if b == 0:
             self._decay_either(j, lam, T - tau, with_l1)
-            self.last[j] = T
-            self.next_event[j] = NO_EVENT
+            self.last[2 * j] = T
+            self.next_event[2 * j] = NO_EVENT
             return
         while ev <= T:
             self._decay_either(j, lam, ev - tau, with_l1)
@@ -828,8 +843,8 @@ cdef class LazyStepWeights:
             ev += b
             at_window_end = not at_window_end
         self._decay_either(j, lam, T - tau, with_l1)
-        self.last[j] = T
-        self.next_event[j] = ev
+        self.last[2 * j] = T
+        self.next_event[2 * j] = ev
 
     cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
                                    bint with_l1) noexcept nogil:
@@ -871,13 +886,13 @@ cdef class LazyStepWeights:
         cdef unsigned char idl
         for a in range(n_due):
             j = due[a]
-            k = ev - last[j]
+            k = ev - last[2 * j]
             idl = 0 if k < b else idle[j] + 1
             idle[j] = idl
             keep[n_keep] = j
             n_keep += idl <= max_idle
-            last[j] = ev
-            next_event[j] = ev + b
+            last[2 * j] = ev
+            next_event[2 * j] = ev + b
             lam = 0.0 if j == unreg else lam0
             for q in range(K):
                 p = j * K + q
@@ -920,8 +935,9 @@ cdef class LazyStepWeights:
                 return
             self.n_adaptations += sweep_end_k1(
                 self.v, self.snap0, self.last, self.next_event, nb, ev, b,
-                self.lam, self.unregularized, self.consts.m, self.consts.kappa, self.consts.inv_denom,
-                self.consts.f_lo, self.consts.f_hi, &self.min_factor, &self.max_factor)
+                self.lam, self.unregularized, self.consts.m, self.consts.kappa,
+                self.consts.inv_denom, self.consts.f_lo, self.consts.f_hi, &self.min_factor,
+                &self.max_factor)
             return
         if self._every_block == NULL:          # first use: the list of all blocks
             self._every_block = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
@@ -954,9 +970,9 @@ cdef class LazyStepWeights:
             return
         for j in range(self.n_blocks):
             if self._is_zero_block(j):
-                self.last[j] = T
-                if self.next_event[j] <= T:
-                    self.next_event[j] = next_ev
+                self.last[2 * j] = T
+                if self.next_event[2 * j] <= T:
+                    self.next_event[2 * j] = next_ev
             else:
                 self.catch_up(j, T)
 
@@ -1023,4 +1039,4 @@ cdef class LazyStepWeights:
                 self.v[2 * p] = c * self.v[2 * p] - self.eta[2 * p] * g[a * self.n_outputs + q]
                 if self.has_l1 and j != self.unregularized:
                     l1_penalize(self, p, c, self.eta[2 * p] * self.l1)
-            self.last[j] = T + 1
+            self.last[2 * j] = T + 1

@@ -55,8 +55,7 @@ def _restart_window(kernel, period):
     if kernel.snaps is None:   # (dropped for the transfer: _slim)
         n_blocks = kernel.ve.shape[0] // kernel.n_outputs
         kernel.snaps = np.empty((kernel.ve.shape[0], 2))
-        kernel.last = np.empty(n_blocks, dtype=np.int64)
-        kernel.next_event = np.empty(n_blocks, dtype=np.int64)
+        kernel.times = np.empty((n_blocks, 2), dtype=np.int64)
     kernel.writable()
     kernel.last[:] = t
     kernel.next_event[:] = (t // period + 1) * period

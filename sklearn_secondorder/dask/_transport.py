@@ -50,7 +50,7 @@ def _slim(model, windows=True):
     for name in _EXPORTS:
         vars(model).pop(name, None)
     for kernel, _ in (_psa_windows(model) if windows else ()):
-        kernel.snaps = kernel.last = kernel.next_event = None
+        kernel.snaps = kernel.times = None
     return model
 
 
