@@ -543,9 +543,8 @@ cdef class LazyStepWeights:
             for mm in range(1, 37):
                 self.geo_den[mm] = expm1(mm * self.log_alpha)   # alpha^m - 1
         self.unregularized = unregularized
-        # the decay log-rates, derived from eta (kept in step with it)
-        self._rate_arr = np.zeros(max(size, 1))
-        self.rate = &self._rate_arr[0]
+        self.l1 = getattr(options, "l1", 0.0)
+        self.has_l1 = self.l1 > 0.0
         cdef Py_ssize_t p
         cdef double max_rate = 0.0, max_x = 0.0, eta_prev = -1.0, rate_prev = 0.0
         for p in range(size):
@@ -555,15 +554,27 @@ cdef class LazyStepWeights:
                 if self.eta[2 * p] != eta_prev:
                     eta_prev = self.eta[2 * p]
                     rate_prev = log_decay(eta_prev * lam)
-                self.rate[p] = rate_prev
                 max_rate = max(max_rate, -rate_prev)
             max_x = max(max_x, self.eta[2 * p] * lam)
         # eta only decreases, so these hold for the object's lifetime: a decay
         # over <= b steps is decay_factor's Taylor branch, log_decay its series
         self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
         self.max_rate = max_rate
-        self.l1 = getattr(options, "l1", 0.0)
-        self.has_l1 = self.l1 > 0.0
+        # (every x below log_decay's series threshold: the rate is the series
+        # of eta lam, the same bits; multi-output blocks keep the array, which
+        # their vectorised decays read)
+        self.rate_from_eta = n_outputs == 1 and max_x < 1e-4 and not self.has_l1
+        # the decay log-rates, derived from eta and kept in step with it (none
+        # with rate_from_eta: nothing reads them, rate_of derives them)
+        self._rate_arr = np.zeros(1 if self.rate_from_eta else max(size, 1))
+        self.rate = NULL if self.rate_from_eta else &self._rate_arr[0]
+        eta_prev = -1.0
+        for p in range(0 if self.rate_from_eta else size):
+            if lam != 0.0 and p // n_outputs != unregularized:
+                if self.eta[2 * p] != eta_prev:
+                    eta_prev = self.eta[2 * p]
+                    rate_prev = log_decay(eta_prev * lam)
+                self.rate[p] = rate_prev
         self.l1d = NULL
         if self.has_l1:
             l1_state = getattr(state, "l1", None)
@@ -575,10 +586,6 @@ cdef class LazyStepWeights:
             self.l1d = &l1_view[0, 0] if size > 0 else NULL
             self.l1_over_lam = self.l1 / lam if lam > 0 else 0.0
             self.taylor_ok = False         # (_sweep_k1.h carries no L1)
-        # (every x below log_decay's series threshold: the rate is the series
-        # of eta lam, the same bits; multi-output blocks keep the array, which
-        # their vectorised decays read)
-        self.rate_from_eta = n_outputs == 1 and max_x < 1e-4 and not self.has_l1
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
