@@ -118,7 +118,7 @@ cdef class LazyStepWeights:
     cdef double* snap1
     cdef long long* last
     cdef long long* next_event
-    cdef double* rate                # log(1 - eta_p lam_p), cached (log_decay)
+    cdef double* rate                # log(1 - eta_p lam_p), cached (NULL: rate_from_eta)
     cdef double[::1] _rate_arr
     # sweep_all's fallback: every block listed, sweep's buffers (malloc'd on first use)
     cdef Py_ssize_t* _every_block
