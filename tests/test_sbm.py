@@ -242,6 +242,32 @@ def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, se
     return th, mu, D, st.V[:k].T @ st.S @ st.V[:k]
 
 
+def test_lowrank_block_of_rows_is_the_copied_block():
+    """lowrank_epochs on rows start:stop of a shuffled dataset makes the steps
+    of a call on those rows copied in that order; a block refuses a shuffle."""
+    rng = np.random.RandomState(4)
+    X, yk, sw = _problem(rng, 3, n=40, d=6)
+    X = sp.csr_matrix(X)
+    ds = RowDataset(X, yk, sw)
+    ds.shuffle_py(7)
+    rows = ds.order_[10:30]
+    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=3, n_epochs=1, shuffle=False)
+    states = []
+    for _ in range(2):
+        st = LowRankState.zeros(6, 3, True, seed=1)
+        st.start(40, 4.0, 0.2, np.array([0, 2]), 2)
+        states.append(st)
+    lowrank_epochs(ds, states[0], opts, 10, 30)
+    lowrank_epochs(RowDataset(X[rows], yk[rows], sw[rows]), states[1], opts)
+    for name in ("theta", "mu", "D", "mu_head", "D_head", "V", "S"):
+        np.testing.assert_array_equal(getattr(states[0], name), getattr(states[1], name))
+    assert states[0].t == states[1].t == np.count_nonzero(sw[rows])
+    with pytest.raises(ValueError, match="shuffle must be False"):
+        lowrank_epochs(ds, states[0], SBMOptions(alpha=0.1, eta=0.2, shuffle=True), 10, 30)
+    with pytest.raises(ValueError, match="rows 5:50"):
+        lowrank_epochs(ds, states[0], opts, 5, 50)
+
+
 def _full_state(theta, K, fit_intercept, n, alpha, eta, seed):
     """A started full-rank state: ``theta``, ``M = I / (n alpha)``, ``mu = phi = 0``."""
     st = FullRankState.zeros(theta.size // K - fit_intercept, K, fit_intercept, seed=seed)

@@ -190,18 +190,19 @@ cdef void parts_free(RowParts* rp) noexcept nogil:
     free(rp.phi_head)
 
 
-cdef int lowrank_pass(RowDataset ds, const LowRankKernel* kr, LowRank* lr, Example* ex,
-                      RowParts* rp, PassTotals* tot) noexcept nogil:
-    """One pass over the rows in their current order (a step after every
-    ``batch_size`` examples and after the last one), then the tail brought
-    up to date and ``V`` re-orthonormalised. Returns 0 when a step failed
-    (then the pass stops there)."""
+cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
+                      const LowRankKernel* kr, LowRank* lr, Example* ex, RowParts* rp,
+                      PassTotals* tot) noexcept nogil:
+    """One pass over the rows ``start:stop`` in their current order (a step
+    after every ``batch_size`` examples and after the last one), then the
+    tail brought up to date and ``V`` re-orthonormalised. Returns 0 when a
+    step failed (then the pass stops there)."""
     cdef Py_ssize_t i
     cdef long long step = 0
     cdef int since = 0
     tot.loss_sum = 0.0
     tot.w_sum = 0.0
-    for i in range(ds.n_samples):
+    for i in range(start, stop):
         # the rows come in shuffled order: fetch row i + 2's entries, and the
         # tail state row i + 1 will touch (its entries are in cache by now),
         # while this row is processed
@@ -224,7 +225,7 @@ cdef int lowrank_pass(RowDataset ds, const LowRankKernel* kr, LowRank* lr, Examp
     return 1
 
 
-def lowrank_epochs(RowDataset ds, state, opts):
+def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     """Low-rank stochastic bound majorization (Section 3.2), in place.
 
     Per example (``lowrank_example``): the tail coordinates of the row are
@@ -243,6 +244,10 @@ def lowrank_epochs(RowDataset ds, state, opts):
         in place.
     opts : SBMOptions
         ``surrogate`` must be False.
+    start, stop : int
+        The passes visit the rows ``start:stop`` of ``ds``'s current order
+        (all by default; a block of a shuffled pass without copying it, then
+        with ``opts.shuffle`` False: the block is a set of rows).
 
     Returns
     -------
@@ -255,6 +260,12 @@ def lowrank_epochs(RowDataset ds, state, opts):
                          f"{state.n_features}")
     if not state.started:
         raise ValueError("LowRankState.start must be called before the first pass")
+    cdef Py_ssize_t stop_ = ds.n_samples if stop is None else stop
+    if not 0 <= start <= stop_ <= ds.n_samples:
+        raise ValueError(f"rows {start}:{stop_} out of the data's {ds.n_samples}")
+    if opts.shuffle and (start, stop_) != (0, ds.n_samples):
+        raise ValueError("a block of rows (start:stop) is passed in its order: "
+                         "opts.shuffle must be False")
     theta_arr = state.theta
     head_coords = state.head_coords
     theta_head_arr = theta_arr[head_coords]     # the head's weights during the passes
@@ -291,8 +302,8 @@ def lowrank_epochs(RowDataset ds, state, opts):
     kr.alpha = opts.alpha
     kr.eta = opts.eta
     kr.n_steps = 0
-    for i in range(ds.n_samples):
-        if ds.sample_weight[i] != 0.0:
+    for i in range(start, stop_):
+        if ds.sample_weight[ds.order_ptr[i]] != 0.0:
             kr.n_steps += 1
     kr.head_slot = &head_slot[0]
     kr.theta = &theta[0]
@@ -304,11 +315,12 @@ def lowrank_epochs(RowDataset ds, state, opts):
     lr.V = &V[0, 0] if kr.H > 0 else NULL
     lr.S = &S[0, 0] if lr.k > 0 else NULL
     lr.Dh = &D_h[0] if kr.H > 0 else NULL
-    return _run_passes(ds, state, opts, &kr, &lr, theta_arr, head_coords, theta_head_arr)
+    return _run_passes(ds, start, stop_, state, opts, &kr, &lr, theta_arr, head_coords,
+                       theta_head_arr)
 
 
-cdef _run_passes(RowDataset ds, state, opts, LowRankKernel* kr, LowRank* lr, theta_arr,
-                 head_coords, theta_head_arr):
+cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
+                 LowRankKernel* kr, LowRank* lr, theta_arr, head_coords, theta_head_arr):
     """The passes of ``lowrank_epochs`` on the bound arrays; the head's
     weights are written back into ``theta`` at the end."""
     cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
@@ -330,7 +342,7 @@ cdef _run_passes(RowDataset ds, state, opts, LowRankKernel* kr, LowRank* lr, the
             for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                if not lowrank_pass(ds, kr, lr, &ex, &rp, &tot):
+                if not lowrank_pass(ds, start, stop, kr, lr, &ex, &rp, &tot):
                     diverged = True
                     break
                 if (not all_finite(kr.theta, kr.P)

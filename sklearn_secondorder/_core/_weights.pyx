@@ -548,18 +548,7 @@ cdef class LazyStepWeights:
         cdef Py_ssize_t p
         cdef double max_rate = 0.0, max_x = 0.0, eta_prev = -1.0, rate_prev = 0.0
         for p in range(size):
-            if lam != 0.0 and p // n_outputs != unregularized:
-                # (most weights still have a step seen just before: eta0 for
-                # the untouched features of a large model)
-                if self.eta[2 * p] != eta_prev:
-                    eta_prev = self.eta[2 * p]
-                    rate_prev = log_decay(eta_prev * lam)
-                max_rate = max(max_rate, -rate_prev)
             max_x = max(max_x, self.eta[2 * p] * lam)
-        # eta only decreases, so these hold for the object's lifetime: a decay
-        # over <= b steps is decay_factor's Taylor branch, log_decay its series
-        self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
-        self.max_rate = max_rate
         # (every x below log_decay's series threshold: the rate is the series
         # of eta lam, the same bits; multi-output blocks keep the array, which
         # their vectorised decays read)
@@ -568,13 +557,20 @@ cdef class LazyStepWeights:
         # with rate_from_eta: nothing reads them, rate_of derives them)
         self._rate_arr = np.zeros(1 if self.rate_from_eta else max(size, 1))
         self.rate = NULL if self.rate_from_eta else &self._rate_arr[0]
-        eta_prev = -1.0
-        for p in range(0 if self.rate_from_eta else size):
+        for p in range(size):
             if lam != 0.0 and p // n_outputs != unregularized:
+                # (most weights still have a step seen just before: eta0 for
+                # the untouched features of a large model)
                 if self.eta[2 * p] != eta_prev:
                     eta_prev = self.eta[2 * p]
                     rate_prev = log_decay(eta_prev * lam)
-                self.rate[p] = rate_prev
+                max_rate = max(max_rate, -rate_prev)
+                if self.rate != NULL:
+                    self.rate[p] = rate_prev
+        # eta only decreases, so these hold for the object's lifetime: a decay
+        # over <= b steps is decay_factor's Taylor branch, log_decay its series
+        self.taylor_ok = period > 0 and period * max_rate < 5e-4 and max_x < 1e-4
+        self.max_rate = max_rate
         self.l1d = NULL
         if self.has_l1:
             l1_state = getattr(state, "l1", None)

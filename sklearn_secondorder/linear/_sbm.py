@@ -426,24 +426,18 @@ class SBMLogisticRegression(LinearClassifierBase):
                 left = state.n_ref - state.t
                 end = (n if left <= 0 else
                        min(n, int(np.searchsorted(seen, before + left)) + 1))
-                if isinstance(state, FullRankState):
-                    # (the kernel visits rows start:end of the shuffled order)
-                    self._block(ds, state, epoch, start, end)
-                else:
-                    block = (ds if start == 0 and end == n and not self.shuffle else
-                             RowDataset(X[order[start:end]], y[order[start:end]],
-                                        sample_weight[order[start:end]]))
-                    self._block(block, state, epoch)
+                # (the kernel visits rows start:end of the shuffled order)
+                self._block(ds, state, epoch, start, end)
                 start = end
         return n_epochs
 
-    def _block(self, ds, state, epoch, start=0, stop=None):
-        """One kernel call over ``ds`` in its order (no shuffle): its rows
-        ``start:stop`` at full rank."""
+    def _block(self, ds, state, epoch, start, stop):
+        """One kernel call over the rows ``start:stop`` of ``ds`` in its
+        order (no shuffle)."""
         opts = SBMOptions(alpha=self.alpha, eta=state.eta, batch_size=self.batch_size,
                           n_epochs=1, shuffle=False, surrogate=self.update == "surrogate")
         if not isinstance(state, FullRankState):
-            result = lowrank_epochs(ds, state, opts)
+            result = lowrank_epochs(ds, state, opts, start, stop)
         else:
             result = full_epochs(ds, state, opts, start, stop)
         if result.diverged:

@@ -60,10 +60,16 @@ def t0_lower_bound(X, sample_weight, *, loss, alpha, fit_intercept):
     -------
     t0_min : float
     """
-    curvature = LOSS_CURVATURE[loss]
-    if curvature == 0.0:
+    if LOSS_CURVATURE[loss] == 0.0:
         return 0.0
-    return curvature * _max_row_norm(X, sample_weight, fit_intercept) / (2.0 * alpha)
+    return _t0_bound(LOSS_CURVATURE[loss], _max_row_norm(X, sample_weight, fit_intercept),
+                     alpha)
+
+
+def _t0_bound(curvature, max_norm, alpha):
+    """``c max_i s_i (||x_i||^2 + 1) / (2 alpha)`` from the rows' bound
+    ``max_norm`` (:func:`t0_lower_bound`'s value, 0 without curvature)."""
+    return curvature * max_norm / (2.0 * alpha) if curvature else 0.0
 
 
 def _max_row_norm(X, sample_weight, fit_intercept):
@@ -353,8 +359,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
             return
         if norm is None:
             norm = _max_row_norm(X, sample_weight, self.fit_intercept)
-        norm /= 2.0 * self.alpha      # (t0_lower_bound's value for a unit curvature)
-        lower = LOSS_CURVATURE[self.loss] * norm if LOSS_CURVATURE[self.loss] else 0.0
+        lower = _t0_bound(LOSS_CURVATURE[self.loss], norm, self.alpha)
         if not np.isfinite(lower):
             raise ValueError(
                 "SGDQNLinearSVC: t0='auto' cannot bound the first steps because the "
@@ -362,7 +367,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
                 "StandardScaler).")
         # the walk starts at the squared hinge's bound whatever the loss (the
         # data's natural scale of t0; the hinge has no bound of its own)
-        start = max(lower, LOSS_CURVATURE["squared_hinge"] * norm)
+        start = max(lower, _t0_bound(LOSS_CURVATURE["squared_hinge"], norm, self.alpha))
         n = X.shape[0]
         # (a Generator draws m of n rows in O(m); RandomState.choice permutes all n)
         rows = np.sort(np.random.default_rng(self._states[0].seed).choice(
