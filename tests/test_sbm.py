@@ -23,7 +23,9 @@ from sklearn_secondorder._core._sbm_full import batch_route as _sbm_full_batch_r
 from sklearn_secondorder._core._sbm_lowrank import (
     LowRankState,
     advance_py,
+    head_solve_py,
     lowrank_epochs,
+    merge_isotropic_py,
     merge_py,
     woodbury_py,
 )
@@ -152,21 +154,26 @@ def _factors(la, F, swj):
 
 
 def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k,
-                batch_size=1):
-    """Low-rank pass (head/tail split) with every coordinate stepped at every example."""
+                batch_size=1, lazy_head=False, lam=None):
+    """Low-rank pass (head/tail split) with every coordinate stepped at every example,
+    the head's diagonal per coordinate or (``lazy_head``) a multiple of I; ``lam``: the
+    initial curvature, ``n alpha`` by default."""
     X = _dense(X)
     n, d = X.shape
     Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
     feats = list(head) + ([d] if fit_intercept else [])
     hc = (np.asarray(feats, dtype=int)[:, None] * K + np.arange(K)).ravel()
-    P, H, lam = Xt.shape[1] * K, hc.size, n * alpha
+    P, H = Xt.shape[1] * K, hc.size
+    lam = n * alpha if lam is None else lam
     ishead = np.zeros(d + 1, bool)
     ishead[feats] = True
     tail = np.array([p for p in range(P) if not ishead[p // K]], dtype=int)
     reg = np.zeros(P)
     reg[:d * K] = 1
     F = _table(K)
-    theta, mu, D, Dh = theta0.copy(), np.zeros(P), np.full(P, lam), np.full(H, lam)
+    theta, mu, D = theta0.copy(), np.zeros(P), np.full(P, lam)
+    Dh = lam if lazy_head else np.full(H, lam)
+    merge_head = merge_isotropic_py if lazy_head else merge_py
     k = min(k, H)
     V, S = np.eye(k, H), np.zeros((k, k))
     for order in orders:
@@ -189,7 +196,7 @@ def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k
             xh[hf] = x[hf]
             for u in U:
                 if hf:
-                    V, S, Dh = merge_py(V, S, Dh, np.sqrt(fh) * np.kron(xh, u)[hc])
+                    V, S, Dh = merge_head(V, S, Dh, np.sqrt(fh) * np.kron(xh, u)[hc])
             if tf and U:
                 rowabs = np.abs(sum(np.outer(u, u) for u in U)).sum(1)
                 for f in tf:
@@ -197,7 +204,7 @@ def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k
             mu += np.kron(x, sw[j] * (c - F[_label(yk[j], K)])) + alpha * theta * reg
             if (step + 1) % batch_size == 0 or step == len(rows) - 1:
                 phi = np.zeros(P)
-                phi[hc] = np.linalg.solve(V.T @ S @ V + np.diag(Dh), mu[hc])
+                phi[hc] = np.linalg.solve(V.T @ S @ V + Dh * np.eye(H), mu[hc])
                 phi[tail] = mu[tail] / D[tail]
                 theta = theta - eta * phi
         V, S = _reorthonormalize(V, S)        # the kernel's exact change of basis per pass
@@ -229,11 +236,13 @@ def _problem(rng, K, n=30, d=6, zero_frac=0.4):
     return X, yk, sw
 
 
-def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, seed):
+def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, seed,
+                 lazy_head=False, lam=None):
     n, d = X.shape
     st = LowRankState.zeros(d, K, fi, seed=seed)
     st.theta[:] = theta0
-    st.start(n, n * alpha, eta, head, k)       # V: the first k unit vectors, S = 0, D = lam
+    # V: the first k unit vectors, S = 0, D = lam
+    st.start(n, n * alpha if lam is None else lam, eta, head, k, lazy_head)
     lowrank_epochs(RowDataset(X, yk, sw), st,
                    SBMOptions(alpha=alpha, eta=eta, batch_size=bs, n_epochs=n_epochs))
     hc, k = st.head_coords, st.S.shape[0]
@@ -596,6 +605,44 @@ def test_woodbury_matches_solve():
                                    rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_isotropic_merge_dominates(seed):
+    """The lazy head's merge: V^T S V + delta I + z z^T <= V'^T S' V' + delta' I, V stays
+    orthonormal, and a z in the span changes S only (up to its rounding residual)."""
+    rng = np.random.RandomState(seed)
+    H = rng.randint(2, 12)
+    k = rng.randint(1, min(H, 5) + 1)
+    V = np.linalg.qr(rng.randn(H, H))[0][:k]
+    A = rng.randn(k, k)
+    S = A @ A.T * rng.rand() * 3 * (seed % 5 != 0)
+    delta = rng.rand() + 0.1
+    in_span = seed % 7 == 0
+    z = V.T @ rng.randn(k) if in_span else rng.randn(H) * rng.choice([0.01, 1, 10])
+    V2, S2, delta2 = merge_isotropic_py(V, S, delta, z)
+    old = V.T @ S @ V + delta * np.eye(H) + np.outer(z, z)
+    new = V2.T @ S2 @ V2 + delta2 * np.eye(H)
+    assert np.linalg.eigvalsh(new - old).min() >= -1e-8
+    assert np.linalg.eigvalsh(S2).min() >= -1e-10
+    assert delta2 >= delta
+    np.testing.assert_allclose(V2 @ V2.T, np.eye(k), atol=1e-10)
+    if in_span:
+        assert delta2 - delta <= 1e-6 * (z @ z)
+
+
+def test_head_solve_matches_solve():
+    rng = np.random.RandomState(0)
+    for _ in range(20):
+        H, k = rng.randint(1, 10), rng.randint(1, 5)
+        V = rng.randn(k, H)                      # not orthonormal: G = V V^T in the system
+        A = rng.randn(k, k)
+        S = A @ A.T
+        S[0] = S[:, 0] = 0                       # singular S is allowed
+        delta, mu = rng.rand() + 0.1, rng.randn(H)
+        np.testing.assert_allclose(head_solve_py(V, S, delta, mu),
+                                   np.linalg.solve(V.T @ S @ V + delta * np.eye(H), mu),
+                                   rtol=1e-9, atol=1e-10)
+
+
 def test_lazy_tail_recurrence_matches_explicit_steps():
     rng = np.random.RandomState(0)
 
@@ -622,7 +669,11 @@ def test_lazy_tail_recurrence_matches_explicit_steps():
                                               (4, False, 3, 3, 2), (1, False, 1, 0, 2),
                                               (3, True, 1, 6, 4), (3, False, 2, 0, 1)])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_low_rank_matches_explicit_oracle(K, fi, bs, n_head, k, sparse):
+@pytest.mark.parametrize("lazy_head", [False, True])
+def test_low_rank_matches_explicit_oracle(K, fi, bs, n_head, k, sparse, lazy_head):
+    """The kernel against every coordinate stepped densely at every step; the lazy
+    head's propagator restarts every H steps, so 30 rows and 2 passes cross several
+    restarts (H <= 21 here)."""
     rng = np.random.RandomState(K + n_head)
     X, yk, sw = _problem(rng, K)
     n, d = X.shape
@@ -630,15 +681,46 @@ def test_low_rank_matches_explicit_oracle(K, fi, bs, n_head, k, sparse):
     theta0 = 0.3 * rng.randn((d + fi) * K)
     head = np.sort(rng.choice(d, n_head, replace=False))
     want = ref_lowrank(X, yk, sw, K, alpha, eta, fi, theta0, _orders(X, yk, sw, 5, 2),
-                       head, k, bs)
+                       head, k, bs, lazy_head)
     got = _run_lowrank(sp.csr_matrix(X) if sparse else X, yk, sw, K, fi, alpha, eta,
-                       theta0, head, k, bs, 2, 5)
+                       theta0, head, k, bs, 2, 5, lazy_head)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_lazy_head_matches_oracle_wide_and_badly_scaled(seed):
+    """A wide head (H = 121 > the rows' 8 head entries: most coordinates are caught up
+    lazily, across basis rebuilds and propagator restarts) and, second, features near
+    100 next to the intercept's 1 (nearly parallel rows: the merges' new directions are
+    barely off the span, the regime where V = P V~ would lose digits)."""
+    rng = np.random.RandomState(seed)
+    n, d = 120, 40
+    X = np.where(rng.rand(n, d) < 0.2, rng.randn(n, d), 0.0)
+    yk = rng.randint(0, 3, n).astype(float)
+    sw = np.ones(n)
+    alpha, eta, lam = 1e-3, 0.05, 0.1
+    theta0 = 0.1 * rng.randn((d + 1) * 3)
+    head = np.arange(d)
+    want = ref_lowrank(X, yk, sw, 3, alpha, eta, True, theta0, _orders(X, yk, sw, 7, 1),
+                       head, 2, 1, True, lam)
+    got = _run_lowrank(sp.csr_matrix(X), yk, sw, 3, True, alpha, eta, theta0, head, 2, 1,
+                       1, 7, True, lam)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
+    X = rng.normal(loc=100, size=(80, 2))
+    yk = rng.choice([-1.0, 1.0], 80)
+    sw = np.ones(80)
+    want = ref_lowrank(X, yk, sw, 1, 1e-4, 1 / 80, True, np.zeros(3),
+                       _orders(X, yk, sw, 7, 1), np.arange(2), 2, 1, True, 0.008)
+    got = _run_lowrank(X, yk, sw, 1, True, 1e-4, 1 / 80, np.zeros(3), np.arange(2), 2, 1,
+                       1, 7, True, 0.008)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("lazy_head", [False, True])
 @pytest.mark.parametrize("K,n_head", [(1, 6), (3, 6), (3, 2), (1, 0)])
-def test_low_rank_dominates_full(K, n_head):
+def test_low_rank_dominates_full(K, n_head, lazy_head):
     """eta = 0: the low-rank Sigma (V^T S V + D on the head, D on the tail) dominates
     lam I + sum_j Sigma_j, and phi solves it (Woodbury / diagonal)."""
     rng = np.random.RandomState(1)
@@ -651,7 +733,8 @@ def test_low_rank_dominates_full(K, n_head):
     full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
     mu, full = st.mu, np.linalg.inv(st.M)
     head = np.arange(n_head)
-    _, mu_l, D, lowhead = _run_lowrank(X, yk, sw, K, True, alpha, 0.0, theta, head, 2, 1, 1, 3)
+    _, mu_l, D, lowhead = _run_lowrank(X, yk, sw, K, True, alpha, 0.0, theta, head, 2, 1, 1, 3,
+                                       lazy_head)
     feats = list(head) + [d]
     hc = (np.asarray(feats)[:, None] * K + np.arange(K)).ravel()
     low = np.diag(D)

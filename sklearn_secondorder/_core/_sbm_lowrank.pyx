@@ -1,29 +1,33 @@
 """Low-rank stochastic bound majorization (Choromanska & Jebara, Section 3.2).
 
-``Sigma <= V^T S V + D``. The low-rank part ``V`` (``k x H``) lives on the
-*head* coordinates (the most frequent features, all outputs, and the
-intercept); the others (the *tail*) are diagonal. A term
-``S_j (x) xt xt^T`` with ``xt = xh + xtl`` (head / tail parts) is split by
-``(a + b)(a + b)^T <= (1 + g) a a^T + (1 + 1/g) b b^T`` (``g =
-||xtl|| / ||xh||``): the head part is merged factor by factor
-(``merge_head``), the tail part is bounded by
-``diag(|S_j| 1) (x) ||xtl||_1 diag(|xtl|)`` (``bound_tail``). With every
-feature in the head this is exactly the paper's low-rank update.
+``Sigma <= V^T S V + D_head`` on the *head* coordinates (the most frequent
+features, all outputs, and the intercept; ``V``: ``k x H``), diagonal ``D``
+on the others (the *tail*). A term ``S_j (x) xt xt^T`` with ``xt = xh +
+xtl`` (head / tail parts) is split by ``(a + b)(a + b)^T <= (1 + g) a a^T +
+(1 + 1/g) b b^T`` (``g = ||xtl|| / ||xh||``): the head part is merged factor
+by factor (what leaves the rank-``k`` span goes into ``D_head``), the tail
+part is bounded by ``diag(|S_j| 1) (x) ||xtl||_1 diag(|xtl|)``
+(``bound_tail``). With every feature in the head this is the paper's
+low-rank update.
 
-``phi = Sigma^-1 mu`` is then block diagonal: Woodbury on the head
-(``_sbm_lowrank_sigma.pxd``), ``mu_i / D_i`` on the tail. A tail coordinate
-changes between its touches only through ``mu_i += alpha theta_i`` and
-``theta_i -= eta mu_i / D_i`` with a fixed ``D_i``, a linear recurrence
-applied lazily in closed form (``_sbm_lazy.pxd``); all tail coordinates are
-brought up to date at the end of each pass. The cost of an example is
-``O(r (k H) + K nnz)`` plus the small ``(k+1) x (k+1)`` problems,
-independent of the number of tail features.
+``phi = Sigma^-1 mu`` is then block diagonal: Woodbury on the head,
+``mu_i / D_i`` on the tail. The tail is applied lazily (``_sbm_lazy.pxd``).
+The head comes in two forms (``LowRankState.lazy_head``,
+``_sbm_lowrank_sigma.pxd``):
+
+- dense: ``D_head`` per coordinate; an example costs ``O(r k H + K nnz)``
+  (``r <= K`` rank-one factors), a step ``O(k^2 H)``;
+- lazy: ``D_head = delta I``, applied lazily too (``_sbm_lowrank.pxd``): an
+  example costs ``O(k K nnz + r k^4)`` and a step ``O(k^3 + k K)``, whatever
+  ``H`` and the number of features; every ``H`` steps, and at the end of a
+  pass, the head is made explicit in ``O(k H)``. The bound is looser: a
+  dropped direction's curvature lands on every head coordinate.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
 from ._dataset cimport RowDataset, prefetch_row
@@ -32,8 +36,8 @@ from ._sbm_bound cimport (
     Example, PassTotals, example_alloc, example_free, finish_passes, read_row, start_totals)
 from ._sbm_lazy cimport advance_tail
 from ._sbm_lowrank_sigma cimport (
-    LowRank, lowrank_scratch_alloc, lowrank_scratch_free, merge, orthonormalize,
-    woodbury_solve)
+    LowRank, head_solve, lowrank_scratch_alloc, lowrank_scratch_free, merge, merge_dense,
+    orthonormalize, woodbury_solve)
 
 
 @dataclass
@@ -67,12 +71,18 @@ class LowRankState:
         The gradient sum and the diagonal bound; only their tail entries are
         used (the head's are ``mu_head``, ``D_head``).
     mu_head, D_head : ndarray of shape (H,)
+        ``D_head``: the head's diagonal; with the lazy head every entry is
+        ``delta``.
     V : ndarray of shape (k + 1, H)
         Rows ``0..k-1``: the orthonormal ``V``; row ``k`` is workspace.
     S : ndarray of shape (k, k)
     tau : int64 ndarray of shape (n_features,)
         Per tail feature, steps of the current pass already applied (0
         between calls).
+    lazy_head : bool
+        The head's form (``_sbm_lowrank_sigma.pxd``): lazy, ``D_head = delta
+        I`` and O(k nnz) an example, or dense, ``D_head`` per coordinate
+        (tighter) and O(k H) an example.
     """
 
     n_features: int
@@ -93,6 +103,7 @@ class LowRankState:
     V: np.ndarray = None
     S: np.ndarray = None
     tau: np.ndarray = None
+    lazy_head: bool = False
 
     @classmethod
     def zeros(cls, n_features, n_outputs, fit_intercept, seed=1):
@@ -106,7 +117,7 @@ class LowRankState:
         """Whether ``start`` fixed the head and the regulariser."""
         return self.n_ref is not None
 
-    def start(self, n_ref, lam, eta, head, rank):
+    def start(self, n_ref, lam, eta, head, rank, lazy_head=False):
         """Fix ``n``, ``lam = n alpha``, ``eta`` and the head on the first data.
 
         Parameters
@@ -120,6 +131,8 @@ class LowRankState:
         rank : int
             ``k``, capped at the head's dimension ``H``; ``V`` starts as the
             first ``k`` unit vectors with ``S = 0``.
+        lazy_head : bool
+            The head's form (see the class).
         """
         d, K = self.n_features, self.n_outputs
         head = np.asarray(head, dtype=np.intp)
@@ -144,6 +157,7 @@ class LowRankState:
         self.V = V
         self.S = np.zeros((k, k))
         self.tau = np.zeros(d, dtype=np.int64)
+        self.lazy_head = bool(lazy_head)
 
     def grow_regulariser(self, n_ref, lam, eta):
         """Size the regulariser for ``n_ref`` rows: raise every coordinate's
@@ -190,18 +204,85 @@ cdef void parts_free(RowParts* rp) noexcept nogil:
     free(rp.phi_head)
 
 
+cdef int head_alloc(LazyHead* hd, int k, int H) noexcept nogil:
+    """Allocate the buffers of ``hd`` (zeroed first, ``th`` and ``mu`` not
+    its own); 0 when out of memory."""
+    cdef size_t kk = <size_t>k * k + 1
+    hd.vt = <double*>malloc((<size_t>H * k + 1) * sizeof(double))
+    hd.held = <unsigned char*>calloc(H + 1, 1)
+    hd.P = <double*>malloc(kk * sizeof(double))
+    hd.gam = <double*>malloc((2 * k + 1) * sizeof(double))
+    hd.Y = <double*>malloc((2 * k + 1) * sizeof(double))
+    hd.W = <double*>malloc(kk * sizeof(double))
+    hd.q = <double*>malloc((k + 1) * sizeof(double))
+    hd.u = <double*>malloc((k + 1) * sizeof(double))
+    hd.M = <double*>malloc(kk * sizeof(double))
+    hd.Pn = <double*>malloc(kk * sizeof(double))
+    hd.C = <double*>malloc(((k + 1) * k + 1) * sizeof(double))
+    hd.f = <double*>malloc((k + 1) * sizeof(double))
+    hd.work = <double*>malloc((k + 1) * sizeof(double))
+    return not (hd.vt == NULL or hd.held == NULL or hd.P == NULL or hd.gam == NULL
+                or hd.Y == NULL or hd.W == NULL or hd.q == NULL or hd.u == NULL
+                or hd.M == NULL or hd.Pn == NULL or hd.C == NULL or hd.f == NULL
+                or hd.work == NULL)
+
+
+cdef void head_free(LazyHead* hd) noexcept nogil:
+    free(hd.vt)
+    free(hd.held)
+    free(hd.P)
+    free(hd.gam)
+    free(hd.Y)
+    free(hd.W)
+    free(hd.q)
+    free(hd.u)
+    free(hd.M)
+    free(hd.Pn)
+    free(hd.C)
+    free(hd.f)
+    free(hd.work)
+
+
+cdef void head_start(LazyHead* hd, const LowRank* lr) noexcept nogil:
+    """Start a pass from the explicit head (``th``, ``mu``, the rows ``V``):
+    ``V~ = V``, ``P = I``, ``Phi = I``, ``Gam = 0``, so ``y_h = x_h``."""
+    cdef int h, r, k = hd.k
+    for h in range(hd.H):
+        for r in range(k):
+            hd.vt[<size_t>h * k + r] = lr.V[<size_t>r * hd.H + h]
+        hd.held[h] = 0
+    for r in range(k * k):
+        hd.P[r] = 1.0 if r % (k + 1) == 0 else 0.0
+    restart_propagator(hd)
+
+
+cdef void head_finish(LazyHead* hd, LowRank* lr) noexcept nogil:
+    """End a pass: the head explicit again (``th``, ``mu`` and ``V = P V~``)."""
+    cdef int h, r, s, k = hd.k
+    cdef double v
+    flush_lazy(hd)
+    for h in range(hd.H):
+        for r in range(k):
+            v = 0.0
+            for s in range(k):
+                v += hd.P[r * k + s] * hd.vt[<size_t>h * k + s]
+            lr.V[<size_t>r * hd.H + h] = v
+
+
 cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
-                      const LowRankKernel* kr, LowRank* lr, Example* ex, RowParts* rp,
-                      PassTotals* tot) noexcept nogil:
+                      const LowRankKernel* kr, LowRank* lr, LazyHead* hd, Example* ex,
+                      RowParts* rp, PassTotals* tot) noexcept nogil:
     """One pass over the rows ``start:stop`` in their current order (a step
     after every ``batch_size`` examples and after the last one), then the
-    tail brought up to date and ``V`` re-orthonormalised. Returns 0 when a
-    step failed (then the pass stops there)."""
+    tail and a lazy head brought up to date and ``V`` re-orthonormalised.
+    Returns 0 when a step failed (then the pass stops there)."""
     cdef Py_ssize_t i
     cdef long long step = 0
     cdef int since = 0
     tot.loss_sum = 0.0
     tot.w_sum = 0.0
+    if kr.lazy_head and hd.H > 0:
+        head_start(hd, lr)
     for i in range(start, stop):
         # the rows come in shuffled order: fetch row i + 2's entries, and the
         # tail state row i + 1 will touch (its entries are in cache by now),
@@ -210,17 +291,21 @@ cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
         prefetch_tail(ds, i + 1, kr)
         if not read_row(ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
-        lowrank_example(kr, lr, ex, rp, step)
+        lowrank_example(kr, lr, hd, ex, rp, step)
         tot.loss_sum += ex.sw * ex.loss
         tot.w_sum += ex.sw
         step += 1
         tot.t += 1
         since += 1
         if since == kr.batch_size or step == kr.n_steps:
-            if not lowrank_step(kr, lr, rp):
+            if not head_step(kr, lr, hd, rp):
+                if kr.lazy_head:
+                    head_finish(hd, lr)
                 return 0
             since = 0
     finish_tail(kr)
+    if kr.lazy_head and hd.H > 0:
+        head_finish(hd, lr)
     orthonormalize(lr)
     return 1
 
@@ -274,31 +359,35 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     cdef double[::1] D = state.D
     cdef double[::1] th_h = theta_head_arr
     cdef double[::1] mu_h = state.mu_head
-    cdef double[::1] D_h = state.D_head
+    D_h_arr = state.D_head
     cdef double[:, ::1] V = state.V
     cdef double[:, ::1] S = state.S
     cdef const int[::1] head_slot = state.head_slot
     cdef long long[::1] tau = state.tau
     cdef LowRankKernel kr
     cdef LowRank lr
+    cdef LazyHead hd
     cdef Py_ssize_t d = ds.n_features, i
     memset(&lr, 0, sizeof(LowRank))
+    memset(&hd, 0, sizeof(LazyHead))
     kr.K = state.n_outputs
     kr.n_features = d
     kr.fit_intercept = state.fit_intercept
     kr.P = <int>((d + (1 if kr.fit_intercept else 0)) * kr.K)
-    kr.H = lr.H = <int>th_h.shape[0]
-    lr.k = <int>S.shape[0]
+    kr.H = lr.H = hd.H = <int>th_h.shape[0]
+    lr.k = hd.k = <int>S.shape[0]
+    hd.K = kr.K
     if theta.shape[0] != kr.P or mu.shape[0] != kr.P or D.shape[0] != kr.P:
         raise ValueError("theta / mu / D do not match the data shape")
-    if (mu_h.shape[0] != kr.H or D_h.shape[0] != kr.H or V.shape[0] != lr.k + 1
+    if (mu_h.shape[0] != kr.H or D_h_arr.shape[0] != kr.H or V.shape[0] != lr.k + 1
             or V.shape[1] != kr.H):
         raise ValueError("the head arrays do not match")
     if head_slot.shape[0] != d + 1 or tau.shape[0] != d:
         raise ValueError("head_slot / tau do not match the data shape")
     # (no intercept: a block no head coordinate falls in)
-    kr.icpt_lo = head_slot[d] * kr.K if kr.fit_intercept else -2 * kr.K - 1
+    hd.icpt_lo = head_slot[d] * kr.K if kr.fit_intercept else -2 * kr.K - 1
     kr.batch_size = opts.batch_size
+    kr.lazy_head = state.lazy_head
     kr.alpha = opts.alpha
     kr.eta = opts.eta
     kr.n_steps = 0
@@ -309,18 +398,24 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     kr.theta = &theta[0]
     kr.mu = &mu[0]
     kr.D = &D[0]
-    kr.theta_head = &th_h[0] if kr.H > 0 else NULL
-    kr.mu_head = &mu_h[0] if kr.H > 0 else NULL
+    hd.th = &th_h[0] if kr.H > 0 else NULL
+    hd.mu = &mu_h[0] if kr.H > 0 else NULL
     kr.tau = &tau[0] if d > 0 else NULL
     lr.V = &V[0, 0] if kr.H > 0 else NULL
     lr.S = &S[0, 0] if lr.k > 0 else NULL
+    cdef double[::1] D_h = D_h_arr
     lr.Dh = &D_h[0] if kr.H > 0 else NULL
-    return _run_passes(ds, start, stop_, state, opts, &kr, &lr, theta_arr, head_coords,
-                       theta_head_arr)
+    lr.delta = float(D_h_arr.max()) if kr.H > 0 else state.lam
+    result = _run_passes(ds, start, stop_, state, opts, &kr, &lr, &hd, theta_arr,
+                         head_coords, theta_head_arr)
+    if kr.lazy_head:
+        D_h_arr[:] = lr.delta
+    return result
 
 
 cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
-                 LowRankKernel* kr, LowRank* lr, theta_arr, head_coords, theta_head_arr):
+                 LowRankKernel* kr, LowRank* lr, LazyHead* hd, theta_arr, head_coords,
+                 theta_head_arr):
     """The passes of ``lowrank_epochs`` on the bound arrays; the head's
     weights are written back into ``theta`` at the end."""
     cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
@@ -334,7 +429,8 @@ cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
     memset(&rp, 0, sizeof(RowParts))
     try:
         if (not example_alloc(&ex, kr.n_features, kr.K) or not lowrank_scratch_alloc(lr)
-                or not parts_alloc(&rp, kr.n_features, kr.H, kr.K)):
+                or not parts_alloc(&rp, kr.n_features, kr.H, kr.K)
+                or not head_alloc(hd, lr.k, kr.H)):
             raise MemoryError()
         lr.zi = rp.zidx
         lr.nzi = 0
@@ -342,11 +438,11 @@ cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
             for _epoch in range(n_epochs):
                 if shuffle:
                     ds.shuffle(&rng)
-                if not lowrank_pass(ds, start, stop, kr, lr, &ex, &rp, &tot):
+                if not lowrank_pass(ds, start, stop, kr, lr, hd, &ex, &rp, &tot):
                     diverged = True
                     break
                 if (not all_finite(kr.theta, kr.P)
-                        or (kr.H > 0 and not all_finite(kr.theta_head, kr.H))):
+                        or (kr.H > 0 and not all_finite(hd.th, kr.H))):
                     diverged = True          # (reported as pass epochs_run + 1)
                     break
                 epochs_run += 1
@@ -354,6 +450,7 @@ cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
         example_free(&ex)
         lowrank_scratch_free(lr)
         parts_free(&rp)
+        head_free(hd)
     theta_arr[head_coords] = theta_head_arr
     return finish_passes(state, tot, rng, epochs_run, diverged)
 
@@ -391,6 +488,34 @@ def merge_py(V, S, D, z):
     return Vw[:k].copy(), np.asarray(Sv).reshape(k, k).copy() if k > 0 else Sc, Dc
 
 
+def merge_isotropic_py(V, S, double delta, z):
+    """The lazy head's merge written densely, on copies (test hook): returns
+    ``(V, S, delta)`` after absorbing ``z z^T`` into ``V^T S V + delta I``."""
+    cdef LowRank lr
+    V = np.asarray(V, dtype=np.float64)
+    cdef int k = V.shape[0], H = V.shape[1]
+    Vw = np.zeros((k + 1, H))
+    Vw[:k] = V
+    Sc = np.array(S, dtype=np.float64, copy=True).reshape(k, k)
+    zc = np.array(z, dtype=np.float64, copy=True)
+    cdef double[:, ::1] Vv = Vw
+    cdef double[::1] Sv = Sc.reshape(-1) if k > 0 else np.zeros(1)
+    cdef double[::1] zv = zc
+    memset(&lr, 0, sizeof(LowRank))
+    lr.k = k
+    lr.H = H
+    lr.V = &Vv[0, 0]
+    lr.S = &Sv[0]
+    lr.delta = delta
+    try:
+        if not lowrank_scratch_alloc(&lr):
+            raise MemoryError()
+        merge_dense(&lr, &zv[0])
+    finally:
+        lowrank_scratch_free(&lr)
+    return Vw[:k].copy(), np.asarray(Sv).reshape(k, k).copy() if k > 0 else Sc, lr.delta
+
+
 def woodbury_py(double[:, ::1] V, double[:, ::1] S, double[::1] D, double[::1] mu):
     """``(V^T S V + diag(D))^-1 mu`` by the kernel's Woodbury (test hook)."""
     cdef LowRank lr
@@ -416,6 +541,32 @@ def woodbury_py(double[:, ::1] V, double[:, ::1] S, double[::1] D, double[::1] m
     if not ok:
         raise np.linalg.LinAlgError("singular capacitance matrix")
     return np.asarray(phi)
+
+
+def head_solve_py(V, S, double delta, mu):
+    """``(V^T S V + delta I)^-1 mu`` by the lazy head's ``head_solve`` (test hook)."""
+    cdef LowRank lr
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    mu = np.asarray(mu, dtype=np.float64)
+    cdef int k = V.shape[0], ok = 0
+    cdef double[:, ::1] Sv = np.array(S, dtype=np.float64, copy=True).reshape(k, k)
+    cdef double[:, ::1] G = V @ V.T
+    cdef double[::1] vmu = V @ mu
+    cdef double[::1] a = np.zeros(k + 1)
+    memset(&lr, 0, sizeof(LowRank))
+    lr.k = k
+    lr.H = V.shape[1]
+    lr.S = &Sv[0, 0]
+    lr.delta = delta
+    try:
+        if not lowrank_scratch_alloc(&lr):
+            raise MemoryError()
+        ok = head_solve(&lr, &G[0, 0], &vmu[0], &a[0])
+    finally:
+        lowrank_scratch_free(&lr)
+    if not ok:
+        raise np.linalg.LinAlgError("singular capacitance matrix")
+    return (mu - V.T @ np.asarray(a)[:k]) / delta
 
 
 def advance_py(double th, double mu, double c, double alpha, long long tau, long long t,

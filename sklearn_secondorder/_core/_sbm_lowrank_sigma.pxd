@@ -1,9 +1,19 @@
-# The low-rank bound on the curvature of Section 3.2, ``Sigma_head <= V^T S V +
-# diag(Dh)`` (``V``: ``k`` orthonormal rows over the ``H`` head coordinates),
-# and the three operations the low-rank kernel (``_sbm_lowrank``) applies to
-# it: absorbing a rank-one term (``merge``), the Woodbury solve of Algorithm
-# 2's step (``woodbury_solve``) and the per-pass re-orthonormalisation.
-# Inline: ``merge`` runs for every factor of every example.
+# The low-rank bound on the head's curvature of Section 3.2, ``Sigma_head <=
+# V^T S V + D`` (``V``: ``k`` orthonormal rows over the ``H`` head
+# coordinates), and the operations on it: absorbing a rank-one term, the
+# Woodbury solve of Algorithm 2's step, and the per-pass
+# re-orthonormalisation. Two forms of the diagonal ``D``:
+#
+# - per coordinate (``Dh``), the dense head of ``_sbm_lowrank``: a merge
+#   costs O(k H) (``merge``, ``woodbury_solve``); a dropped row ``b`` goes in
+#   by Gershgorin, ``l b b^T <= l ||b||_1 diag(|b|)``;
+# - ``delta I``, the lazy head: a dropped unit row by ``l b b^T <= l I``, so
+#   that every head coordinate follows the same recurrence between its
+#   touches and ``_sbm_lowrank`` can apply it lazily (``merge_small``: the
+#   ``k x k`` part only; ``head_solve``). Looser: the whole dropped curvature
+#   lands on every head coordinate.
+#
+# Both share the ``k x k`` core of a merge (``merge_core``).
 from libc.math cimport fabs, sqrt
 from libc.stdlib cimport free, malloc
 
@@ -15,17 +25,22 @@ from ._linalg cimport (
 cdef struct LowRank:
     int k              # rank kept
     int H              # head dimension
-    double* V          # (k + 1) x H: rows 0..k-1 = V, row k = work row
+    double* V          # (k + 1) x H: rows 0..k-1 = V, row k = work row (explicit:
+                       # the dense head, and the lazy head between passes)
     double* S          # k x k, positive semi-definite
-    double* Dh         # H, the diagonal
+    double* Dh         # H: the dense head's diagonal
+    double delta       # the lazy head's diagonal is delta I
+    # the reflector of the last merge_small: Q = I - bq e e^T on k + 1 rows
+    double bq
+    double rho         # the norm of z's residual off the span of V
     # scratch
     double* T          # (k+1)^2
     double* T2         # (k+1)^2
     double* e          # k+1
     double* ywork      # k+1
-    double* p          # k+1
+    double* p          # k+1: V z
     double* hv         # H + 1
-    double* G          # k x k (+1): V D^-1 V^T
+    double* G          # k x k (+1)
     double* a          # k+1
     double* dinv_mu    # H + 1
     const int* zi      # merge: the non-zero entries of z (nzi of them), or nzi < 0: dense
@@ -75,25 +90,62 @@ cdef inline void fold_into_diagonal(int H, double scale, const double* b,
         Dh[h] += scale * nb1 * fabs(b[h])
 
 
-cdef inline void merge(LowRank* lr, double* z) noexcept nogil:
-    """``V^T S V + D + z z^T <= V'^T S' V' + D'`` (one rank-one term, Section 3.2).
+cdef inline double merge_core(LowRank* lr, double rho) noexcept nogil:
+    """The ``k x k`` part of ``V^T S V + D + z z^T <= V'^T S' V' + D'``.
 
-    With ``p = V z``, ``w = (z - V^T p) / rho`` the sum is exactly
-    ``[V; w]^T T [V; w] + D`` with ``T = [[S + p p^T, rho p], [rho p^T, rho^2]]``.
-    A Householder reflector ``Q`` sends an (approximate) eigenvector of the
-    smallest eigenvalue of ``T`` to the last axis: ``Q T Q = [[A, c], [c^T, l]]
-    <= [[A + |c| I, 0], [0, l + |c|]]``. The first ``k`` rows of ``Q [V; w]``
-    become ``V'`` with ``S' = A + |c| I``; the last row ``b`` is dropped into
-    ``D`` through ``(l + |c|) b b^T <= (l + |c|) ||b||_1 diag(|b|)``.
+    Takes ``p = V z`` (``lr.p``) and ``rho``, the norm of ``z``'s residual
+    off the span of ``V``. With ``w = (z - V^T p) / rho`` the sum is exactly
+    ``[V; w]^T T [V; w] + D`` with ``T = [[S + p p^T, rho p], [rho p^T,
+    rho^2]]``. A Householder reflector ``Q`` sends an (approximate)
+    eigenvector of the smallest eigenvalue of ``T`` to the last axis: ``Q T Q
+    = [[A, c], [c^T, l]] <= [[A + |c| I, 0], [0, l + |c|]]``. Sets ``S' = A +
+    |c| I`` and the reflector (``lr.bq``, ``lr.e``) that the caller applies
+    to the rows ``[V; w]``: the first ``k`` become ``V'``, the last (``b``, a
+    unit vector) is dropped into ``D`` with the returned weight ``l + |c|``.
     """
-    cdef int k = lr.k, H = lr.H, n = lr.k + 1, i, j, h
-    cdef double* V = lr.V
-    cdef double* w = lr.V + <size_t>k * H
+    cdef int k = lr.k, n = lr.k + 1, i, j
     cdef double* T = lr.T
     cdef double* p = lr.p
     cdef double* e = lr.e
-    cdef double rho, v, bq, lam_d, cn
-    cdef double* Tv = lr.ywork
+    cdef double cn
+    lr.rho = rho
+    for i in range(k):
+        for j in range(k):
+            T[i * n + j] = lr.S[i * k + j] + p[i] * p[j]
+        T[i * n + k] = rho * p[i]
+        T[k * n + i] = rho * p[i]
+    T[k * n + k] = rho * rho
+    if not smallest_eigvec(n, T, lr.T2, e, lr.ywork):
+        for i in range(n):
+            e[i] = 0.0
+        e[k] = 1.0
+    # Householder vector v = e + sign(e_k) e_k  (so Q e = -sign(e_k) e_k)
+    if e[k] >= 0:
+        e[k] += 1.0
+    else:
+        e[k] -= 1.0
+    lr.bq = householder_sandwich(n, T, e, lr.ywork)
+    cn = 0.0
+    for i in range(k):
+        cn += T[i * n + k] * T[i * n + k]
+    cn = sqrt(cn)
+    for i in range(k):
+        for j in range(k):
+            lr.S[i * k + j] = 0.5 * (T[i * n + j] + T[j * n + i])
+        lr.S[i * k + i] += cn
+    return T[k * n + k] + cn
+
+
+cdef inline void merge(LowRank* lr, double* z) noexcept nogil:
+    """The dense head's merge of ``z z^T`` (``z``: ``H``, its non-zeros in
+    ``lr.zi`` unless ``lr.nzi < 0``), in O(k H): ``[V; w] <- Q [V; w]``
+    (``merge_core``), the dropped row ``b = V[k]`` into ``Dh`` by
+    Gershgorin (``fold_into_diagonal``)."""
+    cdef int k = lr.k, H = lr.H, i, j, h
+    cdef double* V = lr.V
+    cdef double* w = lr.V + <size_t>k * H
+    cdef double* p = lr.p
+    cdef double rho, v, lam_d
     if k == 0:
         # no low-rank part: the whole term goes to the diagonal
         fold_into_diagonal(H, 1.0, z, lr.Dh)
@@ -121,34 +173,67 @@ cdef inline void merge(LowRank* lr, double* z) noexcept nogil:
                 lr.S[i * k + j] += p[i] * p[j]
         return
     scal(H, 1.0 / rho, w)
-    for i in range(k):
-        for j in range(k):
-            T[i * n + j] = lr.S[i * k + j] + p[i] * p[j]
-        T[i * n + k] = rho * p[i]
-        T[k * n + i] = rho * p[i]
-    T[k * n + k] = rho * rho
-    if not smallest_eigvec(n, T, lr.T2, e, Tv):
-        for i in range(n):
-            e[i] = 0.0
-        e[k] = 1.0
-    # Householder vector v = e + sign(e_k) e_k  (so Q e = -sign(e_k) e_k)
-    if e[k] >= 0:
-        e[k] += 1.0
-    else:
-        e[k] -= 1.0
-    bq = householder_sandwich(n, T, e, Tv)
-    cn = 0.0
-    for i in range(k):
-        cn += T[i * n + k] * T[i * n + k]
-    cn = sqrt(cn)
-    for i in range(k):
-        for j in range(k):
-            lr.S[i * k + j] = 0.5 * (T[i * n + j] + T[j * n + i])
-        lr.S[i * k + i] += cn
-    lam_d = T[k * n + k] + cn
-    householder_rows(n, H, bq, e, V, lr.hv)        # the rows [V; w] <- Q [V; w]
+    lam_d = merge_core(lr, rho)
+    householder_rows(k + 1, H, lr.bq, lr.e, V, lr.hv)        # the rows [V; w] <- Q [V; w]
     if lam_d > 0.0:
         fold_into_diagonal(H, lam_d, w, lr.Dh)    # the dropped row b = V[k]
+
+
+cdef inline int merge_small(LowRank* lr, double zz) noexcept nogil:
+    """The lazy head's merge of ``z z^T`` into ``V^T S V + delta I``, its
+    ``k x k`` part: takes ``p = V z`` (``lr.p``) and ``zz = ||z||^2``, so
+    ``rho^2 = zz - ||p||^2``; the dropped row goes into ``delta``.
+
+    Returns 1 when the caller must apply the reflector of ``merge_core`` to
+    the rows ``[V; w]`` and keep the first ``k``; 0 when ``z`` is
+    (numerically) in the span of ``V``: then ``(a + b)(a + b)^T <= (1 + g) a
+    a^T + (1 + 1/g) b b^T`` (``a = V^T p``, ``b`` the residual, ``g = rho /
+    ||p||``) puts ``(1 + g) p p^T`` into ``S`` and ``rho^2 + rho ||p||``
+    into ``delta``.
+    """
+    cdef int k = lr.k, i, j
+    cdef double* p = lr.p
+    cdef double pp = 0.0, rho2, rho, pn, g, lam_d
+    if k == 0:
+        lr.delta += zz                     # no low-rank part: z z^T <= ||z||^2 I
+        return 0
+    for i in range(k):
+        pp += p[i] * p[i]
+    rho2 = zz - pp
+    # in the span when the residual's square is below 1e-10 ||z||^2 (a square
+    # difference cancels there; the residual is folded, never dropped)
+    if rho2 <= 1e-10 * zz:
+        rho = sqrt(rho2) if rho2 > 0.0 else 0.0
+        pn = sqrt(pp)
+        g = rho / pn if pn > 0.0 else 0.0
+        for i in range(k):
+            for j in range(k):
+                lr.S[i * k + j] += (1.0 + g) * p[i] * p[j]
+        if rho > 0.0:
+            lr.delta += rho2 + rho * pn
+        return 0
+    lam_d = merge_core(lr, sqrt(rho2))
+    if lam_d > 0.0:
+        lr.delta += lam_d
+    return 1
+
+
+cdef inline void merge_dense(LowRank* lr, const double* z) noexcept nogil:
+    """``merge_small`` on the explicit rows ``V`` and a dense ``z`` (``H``):
+    the lazy head's merge written densely (the oracle's, a test hook)."""
+    cdef int k = lr.k, H = lr.H, i, h
+    cdef double* V = lr.V
+    cdef double* w = lr.V + <size_t>k * H
+    for i in range(k):
+        lr.p[i] = dot(H, V + <size_t>i * H, z)
+    if not merge_small(lr, dot(H, z, z)):
+        return
+    for h in range(H):
+        w[h] = z[h]
+    for i in range(k):
+        axpy(H, -lr.p[i], V + <size_t>i * H, w)
+    scal(H, 1.0 / lr.rho, w)
+    householder_rows(k + 1, H, lr.bq, lr.e, V, lr.hv)
 
 
 cdef inline int woodbury_solve(LowRank* lr, const double* mu, double* phi) noexcept nogil:
@@ -202,6 +287,31 @@ cdef inline int woodbury_solve(LowRank* lr, const double* mu, double* phi) noexc
     for h in range(H):
         phi[h] *= dinv[h]
     return 1
+
+
+cdef inline int head_solve(LowRank* lr, const double* G, const double* vmu,
+                           double* a) noexcept nogil:
+    """The ``k x k`` system of the head's step: ``(delta I + S G) a = S v``.
+
+    With ``G = V V^T`` and ``v = V mu``, Woodbury gives ``(V^T S V + delta
+    I)^-1 mu = (mu - V^T a) / delta`` without ``S^-1`` (``S`` may be
+    singular, e.g. while the rank is not used up) and without assuming ``V``
+    orthonormal. Returns 0 when the system is singular.
+    """
+    cdef int k = lr.k, i, j, m
+    cdef double v
+    cdef double* A = lr.T2
+    for i in range(k):
+        for j in range(k):
+            v = 0.0
+            for m in range(k):
+                v += lr.S[i * k + m] * G[m * k + j]
+            A[i * k + j] = v + (lr.delta if i == j else 0.0)
+        v = 0.0
+        for m in range(k):
+            v += lr.S[i * k + m] * vmu[m]
+        a[i] = v
+    return solve_small(k, A, a)
 
 
 cdef inline void orthonormalize(LowRank* lr) noexcept nogil:
