@@ -127,8 +127,6 @@ cdef inline void split_row(const LowRankKernel* kr, const Example* ex, RowParts*
     rp.nt1 = nt1
 
 
-
-
 cdef struct LazyHead:
     # the head coordinates between their touches (see the module comment)
     int k

@@ -25,8 +25,9 @@ from ._linalg cimport (
 cdef struct LowRank:
     int k              # rank kept
     int H              # head dimension
-    double* V          # (k + 1) x H: rows 0..k-1 = V, row k = work row (explicit:
-                       # the dense head, and the lazy head between passes)
+    # (k + 1) x H: rows 0..k-1 = V, row k = work row; explicit on the dense
+    # head, and on the lazy head between passes
+    double* V
     double* S          # k x k, positive semi-definite
     double* Dh         # H: the dense head's diagonal
     double delta       # the lazy head's diagonal is delta I

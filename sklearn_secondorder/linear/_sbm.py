@@ -36,6 +36,13 @@ FULL_RANK_MAX_BYTES = 2 ** 30
 AUTO_FULL_RANK_MAX_BYTES = 2 ** 25
 #: The low rank ``k`` of ``rank='auto'`` above that budget.
 AUTO_RANK = 5
+#: ``low_rank_head='auto'`` takes the lazy head from this many head
+#: coordinates ``H = K (rank_features + fit_intercept)`` on: the dense head's
+#: ``O(r k H)`` merges (``r <= K`` factors an example) then cost more than the
+#: lazy head's ``O(k K nnz + r k^4)`` plus its looser bound (with 22 classes and
+#: ``H = 1430``, one dense pass took as long as about three lazy ones in
+#: ``benchmarks/RESULTS.md``, SBM).
+AUTO_LAZY_HEAD_MIN_COORDS = 1024
 #: ``n_t``, the rows the regulariser ``lam = n_t alpha`` and the default step
 #: ``eta = 1 / n_t`` are sized for, starts at ``FIRST_BLOCK`` and doubles
 #: whenever the rows seen reach it (see ``SBMLogisticRegression``, Notes).
@@ -81,7 +88,7 @@ class SBMLogisticRegression(LinearClassifierBase):
     ``absorb_curvature`` puts the curvature into ``M``, ``add_gradient`` the
     gradient into ``mu``; ``full_step`` moves ``theta``) and
     ``_core._sbm_lowrank.lowrank_example`` with the Woodbury step
-    ``_core._sbm_lowrank.lowrank_step`` at low rank; Algorithm 1 is
+    ``_core._sbm_lowrank.head_step`` at low rank; Algorithm 1 is
     ``_core._sbm_bound.partition_bound``.
 
     Parameters
@@ -109,6 +116,18 @@ class SBMLogisticRegression(LinearClassifierBase):
         and bounded by ``||b||_1 diag(|b|)``), which makes the cost of an
         example independent of their number. With every feature in the head
         this is the paper's low-rank method.
+    low_rank_head : {'auto', 'dense', 'lazy'}, default='auto'
+        Low rank only: how the head's bound ``V^T S V + D`` is kept.
+        ``'dense'``: ``D`` per coordinate (the folding above), every head
+        coordinate stepped at every step, ``O(k H)`` an example for ``H =
+        K (rank_features + fit_intercept)`` head coordinates. ``'lazy'``:
+        ``D = delta I`` (a dropped direction ``b`` by ``b b^T <= ||b||^2 I``:
+        looser, its curvature lands on every head coordinate), which lets
+        every head coordinate follow one shared recurrence between its
+        touches and ``V`` be kept as ``P V~`` (the scale trick with a ``k x k``
+        ``P``): ``O(k K nnz + r k^4)`` an example whatever ``H``, the head
+        made explicit every ``H`` steps. ``'auto'``: lazy from
+        :data:`AUTO_LAZY_HEAD_MIN_COORDS` (1024) head coordinates on.
     update : {'paper', 'surrogate'}, default='paper'
         ``'paper'``: Algorithm 2 (``mu`` sums the gradients of every example at
         the weights it was seen at; ``theta -= eta M mu``). ``'surrogate'``
@@ -205,6 +224,8 @@ class SBMLogisticRegression(LinearClassifierBase):
     rank_ : int or None
         The rank in use: None for full rank, else ``k`` (capped at the
         head's dimension).
+    low_rank_head_ : {'dense', 'lazy'} or None
+        The low-rank head in use (None at full rank).
 
     See Also
     --------
@@ -247,11 +268,13 @@ class SBMLogisticRegression(LinearClassifierBase):
     1.02x (``'surrogate'``) the optimum's test log-loss, against 1.02x and
     1.01x with ``B = 1``.
 
-    Low rank: an example costs ``O(k K nnz)`` for the row plus ``O(k H)`` to
-    merge each of its ``r <= K`` factors (``H``: head coordinates) and a
-    ``(k+1) x (k+1)`` eigenvector, plus ``O(k^2 H)`` for the Woodbury solve
-    before each step on ``theta``: many times the work of an SGD step on the
-    same row.
+    Low rank, dense head: an example costs ``O(k K nnz)`` for the row plus
+    ``O(k H)`` to merge each of its ``r <= K`` factors (``H``: head
+    coordinates) and a ``(k+1) x (k+1)`` eigenvector, plus ``O(k^2 H)`` for
+    the Woodbury solve before each step on ``theta``: many times the work of
+    an SGD step on the same row. Lazy head: ``O(k K nnz)`` for the row and
+    ``O(k^4)`` per factor (the merge's ``k x k`` algebra), whatever ``H``;
+    ``benchmarks/claims_sbm.py`` measures both.
 
     References
     ----------
@@ -284,18 +307,20 @@ class SBMLogisticRegression(LinearClassifierBase):
         "eta": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "update": [StrOptions({"paper", "surrogate"})],
+        "low_rank_head": [StrOptions({"auto", "dense", "lazy"})],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"})],  # (not l2: refused below)
     }
 
-    def __init__(self, *, alpha=1e-4, rank="auto", rank_features=64, update="paper", eta=None,
-                 batch_size=1, fit_intercept=True, max_iter=5, shuffle=True,
-                 random_state=None, class_weight=None, warm_start=False, verbose=0, tol=None,
-                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
-                 penalty="l2"):
+    def __init__(self, *, alpha=1e-4, rank="auto", rank_features=64, low_rank_head="auto",
+                 update="paper", eta=None, batch_size=1, fit_intercept=True, max_iter=5,
+                 shuffle=True, random_state=None, class_weight=None, warm_start=False,
+                 verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
+                 validation_fraction=0.1, penalty="l2"):
         self.penalty = penalty
         self.alpha = alpha
         self.rank = rank
         self.rank_features = rank_features
+        self.low_rank_head = low_rank_head
         self.update = update
         self.eta = eta
         self.batch_size = batch_size
@@ -310,6 +335,13 @@ class SBMLogisticRegression(LinearClassifierBase):
         self.n_iter_no_change = n_iter_no_change
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+
+    def _lazy_head(self, n_head, n_outputs):
+        """Whether the low-rank head is lazy (``low_rank_head='auto'`` resolved)."""
+        if self.low_rank_head != "auto":
+            return self.low_rank_head == "lazy"
+        H = (n_head + int(self.fit_intercept)) * n_outputs
+        return H >= AUTO_LAZY_HEAD_MIN_COORDS
 
     def _more_validate_params(self, for_partial_fit=False):
         check_l2_only(self, (
@@ -378,9 +410,10 @@ class SBMLogisticRegression(LinearClassifierBase):
         if isinstance(state, FullRankState):
             state.start(n_ref, n_ref * self.alpha, self._eta(n_ref))
         else:
-            state.start(n_ref, n_ref * self.alpha, self._eta(n_ref),
-                        _most_frequent_features(X, self.rank_features),
-                        self._rank(X.shape[1], state.n_outputs))
+            head = _most_frequent_features(X, self.rank_features)
+            state.start(n_ref, n_ref * self.alpha, self._eta(n_ref), head,
+                        self._rank(X.shape[1], state.n_outputs),
+                        self._lazy_head(head.size, state.n_outputs))
 
     def _grow(self, state):
         """Double ``n_t``: add ``alpha n_t`` to every coordinate's curvature
@@ -453,8 +486,10 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     def _export(self):
         super()._export()
-        self.rank_ = (None if isinstance(self._states[0], FullRankState)
-                      else int(self._states[0].V.shape[0] - 1))
+        low = not isinstance(self._states[0], FullRankState)
+        self.rank_ = int(self._states[0].V.shape[0] - 1) if low else None
+        self.low_rank_head_ = (("lazy" if self._states[0].lazy_head else "dense") if low
+                               else None)
 
 
 def _most_frequent_features(X, n_head):
