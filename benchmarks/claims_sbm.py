@@ -2,7 +2,7 @@
 
 ``python benchmarks/claims_sbm.py [--out DIR] [--sets a9a,letter,w8a,digits]
 [--passes 10] [--repeats 5]`` (also ``claims_sbm.main(argv)``, called by
-``bench_claims.py``) prints three tables and saves the plots to ``--out``
+``bench_claims.py``) prints four tables and saves the plots to ``--out``
 (``benchmarks/figures/`` by default):
 
 1. **Speed**: one full-rank ``SBMLogisticRegression`` pass (``fit(max_iter=1)``)
@@ -21,6 +21,14 @@
    grid is not counted.
 3. **Target**: the passes and seconds each method needs to reach 1.05x LR's
    test log-loss (two classes: a9a, w8a) or 1.10x (many: letter, digits).
+4. **Low rank** (``--skip`` it with ``lowrank``; ``--lowrank-rows``): the cost
+   of one low-rank pass per example against the head's size, for the dense
+   head (``O(k H)`` an example) and the lazy one (``O(k nnz)``), ``k`` = 1
+   (the paper's) and 5, on the first ``--lowrank-rows`` CoNLL-2000 training
+   tokens hashed to 2^18 columns (22 chunk tags, about 40 non-zeros a row)
+   and on w8a (two classes, every feature in the head); each against an
+   ``SGDClassifier`` epoch on the same rows in the same run, with the test
+   log-loss and accuracy after the pass.
 
 Data: a9a, letter, w8a from ``../shared/data`` (``_datasets``), and
 scikit-learn's digits (75/25 stratified split, seed 0, standardised on the
@@ -138,6 +146,60 @@ def speed_table(sets, repeats):
         print(f"| {r['set']} | {r['batch_size']} | {r['runs']} | {r['sgd_s']:.3f} s | "
               f"{r['sbm_s']:.3f} s | {r['wall_ratio']:.1f}x | {r['cpu_ratio']:.1f}x |")
     return rows
+
+
+# ---------------------------------------------------------------------------
+# 4. low rank: the cost of an example against the head's size
+# ---------------------------------------------------------------------------
+#: (set, rank_features of the dense head, of the lazy head); w8a: every feature.
+LOWRANK_HEADS = [("conll 2^18", (16, 64, 256, 1024), (16, 64, 256, 1024, 4096, 16384)),
+                 ("w8a", (300,), (300,))]
+
+
+def lowrank_table(rows, repeats):
+    """Per example microseconds of one low-rank pass (``fit(max_iter=1)``,
+    fixed costs included) for each head form, ``k`` and head size, over an
+    ``SGDClassifier`` epoch on the same rows (median of ``repeats``)."""
+    sets = {}
+    Xtr, ytr, Xte, yte = _datasets.conll_tokens(2 ** 18)
+    keep = np.isin(yte, np.unique(ytr[:rows]))
+    sets["conll 2^18"] = Xtr[:rows], ytr[:rows], Xte[keep], yte[keep]
+    sets["w8a"] = _datasets.w8a()
+    out = []
+    print("\n## Low-rank SBM: one pass, per example, against the head's size\n")
+    print("| set | head | k | head features | H | us / example | / SGDClassifier epoch | "
+          "test log-loss | test acc |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, dense_sizes, lazy_sizes in LOWRANK_HEADS:
+        X, y, Xt, yt = sets[name]
+        n, alpha = X.shape[0], 1.0 / X.shape[0]
+        classes = np.unique(y)
+        K = 1 if classes.size == 2 else classes.size
+        sgd = []
+        for _ in range(repeats):
+            m, w, _ = _timed(lambda: SGDClassifier(loss="log_loss", alpha=alpha, max_iter=1,
+                                                   tol=None, random_state=0).fit(X, y))
+            sgd.append(w)
+        sgd_s = float(np.median(sgd))
+        print(f"| {name} | SGDClassifier, 1 epoch | | | | {1e6 * sgd_s / n:.2f} | 1.0x | "
+              f"{_loss(m, Xt, yt, classes):.4f} | {100 * m.score(Xt, yt):.2f} |")
+        for head, sizes in (("dense", dense_sizes), ("lazy", lazy_sizes)):
+            for k in (1, 5):
+                for f in sizes:
+                    times = []
+                    for _ in range(repeats):
+                        m, w, _ = _timed(lambda: SBMLogisticRegression(
+                            rank=k, rank_features=f, low_rank_head=head, alpha=alpha,
+                            max_iter=1, random_state=0).fit(X, y))
+                        times.append(w)
+                    sec = float(np.median(times))
+                    r = dict(set=name, head=head, k=k, features=f, H=(f + 1) * K,
+                             us=1e6 * sec / n, ratio=sec / sgd_s,
+                             loss=_loss(m, Xt, yt, classes), acc=100 * m.score(Xt, yt))
+                    out.append(r)
+                    print(f"| {name} | {head} | {k} | {f} | {r['H']} | {r['us']:.2f} | "
+                          f"{r['ratio']:.1f}x | {r['loss']:.4f} | {r['acc']:.2f} |", flush=True)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -431,7 +493,9 @@ def main(argv=None):
     ap.add_argument("--sets", default="a9a,letter,w8a,digits")
     ap.add_argument("--passes", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=5, help="runs of the speed table")
-    ap.add_argument("--skip", default="", help="comma list of: speed,claims,figure1")
+    ap.add_argument("--skip", default="", help="comma list of: speed,claims,figure1,lowrank")
+    ap.add_argument("--lowrank-rows", type=int, default=20000,
+                    help="CoNLL-2000 training tokens of the low-rank table")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sets = [s for s in args.sets.split(",") if s]
@@ -443,6 +507,8 @@ def main(argv=None):
         out["claims"] = claims_table(sets, args.passes, args.out)
     if "figure1" not in skip:
         out["figure1"] = figure1(args.out, args.passes)
+    if "lowrank" not in skip:
+        out["lowrank"] = lowrank_table(args.lowrank_rows, max(1, args.repeats // 2))
     print(f"\nplots in {args.out}")
     return out
 
