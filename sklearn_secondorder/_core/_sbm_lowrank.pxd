@@ -38,14 +38,13 @@ cdef struct LowRankKernel:
     int H                   # head coordinates
     Py_ssize_t n_features
     bint fit_intercept
-    int icpt_lo             # first head coordinate of the intercept (none: -2K - 1)
     int batch_size
     bint lazy_head          # the lazy head (else the dense one)
     long long n_steps       # examples in a pass (rows with non-zero weight)
     double alpha
     double eta
     const int* head_slot    # n_features + 1
-    double* theta           # P (tail entries; the head's are in LazyHead.th)
+    double* theta           # P (tail entries; the head's are in Head.th)
     double* mu              # P (tail entries)
     double* D               # P (tail entries)
     long long* tau          # n_features
@@ -127,8 +126,9 @@ cdef inline void split_row(const LowRankKernel* kr, const Example* ex, RowParts*
     rp.nt1 = nt1
 
 
-cdef struct LazyHead:
-    # the head coordinates between their touches (see the module comment)
+cdef struct Head:
+    # the head's weights (both forms), and the lazy head's state between the
+    # coordinates' touches (see the module comment)
     int k
     int H
     int K
@@ -153,12 +153,12 @@ cdef struct LazyHead:
     double* work            # k + 1
 
 
-cdef inline bint always_explicit(const LazyHead* hd, int h) noexcept nogil:
+cdef inline bint always_explicit(const Head* hd, int h) noexcept nogil:
     """The intercept's coordinates (no ``alpha theta`` term) are never lazy."""
     return hd.icpt_lo <= h < hd.icpt_lo + hd.K
 
 
-cdef inline void lazy_value(const LazyHead* hd, int h, double* th, double* mu) noexcept nogil:
+cdef inline void lazy_value(const Head* hd, int h, double* th, double* mu) noexcept nogil:
     """``(theta_h, mu_h) = Phi (y_h + Gam v~_h)`` of a lazy coordinate."""
     cdef int s, k = hd.k
     cdef double s0 = hd.th[h], s1 = hd.mu[h]
@@ -170,7 +170,7 @@ cdef inline void lazy_value(const LazyHead* hd, int h, double* th, double* mu) n
     mu[0] = hd.phi[2] * s0 + hd.phi[3] * s1
 
 
-cdef inline void add_to_sums(LazyHead* hd, int h, double sign) noexcept nogil:
+cdef inline void add_to_sums(Head* hd, int h, double sign) noexcept nogil:
     """``Y += sign v~_h y_h^T``, ``W += sign v~_h v~_h^T``."""
     cdef int r, s, k = hd.k
     cdef const double* v = hd.vt + <size_t>h * k
@@ -181,7 +181,7 @@ cdef inline void add_to_sums(LazyHead* hd, int h, double sign) noexcept nogil:
             hd.W[r * k + s] += sign * v[r] * v[s]
 
 
-cdef inline void hold(LazyHead* hd, int h) noexcept nogil:
+cdef inline void hold(Head* hd, int h) noexcept nogil:
     """Make coordinate ``h`` explicit for the current example (out of the sums)."""
     cdef double th, mu
     if hd.held[h] or always_explicit(hd, h):
@@ -193,7 +193,7 @@ cdef inline void hold(LazyHead* hd, int h) noexcept nogil:
     hd.held[h] = 1
 
 
-cdef inline void release(LazyHead* hd, int h) noexcept nogil:
+cdef inline void release(Head* hd, int h) noexcept nogil:
     """Back to lazy: ``y_h = Phi^-1 x_h - Gam v~_h``, into the sums."""
     cdef int s, k = hd.k
     cdef double x0 = hd.th[h], x1 = hd.mu[h], y0, y1
@@ -212,7 +212,7 @@ cdef inline void release(LazyHead* hd, int h) noexcept nogil:
     hd.held[h] = 0
 
 
-cdef inline void recompute_sums(LazyHead* hd) noexcept nogil:
+cdef inline void recompute_sums(Head* hd) noexcept nogil:
     """``Y`` and ``W`` from scratch (their running updates drift by rounding)."""
     cdef int h, i, k = hd.k
     for i in range(2 * k):
@@ -224,7 +224,7 @@ cdef inline void recompute_sums(LazyHead* hd) noexcept nogil:
             add_to_sums(hd, h, 1.0)
 
 
-cdef inline void restart_propagator(LazyHead* hd) noexcept nogil:
+cdef inline void restart_propagator(Head* hd) noexcept nogil:
     """``Phi = I``, ``Gam = 0``, for coordinates that are explicit (``y_h = x_h``)."""
     cdef int i
     hd.phi[0] = 1.0
@@ -237,7 +237,7 @@ cdef inline void restart_propagator(LazyHead* hd) noexcept nogil:
     recompute_sums(hd)
 
 
-cdef inline void flush_lazy(LazyHead* hd) noexcept nogil:
+cdef inline void flush_lazy(Head* hd) noexcept nogil:
     """Every lazy coordinate explicit, and ``Phi = I``, ``Gam = 0`` (then ``y_h
     = x_h``): O(k H), every ``H`` steps at most and at the end of a pass."""
     cdef int h
@@ -273,7 +273,7 @@ cdef inline int invert_small(int k, const double* A, double* Ainv, double* M,
     return na * ni <= 100.0 * k * k
 
 
-cdef inline void merge_lazy(LazyHead* hd, LowRank* lr, const int* zidx, const double* z,
+cdef inline void merge_lazy(Head* hd, LowRank* lr, const int* zidx, const double* z,
                             int nz) noexcept nogil:
     """Absorb ``z z^T`` (``z`` on the held coordinates ``zidx``) into ``V^T S V
     + delta I`` (``merge_small``) in O(k nz + k^4).
@@ -345,7 +345,7 @@ cdef inline void merge_lazy(LazyHead* hd, LowRank* lr, const int* zidx, const do
     recompute_sums(hd)
 
 
-cdef inline int lazy_step(LazyHead* hd, LowRank* lr, double eta) noexcept nogil:
+cdef inline int lazy_step(Head* hd, LowRank* lr, double eta) noexcept nogil:
     """Algorithm 2's step on the head, ``theta_h -= eta (V^T S V + delta I)^-1
     mu_h``, in O(k^3 + k K): explicit on the intercept, through ``Phi`` and
     ``Gam`` on the lazy coordinates. No coordinate is held. Returns 0 when
@@ -424,7 +424,7 @@ cdef inline int lazy_step(LazyHead* hd, LowRank* lr, double eta) noexcept nogil:
     return 1
 
 
-cdef inline void row_scores(const LowRankKernel* kr, const LazyHead* hd, Example* ex,
+cdef inline void row_scores(const LowRankKernel* kr, const Head* hd, Example* ex,
                             const RowParts* rp) noexcept nogil:
     """``scores[a] = theta_a . xt`` from the (held) head and the (caught-up) tail."""
     cdef int j, a, K = kr.K
@@ -442,7 +442,7 @@ cdef inline void row_scores(const LowRankKernel* kr, const LazyHead* hd, Example
             ex.scores[a] += rp.tval[j] * th[q + a]
 
 
-cdef inline void merge_head(const LowRankKernel* kr, LowRank* lr, LazyHead* hd,
+cdef inline void merge_head(const LowRankKernel* kr, LowRank* lr, Head* hd,
                             const Example* ex, RowParts* rp, double fh) noexcept nogil:
     """Merge the head part ``fh S_j (x) xh xh^T`` factor by factor: ``z =
     sqrt(fh) (L_l (x) xh)`` for each of the ``r`` factors (``merge_lazy``, or
@@ -491,7 +491,7 @@ cdef inline void bound_tail(const LowRankKernel* kr, const Example* ex, const Ro
             Dp[q + a] += ft * rowabs[a] * nt1 * fabs(rp.tval[j])
 
 
-cdef inline void add_gradient(const LowRankKernel* kr, LazyHead* hd, const Example* ex,
+cdef inline void add_gradient(const LowRankKernel* kr, Head* hd, const Example* ex,
                               const RowParts* rp) noexcept nogil:
     """``mu += s_j (c_j - F[y_j]) (x) xt + alpha theta`` (once per example),
     none of ``alpha theta`` on the intercept: on the dense head for every
@@ -521,7 +521,7 @@ cdef inline void add_gradient(const LowRankKernel* kr, LazyHead* hd, const Examp
             hd.mu[hidx] += alpha * hd.th[hidx]
 
 
-cdef inline void lowrank_example(const LowRankKernel* kr, LowRank* lr, LazyHead* hd,
+cdef inline void lowrank_example(const LowRankKernel* kr, LowRank* lr, Head* hd,
                                  Example* ex, RowParts* rp, long long step) noexcept nogil:
     """The update of one example (read by ``read_row``) before the step:
     Algorithm 1 at the current weights, its curvature split between the
@@ -557,7 +557,7 @@ cdef inline void lowrank_example(const LowRankKernel* kr, LowRank* lr, LazyHead*
                 release(hd, rp.hslot[j] * K + a)
 
 
-cdef inline int head_step(const LowRankKernel* kr, LowRank* lr, LazyHead* hd,
+cdef inline int head_step(const LowRankKernel* kr, LowRank* lr, Head* hd,
                           RowParts* rp) noexcept nogil:
     """Algorithm 2's step on the head, ``theta_h -= eta (V^T S V + D)^-1
     mu_h`` (the tail's is lazy): ``lazy_step``, or Woodbury on the dense head.

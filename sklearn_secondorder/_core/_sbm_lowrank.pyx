@@ -204,7 +204,7 @@ cdef void parts_free(RowParts* rp) noexcept nogil:
     free(rp.phi_head)
 
 
-cdef int head_alloc(LazyHead* hd, int k, int H) noexcept nogil:
+cdef int head_alloc(Head* hd, int k, int H) noexcept nogil:
     """Allocate the buffers of ``hd`` (zeroed first, ``th`` and ``mu`` not
     its own); 0 when out of memory."""
     cdef size_t kk = <size_t>k * k + 1
@@ -227,7 +227,7 @@ cdef int head_alloc(LazyHead* hd, int k, int H) noexcept nogil:
                 or hd.work == NULL)
 
 
-cdef void head_free(LazyHead* hd) noexcept nogil:
+cdef void head_free(Head* hd) noexcept nogil:
     free(hd.vt)
     free(hd.held)
     free(hd.P)
@@ -243,7 +243,7 @@ cdef void head_free(LazyHead* hd) noexcept nogil:
     free(hd.work)
 
 
-cdef void head_start(LazyHead* hd, const LowRank* lr) noexcept nogil:
+cdef void head_start(Head* hd, const LowRank* lr) noexcept nogil:
     """Start a pass from the explicit head (``th``, ``mu``, the rows ``V``):
     ``V~ = V``, ``P = I``, ``Phi = I``, ``Gam = 0``, so ``y_h = x_h``."""
     cdef int h, r, k = hd.k
@@ -256,7 +256,7 @@ cdef void head_start(LazyHead* hd, const LowRank* lr) noexcept nogil:
     restart_propagator(hd)
 
 
-cdef void head_finish(LazyHead* hd, LowRank* lr) noexcept nogil:
+cdef void head_finish(Head* hd, LowRank* lr) noexcept nogil:
     """End a pass: the head explicit again (``th``, ``mu`` and ``V = P V~``)."""
     cdef int h, r, s, k = hd.k
     cdef double v
@@ -270,7 +270,7 @@ cdef void head_finish(LazyHead* hd, LowRank* lr) noexcept nogil:
 
 
 cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
-                      const LowRankKernel* kr, LowRank* lr, LazyHead* hd, Example* ex,
+                      const LowRankKernel* kr, LowRank* lr, Head* hd, Example* ex,
                       RowParts* rp, PassTotals* tot) noexcept nogil:
     """One pass over the rows ``start:stop`` in their current order (a step
     after every ``batch_size`` examples and after the last one), then the
@@ -317,8 +317,10 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     caught up (``advance_tail``), Algorithm 1 runs at the current weights,
     the example's curvature is split between the low-rank head
     (``merge_head``) and the diagonal tail (``bound_tail``), and its gradient
-    enters ``mu`` (``add_gradient``). After every ``batch_size`` examples
-    (and the last of a pass) the head steps by Woodbury (``lowrank_step``).
+    enters ``mu`` (``add_gradient``); on the lazy head the row's head
+    coordinates are made explicit for the example and lazy again after it.
+    After every ``batch_size`` examples (and the last of a pass) the head
+    steps by Woodbury (``head_step``).
 
     Parameters
     ----------
@@ -366,10 +368,10 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     cdef long long[::1] tau = state.tau
     cdef LowRankKernel kr
     cdef LowRank lr
-    cdef LazyHead hd
+    cdef Head hd
     cdef Py_ssize_t d = ds.n_features, i
     memset(&lr, 0, sizeof(LowRank))
-    memset(&hd, 0, sizeof(LazyHead))
+    memset(&hd, 0, sizeof(Head))
     kr.K = state.n_outputs
     kr.n_features = d
     kr.fit_intercept = state.fit_intercept
@@ -414,7 +416,7 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
 
 
 cdef _run_passes(RowDataset ds, Py_ssize_t start, Py_ssize_t stop, state, opts,
-                 LowRankKernel* kr, LowRank* lr, LazyHead* hd, theta_arr, head_coords,
+                 LowRankKernel* kr, LowRank* lr, Head* hd, theta_arr, head_coords,
                  theta_head_arr):
     """The passes of ``lowrank_epochs`` on the bound arrays; the head's
     weights are written back into ``theta`` at the end."""
