@@ -970,14 +970,16 @@ def test_memory_guard_constant(monkeypatch, multiclass):
         SBMLogisticRegression(rank=None, batch_size=64).fit(X, y)
 
 
-@pytest.mark.parametrize("rank", [None, 2])
-def test_divergence_raises_instead_of_nan(rank):
+@pytest.mark.parametrize("rank,head", [(None, "auto"), (2, "dense"), (2, "lazy")])
+def test_divergence_raises_instead_of_nan(rank, head):
     rng = np.random.RandomState(0)
     X = rng.randn(60, 3) * 1e3
     y = rng.randint(0, 2, 60)
-    clf = SBMLogisticRegression(rank=rank, eta=1e200, alpha=1e-6, max_iter=20)
+    clf = SBMLogisticRegression(rank=rank, eta=1e200, alpha=1e-6, max_iter=20,
+                                low_rank_head=head)
     with pytest.raises(ValueError, match="overflowed"):
         clf.fit(X, y)
+    assert not hasattr(clf, "coef_")          # (documented: the state cannot continue)
 
 
 def test_one_pass_on_badly_scaled_rings_matches_lbfgs():
