@@ -237,9 +237,8 @@ cdef inline void restart_propagator(Head* hd) noexcept nogil:
     recompute_sums(hd)
 
 
-cdef inline void flush_lazy(Head* hd) noexcept nogil:
-    """Every lazy coordinate explicit, and ``Phi = I``, ``Gam = 0`` (then ``y_h
-    = x_h``): O(k H), every ``H`` steps at most and at the end of a pass."""
+cdef inline void make_explicit(Head* hd) noexcept nogil:
+    """Every lazy coordinate's ``x_h`` into ``th``, ``mu`` (a restart must follow)."""
     cdef int h
     cdef double th, mu
     for h in range(hd.H):
@@ -247,6 +246,12 @@ cdef inline void flush_lazy(Head* hd) noexcept nogil:
             lazy_value(hd, h, &th, &mu)
             hd.th[h] = th
             hd.mu[h] = mu
+
+
+cdef inline void flush_lazy(Head* hd) noexcept nogil:
+    """Every lazy coordinate explicit, and ``Phi = I``, ``Gam = 0`` (then ``y_h
+    = x_h``): O(k H), every ``H`` steps at most and at the end of a pass."""
+    make_explicit(hd)
     restart_propagator(hd)
 
 
@@ -327,7 +332,7 @@ cdef inline void merge_lazy(Head* hd, LowRank* lr, const int* zidx, const double
                 hd.vt[<size_t>zidx[j] * k + s] += hd.u[s] * z[j]
         return
     # rebuild: v~_h <- P' v~_h (+ (Q f)_:k z_h), P = I
-    flush_lazy(hd)
+    make_explicit(hd)
     for h in range(hd.H):
         for r in range(k):
             v = 0.0
@@ -342,7 +347,7 @@ cdef inline void merge_lazy(Head* hd, LowRank* lr, const int* zidx, const double
     for r in range(k):
         for s in range(k):
             hd.P[r * k + s] = 1.0 if r == s else 0.0
-    recompute_sums(hd)
+    restart_propagator(hd)
 
 
 cdef inline int lazy_step(Head* hd, LowRank* lr, double eta) noexcept nogil:
