@@ -107,7 +107,8 @@ class SBMLogisticRegression(LinearClassifierBase):
         low-rank bound ``Sigma <= V^T S V + D`` (Section 3.2) with ``V`` of
         ``k`` rows, inverted by Woodbury; the components dropped when a new
         term is merged are folded into ``D`` by
-        ``v v^T <= ||v||_1 diag(|v|)``, so the quadratic stays an upper bound.
+        ``v v^T <= ||v||_1 diag(|v|)`` (or ``||v||^2 I``: ``low_rank_head``),
+        so the quadratic stays an upper bound.
     rank_features : int, default=64
         Low rank only: ``V`` spans the ``rank_features`` most frequent
         features of the first training data (all outputs, and the
