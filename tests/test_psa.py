@@ -131,6 +131,56 @@ def test_lazy_catch_up_matches_eager_updates(K):
     assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
 
 
+@pytest.mark.parametrize("b, T", [(3, 400), (1200, 12000)])
+def test_row_events_equal_the_scalar_catch_up_bitwise(b, T):
+    """Multi-output blocks with every eta lam < 1e-4 run their events as vector
+    loops (row_events: _catch_up_rows, _block_ops.h). They give the scalar
+    catch-up's bits -- decays short and long, window ends, whole idle windows
+    in closed form (b = 3) and replayed where some weight is outside the
+    clipped regime (b = 1200), zero weights -- and the eager updates' values."""
+    rng = np.random.RandomState(7)
+    d, K, lam = 12, 6, 1e-4
+    size = (d + 1) * K
+    eta0 = rng.uniform(0.01, 0.95, size)      # eta lam < 1e-4; eta_clip(b=1200) = 0.88
+    v0 = rng.randn(size) * (rng.rand(size) > 0.3)
+    v0[(d - 1) * K:d * K] *= np.arange(K) % 2                  # zero and non-zero idle weights
+    states = [LazyStepState.zeros(d + 1, K, 0.0) for _ in range(3)]
+    for st in states:
+        st.ve[:, 1] = eta0
+        st.ve[:, 0] = v0
+    rows, scalar, eager = (LazyStepWeights(s, PSAOptions(lam=lam, period=b), unregularized=d)
+                           for s in states)
+    assert rows.row_events
+    scalar.row_events = eager.row_events = False
+    for t in range(T):
+        touched = np.flatnonzero(rng.rand(d - 1) < 3.0 / b).astype(np.int32)
+        g = rng.randn(touched.size, K) * (rng.rand(touched.size, K) > 0.3)
+        rows.py_step(t, touched, g.ravel())
+        scalar.py_step(t, touched, g.ravel())
+        g_all = np.zeros((d, K))
+        g_all[touched] = g
+        eager.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
+    for w in (rows, scalar, eager):
+        w.py_catch_up_all(T)
+    assert_array_equal(states[0].ve, states[1].ve)
+    assert_array_equal(states[0].snaps, states[1].snaps)
+    assert rows.n_adaptations == scalar.n_adaptations == eager.n_adaptations > 0
+    assert (rows.min_factor, rows.max_factor) == (scalar.min_factor, scalar.max_factor)
+    assert_allclose(states[0].ve, states[2].ve, rtol=1e-10, atol=1e-300)
+    idle = states[0].ve[(d - 1) * K:d * K]
+    assert_array_equal(idle[::2, 1], eta0[(d - 1) * K:d * K:2])      # 0/0 keeps eta
+    assert np.all(idle[1::2, 1] < eta0[(d - 1) * K + 1:d * K:2])      # idle windows adapt
+
+
+def test_row_events_need_multi_output_series_regime_and_no_l1():
+    st = LazyStepState.zeros(4, 3, 0.5)
+    assert LazyStepWeights(st, PSAOptions(lam=1e-4, period=5)).row_events
+    assert not LazyStepWeights(st, PSAOptions(lam=1e-3, period=5)).row_events  # eta lam
+    assert not LazyStepWeights(st, PSAOptions(lam=1e-4, period=0)).row_events
+    assert not LazyStepWeights(LazyStepState.zeros(4, 1, 0.5),
+                               PSAOptions(lam=1e-4, period=5)).row_events
+
+
 @pytest.mark.parametrize("alpha, b, expected", [(1e-4, 4, True), (1e-3, 4, False),
                                                  (1e-4, 40, False), (1e-4, 0, False)])
 def test_vectorised_sweep_only_where_its_series_are_exact(alpha, b, expected):

@@ -14,6 +14,9 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+#include <string.h>
+
 #include "_psa_math.h"
 
 #if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
@@ -141,6 +144,134 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
         avg[k] -= c * (nv - z);
         v[k] = nv;
     }
+}
+
+
+/* ---- PSA's events on a multi-output block (LazyStepWeights._catch_up_rows) ----
+ * The scalar catch-up's arithmetic weight by weight (_decay_one, _adapt,
+ * _skip_param's closed form), with selects for its branches, for blocks whose
+ * every eta lam < 1e-4 (log_decay is its series, for the state's lifetime:
+ * eta only decreases). snaps holds the (snap0, snap1) pairs. */
+
+/* k untouched steps, any k: v *= (1 - eta lam)^k (decay_factor). */
+SKSO_ROW_CLONES
+static void skso_row_decay(double *restrict ve, const double *restrict rate, ptrdiff_t K,
+                           double k) {
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double z = k * rate[q];
+        double t = skso_decay_taylor(z);
+        double s = (-1e-3 < z && z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
+        ve[2 * q] *= z > -5e-4 ? t : s;
+    }
+}
+
+/* Mid-window event: snap1 = v. */
+SKSO_ROW_CLONES
+static void skso_row_snap1(const double *restrict ve, double *restrict snaps, ptrdiff_t K) {
+    for (ptrdiff_t q = 0; q < K; q++)
+        snaps[2 * q + 1] = ve[2 * q];
+}
+
+/* Window-start record: snap0 = v. */
+SKSO_ROW_CLONES
+static void skso_row_snap0(const double *restrict ve, double *restrict snaps, ptrdiff_t K) {
+    for (ptrdiff_t q = 0; q < K; q++)
+        snaps[2 * q] = ve[2 * q];
+}
+
+/* Window-end event (ev > 0): eta *= f (Eqs. 6-9, skso_psa_factor; 0/0 keeps
+ * eta: a factor of 1, exact), snap0 = v, and the rate re-derived from eta
+ * (the series: under row_events every stored rate is the series of its eta
+ * lam, so a kept eta keeps its rate's bits). Returns the number of
+ * adaptations; *f_min, *f_max take the extreme factors applied (as bit
+ * patterns: positive doubles order as them, which vectorises). */
+SKSO_ROW_CLONES
+static long long skso_row_adapt(double *restrict ve, double *restrict snaps,
+                                double *restrict rate, ptrdiff_t K, double lam, double m,
+                                double kappa, double inv_denom, double f_lo, double f_hi,
+                                double *f_min, double *f_max) {
+    int64_t n_adapt = 0, lo_bits, hi_bits, gb, fb;
+    memcpy(&lo_bits, f_min, sizeof lo_bits);
+    memcpy(&hi_bits, f_max, sizeof hi_bits);
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double vv = ve[2 * q], s0 = snaps[2 * q], s1 = snaps[2 * q + 1];
+        double u = (vv - s1) / (s1 - s0);                  /* Eq. (6); NaN: 0/0 */
+        int no_info = u != u;
+        double f = skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi);
+        double g = no_info ? 1.0 : f;
+        double e = ve[2 * q + 1] * g;                      /* Eq. (8) */
+        ve[2 * q + 1] = e;
+        rate[q] = skso_log_decay_series(e * lam);
+        snaps[2 * q] = vv;
+        n_adapt += !no_info;
+        f = no_info ? 0.0 : f;
+        memcpy(&gb, &g, sizeof gb);
+        memcpy(&fb, &f, sizeof fb);
+        lo_bits = gb < lo_bits ? gb : lo_bits;
+        hi_bits = fb > hi_bits ? fb : hi_bits;
+    }
+    memcpy(f_min, &lo_bits, sizeof lo_bits);
+    memcpy(f_max, &hi_bits, sizeof hi_bits);
+    return n_adapt;
+}
+
+/* One term of the clipped-regime series of whole idle windows
+ * (LazyStepWeights._clipped_decay) on every weight still summing it:
+ * xm *= x, term = xm g (g = G_m / m), total += term, and the weight is done
+ * once term < 1e-18 total (the scalar loop's break). Weight q's x is
+ * ve[2q + 1] lam. Returns the number of weights not done. */
+SKSO_ROW_CLONES
+static ptrdiff_t skso_row_series_term(const double *restrict ve, double lam,
+                                      double *restrict xm, double *restrict total,
+                                      double *restrict done, ptrdiff_t K, double g) {
+    int64_t n_open = 0;
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double x = ve[2 * q + 1] * lam, d = done[q];
+        double xn = xm[q] * x, term = xn * g, tn = total[q] + term;
+        int open = d == 0.0;
+        xm[q] = open ? xn : xm[q];
+        total[q] = open ? tn : total[q];
+        int now_open = open & !(term < 1e-18 * tn);
+        done[q] = now_open ? 0.0 : 1.0;
+        n_open += now_open;
+    }
+    return (ptrdiff_t)n_open;
+}
+
+/* The decays of k whole idle windows in the clipped regime (_skip_param's
+ * closed form) from each weight's series total: s[q] = exp(m2b total[q])
+ * (m2b = -2b; small_exp's branches as selects). A loop of its own: GCC
+ * vectorises it, not its fusion with skso_row_skip_clipped. */
+SKSO_ROW_CLONES
+static void skso_row_skip_decays(const double *restrict total, double *restrict s,
+                                 ptrdiff_t K, double m2b) {
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double z = m2b * total[q];
+        s[q] = (-1e-3 < z) & (z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
+    }
+}
+
+/* The end of k whole idle windows in the clipped regime: a non-zero weight
+ * decays by s[q] (skso_row_skip_decays) and its eta by fk = alpha^k; a zero
+ * weight keeps eta (0/0; its decay is of 0); both snapshots = v; the rate
+ * re-derived from eta (as skso_row_adapt). Returns the non-zero weights. */
+SKSO_ROW_CLONES
+static ptrdiff_t skso_row_skip_clipped(double *restrict ve, double *restrict snaps,
+                                       double *restrict rate, const double *restrict s,
+                                       ptrdiff_t K, double lam, double fk) {
+    int64_t n_moved = 0;
+    for (ptrdiff_t q = 0; q < K; q++) {
+        double vv = ve[2 * q];
+        int moved = vv != 0.0;
+        double nv = vv * s[q], e = ve[2 * q + 1] * (moved ? fk : 1.0);
+        ve[2 * q] = nv;
+        ve[2 * q + 1] = e;
+        rate[q] = skso_log_decay_series(e * lam);
+        snaps[2 * q] = nv;
+        snaps[2 * q + 1] = nv;
+        n_moved += moved;
+    }
+    return (ptrdiff_t)n_moved;
 }
 
 #endif

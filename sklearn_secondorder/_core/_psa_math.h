@@ -11,12 +11,65 @@
 #define SKSO_PSA_MATH_H
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 /* exp(z) for |z| < 5e-4: Taylor to z^4 (error < |z|^5 / 120 < 3e-19, below
  * the rounding of the eager product (1 - x)^k it stands for). The decay
  * (1 - eta lam)^k = exp(k rate) of k untouched steps, in its common regime. */
 static inline double skso_decay_taylor(double z) {
     return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
+}
+
+/* exp(z) for |z| < 1e-3: Taylor to z^6 (error < |z|^7 / 5040). */
+static inline double skso_exp_taylor6(double z) {
+    return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0 + z * (
+        1.0 / 120.0 + z / 720.0)))));
+}
+
+/* exp(z) without a library call, so that loops over it vectorise (libm's exp
+ * does not): z = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite, fdlibm's split
+ * of ln2, so n ln2_hi is exact), exp(r) by its Taylor polynomial to r^13
+ * (remainder < 4e-18), times 2^n put into the exponent bits. Within 1 ulp of
+ * the correctly rounded exp (tests/test_core.py). 0 below -708 (where exp
+ * is below 4e-308), so the decay factor of a weight whose eta lam >= 1 is 0. */
+static inline double skso_exp(double z) {
+    const double log2e = 1.4426950408889634;
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    const double shifter = 6755399441055744.0;             /* 1.5 * 2^52 */
+    double zc = z < -708.0 ? -708.0 : z;
+    zc = zc > 709.0 ? 709.0 : zc;
+    double n = (zc * log2e + shifter) - shifter;           /* nearest integer */
+    double r = (zc - n * ln2_hi) - n * ln2_lo;
+    double p = 1.0 + r * (1.0 + r * (1.0 / 2.0 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (
+        1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0 + r * (1.0 / 40320.0 + r * (
+        1.0 / 362880.0 + r * (1.0 / 3628800.0 + r * (1.0 / 39916800.0 + r * (
+        1.0 / 479001600.0 + r * (1.0 / 6227020800.0)))))))))))));
+    /* 2^n: the low bits of 2^52 + (n + 1023) shifted into the exponent field */
+    double e = n + (1023.0 + 4503599627370496.0), scale;
+    int64_t bits;
+    memcpy(&bits, &e, sizeof bits);
+    bits <<= 52;
+    memcpy(&scale, &bits, sizeof scale);
+    return z < -708.0 ? 0.0 : p * scale;
+}
+
+/* exp(z): skso_exp_taylor6 for |z| < 1e-3, skso_exp otherwise (a decay over
+ * many steps or whole idle windows). The vector loops of _block_ops.h select
+ * between the same two, so they give its bits. */
+static inline double skso_small_exp(double z) {
+    if (-1e-3 < z && z < 1e-3)
+        return skso_exp_taylor6(z);
+    return skso_exp(z);
+}
+
+/* (1 - x)^k = exp(k rate) from the decay log-rate, k >= 0: skso_decay_taylor
+ * when |k rate| < 5e-4, else skso_small_exp (LazyStepWeights.decay_factor). */
+static inline double skso_decay_factor(double kd, double rate) {
+    double z = kd * rate;
+    if (z > -5e-4)
+        return skso_decay_taylor(z);
+    return skso_small_exp(z);
 }
 
 /* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3 + x^4/4)

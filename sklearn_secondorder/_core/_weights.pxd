@@ -142,6 +142,13 @@ cdef class LazyStepWeights:
     # no L1: a decay's log-rate is log_decay_series(eta_p lam), computed from
     # eta's cache line (rate_of), and the rate array is neither read nor written
     cdef readonly bint rate_from_eta
+    # multi-output blocks, every eta_p lam < 1e-4 (for the object's lifetime)
+    # and no L1: catch_up runs a regularized block's events as vector loops
+    # over its weights (_catch_up_rows, _block_ops.h), the scalar arithmetic's
+    # bits; _row_scratch holds the series of _skip_rows (3 n_outputs doubles)
+    cdef public bint row_events
+    cdef double* _row_scratch
+    cdef double[::1] _row_scratch_arr
     # the cumulative L1 penalty (Tsuruoka et al. 2009) on per-coordinate steps:
     # per weight what it is owed, (u + q, u - q) interleaved, u its own total
     cdef double* l1d
@@ -152,6 +159,10 @@ cdef class LazyStepWeights:
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil
     cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil
     cdef inline void _catch_up(self, Py_ssize_t j, long long T, bint with_l1) noexcept nogil
+    cdef void _catch_up_rows(self, Py_ssize_t j, long long T) noexcept nogil
+    cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil
+    cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil
+    cdef inline void _note_factors(self, double f_min, double f_max) noexcept nogil
     cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
                                    bint with_l1) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
@@ -176,12 +187,10 @@ cdef class LazyStepWeights:
     cdef bint is_finite(self) noexcept nogil
 
 
-cdef inline double small_exp(double z) noexcept nogil:
-    """``exp(z)``; Taylor to ``z^6`` when ``|z| < 1e-3`` (error < ``|z|^7 / 5040``)."""
-    if -1e-3 < z < 1e-3:
-        return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0 + z * (
-            1.0 / 120.0 + z / 720.0)))))
-    return exp(z)
+cdef extern from "_psa_math.h":
+    # exp(z): Taylor to z^6 when |z| < 1e-3, else a library-free exp that the
+    # vector loops of _block_ops.h share (so scalar and vector paths agree)
+    double small_exp "skso_small_exp"(double z) noexcept nogil
 
 
 cdef inline double log_decay(double x) noexcept nogil:
@@ -256,6 +265,22 @@ cdef extern from "_block_ops.h":
     void row_shrink_step "skso_row_shrink_step"(double* ve, double lam, double sw,
                                                 const double* grad, double x,
                                                 Py_ssize_t K) noexcept nogil
+    void row_decay "skso_row_decay"(double* ve, const double* rate, Py_ssize_t K,
+                                    double k) noexcept nogil
+    void row_snap0 "skso_row_snap0"(const double* ve, double* snaps, Py_ssize_t K) noexcept nogil
+    void row_snap1 "skso_row_snap1"(const double* ve, double* snaps, Py_ssize_t K) noexcept nogil
+    long long row_adapt "skso_row_adapt"(double* ve, double* snaps, double* rate, Py_ssize_t K,
+                                         double lam, double m, double kappa, double inv_denom,
+                                         double f_lo, double f_hi, double* f_min,
+                                         double* f_max) noexcept nogil
+    Py_ssize_t row_series_term "skso_row_series_term"(const double* ve, double lam, double* xm,
+                                                      double* total, double* done,
+                                                      Py_ssize_t K, double g) noexcept nogil
+    void row_skip_decays "skso_row_skip_decays"(const double* total, double* s, Py_ssize_t K,
+                                                double m2b) noexcept nogil
+    Py_ssize_t row_skip_clipped "skso_row_skip_clipped"(double* ve, double* snaps, double* rate,
+                                                        const double* s, Py_ssize_t K,
+                                                        double lam, double fk) noexcept nogil
 
 
 cdef inline void l1_clip(LazyStepWeights w, Py_ssize_t p) noexcept nogil:

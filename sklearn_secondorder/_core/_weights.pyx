@@ -582,6 +582,12 @@ cdef class LazyStepWeights:
             self.l1d = &l1_view[0, 0] if size > 0 else NULL
             self.l1_over_lam = self.l1 / lam if lam > 0 else 0.0
             self.taylor_ok = False         # (_sweep_k1.h carries no L1)
+        # (eta only decreases, so every eta lam stays below 1e-4: each rate is
+        # the series of eta lam, which the vector loops re-derive from eta)
+        self.row_events = (n_outputs > 1 and period > 0 and lam > 0 and max_x < 1e-4
+                           and not self.has_l1)
+        self._row_scratch_arr = np.zeros(3 * n_outputs if self.row_events else 1)
+        self._row_scratch = &self._row_scratch_arr[0]
         self.min_factor = 1.0
         self.max_factor = 0.0
         self.n_adaptations = 0
@@ -787,8 +793,134 @@ cdef class LazyStepWeights:
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T
-        (``_catch_up`` without the L1 penalty)."""
-        self._catch_up(j, T, False)
+        (``_catch_up`` without the L1 penalty; ``_catch_up_rows``, the same
+        arithmetic, for the regularized blocks under ``row_events``)."""
+        if self.row_events and j != self.unregularized:
+            self._catch_up_rows(j, T)
+        else:
+            self._catch_up(j, T, False)
+
+    cdef void _catch_up_rows(self, Py_ssize_t j, long long T) noexcept nogil:
+        """``_catch_up(j, T, False)`` of a regularized multi-output block as
+        vector loops over its weights (``row_events``): each event's decay,
+        snapshot and adaptation (``row_decay``, ``row_snap1``, ``row_adapt``)
+        and whole idle windows (``_skip_rows``), with the scalar path's bits."""
+        cdef long long tau = self.last[2 * j], ev = self.next_event[2 * j]
+        cdef long long b = self.period, two_b = 2 * self.period
+        cdef int K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K
+        cdef double* ve = self.v + 2 * p0
+        cdef double* sn = self.snap0 + 2 * p0
+        cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
+        cdef double f_min, f_max
+        while ev <= T:
+            self._decay_rows(j, ev - tau)
+            tau = ev
+            if at_window_end:
+                if ev > 0:
+                    f_min, f_max = self.min_factor, self.max_factor
+                    self.n_adaptations += row_adapt(
+                        ve, sn, self.rate + p0, K, self.lam, self.consts.m,
+                        self.consts.kappa, self.consts.inv_denom, self.consts.f_lo,
+                        self.consts.f_hi, &f_min, &f_max)
+                    self._note_factors(f_min, f_max)
+                else:
+                    row_snap0(ve, sn, K)
+                if T - tau >= two_b:             # whole untouched windows
+                    self._skip_rows(j, (T - tau) // two_b)
+                    tau += two_b * ((T - tau) // two_b)
+                    ev = tau + b
+                    at_window_end = False
+                    continue
+            else:
+                row_snap1(ve, sn, K)
+            ev += b
+            at_window_end = not at_window_end
+        self._decay_rows(j, T - tau)
+        self.last[2 * j] = T
+        self.next_event[2 * j] = ev
+
+    cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil:
+        """``_decay(j, lam, k)`` as one vector loop (``decay_block``'s Taylor
+        loop when it applies, else ``row_decay``: ``decay_factor`` per weight)."""
+        cdef int K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K
+        if k <= 0:
+            return
+        if <double>k * self.max_rate < 5e-4:
+            row_decay_taylor(self.v + 2 * p0, self.rate + p0, K, <double>k)
+        else:
+            row_decay(self.v + 2 * p0, self.rate + p0, K, <double>k)
+
+    cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil:
+        """``_skip_param`` on each weight of regularized block ``j``. When every
+        non-zero weight is in the clipped regime (and ``k > 2``), the closed
+        form as vector loops: ``_clipped_decay``'s series a term at a time for
+        every weight (``row_series_term``, each stopping where the scalar loop
+        breaks), then ``row_skip_decays`` and ``row_skip_clipped``. With
+        ``k <= 2`` every weight replays its windows, as row loops (a zero
+        weight's replay is its ``0/0``: it keeps eta). A block mixing the two
+        regimes goes weight by weight."""
+        cdef int q, K = self.n_outputs, mm
+        cdef Py_ssize_t p0 = j * K, p
+        cdef double lam = self.lam, x, fk
+        cdef double* xm = self._row_scratch
+        cdef double* total = self._row_scratch + K
+        cdef double* done = self._row_scratch + 2 * K
+        cdef double geo[40]
+        cdef int n_geo = 0
+        cdef bint closed = k > 2
+        cdef Py_ssize_t n_open = K, n_moved
+        cdef long long _i
+        cdef double f_min, f_max
+        if k <= 2:
+            for _i in range(k):
+                self._decay_rows(j, self.period)
+                row_snap1(self.v + 2 * p0, self.snap0 + 2 * p0, K)
+                self._decay_rows(j, self.period)
+                f_min, f_max = self.min_factor, self.max_factor
+                self.n_adaptations += row_adapt(
+                    self.v + 2 * p0, self.snap0 + 2 * p0, self.rate + p0, K, lam,
+                    self.consts.m, self.consts.kappa, self.consts.inv_denom,
+                    self.consts.f_lo, self.consts.f_hi, &f_min, &f_max)
+                self._note_factors(f_min, f_max)
+            return
+        for q in range(K):
+            p = p0 + q
+            x = self.eta[2 * p] * lam
+            xm[q] = 1.0
+            total[q] = 0.0
+            done[q] = 0.0
+            if self.v[2 * p] != 0.0 and not (self.eta[2 * p] <= self.eta_clip and x < 0.05):
+                closed = False
+        if not closed:
+            for q in range(K):
+                self._skip_param(p0 + q, lam, k, geo, &n_geo)
+            return
+        # the geometric sums G_m / m of _clipped_decay, extended as it does
+        geo[37] = expm1(<double>k * self.log_alpha)   # alpha^k - 1
+        geo[38] = geo[37]                             # P_1
+        geo[39] = 1.0 + geo[37]                       # alpha^k
+        fk = geo[39]
+        mm = 0
+        while n_open > 0 and mm < 36:
+            mm += 1
+            if mm > 1:
+                geo[38] = geo[38] * fk + geo[37]
+            geo[mm - 1] = geo[38] / self.geo_den[mm] / mm
+            n_open = row_series_term(self.v + 2 * p0, lam, xm, total, done, K, geo[mm - 1])
+        row_skip_decays(total, xm, K, -2.0 * <double>self.period)
+        n_moved = row_skip_clipped(self.v + 2 * p0, self.snap0 + 2 * p0, self.rate + p0, xm,
+                                   K, lam, fk)
+        if n_moved > 0:
+            self.n_adaptations += k * n_moved
+            self._note_factors(self.factor_hi, self.factor_hi)
+
+    cdef inline void _note_factors(self, double f_min, double f_max) noexcept nogil:
+        if f_min < self.min_factor:
+            self.min_factor = f_min
+        if f_max > self.max_factor:
+            self.max_factor = f_max
 
     cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil:
         """``catch_up`` with the L1 penalty: the decays are ``_decay_l1``'s
@@ -1043,3 +1175,13 @@ cdef class LazyStepWeights:
                 if self.has_l1 and j != self.unregularized:
                     l1_penalize(self, p, c, self.eta[2 * p] * self.l1)
             self.last[2 * j] = T + 1
+
+
+def py_small_exp(double[::1] z):
+    """``small_exp`` (``_psa_math.h``) of each element: the decays' exp, for tests."""
+    out = np.empty(z.shape[0])
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(z.shape[0]):
+        o[i] = small_exp(z[i])
+    return out
