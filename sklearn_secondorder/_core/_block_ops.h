@@ -151,16 +151,27 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
  * The scalar catch-up's arithmetic weight by weight (_decay_one, _adapt,
  * _skip_param's closed form), with selects for its branches, for blocks whose
  * every eta lam < 1e-4 (log_decay is its series, for the state's lifetime:
- * eta only decreases). snaps holds the (snap0, snap1) pairs. */
+ * eta only decreases; the rates are derived from eta, none is stored).
+ * snaps holds the (snap0, snap1) pairs. */
 
-/* k untouched steps, any k: v *= (1 - eta lam)^k (decay_factor). */
+/* The decays of a block whose rates are derived from eta (rate_from_eta:
+ * every eta lam < 1e-4, so a weight's log-rate is the series of eta lam, as
+ * LazyStepWeights.rate_of), k untouched steps: v *= (1 - eta lam)^k.
+ * skso_row_decay_taylor_eta when every |k rate| < 5e-4 (decay_factor's
+ * Taylor branch), skso_row_decay_eta for any k (decay_factor's branches as
+ * selects). */
 SKSO_ROW_CLONES
-static void skso_row_decay(double *restrict ve, const double *restrict rate, ptrdiff_t K,
-                           double k) {
+static void skso_row_decay_taylor_eta(double *restrict ve, ptrdiff_t K, double k, double lam) {
+    for (ptrdiff_t q = 0; q < K; q++)
+        ve[2 * q] *= skso_decay_taylor(k * skso_log_decay_series(ve[2 * q + 1] * lam));
+}
+
+SKSO_ROW_CLONES
+static void skso_row_decay_eta(double *restrict ve, ptrdiff_t K, double k, double lam) {
     for (ptrdiff_t q = 0; q < K; q++) {
-        double z = k * rate[q];
+        double z = k * skso_log_decay_series(ve[2 * q + 1] * lam);
         double t = skso_decay_taylor(z);
-        double s = (-1e-3 < z && z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
+        double s = (-1e-3 < z) & (z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
         ve[2 * q] *= z > -5e-4 ? t : s;
     }
 }
@@ -180,14 +191,14 @@ static void skso_row_snap0(const double *restrict ve, double *restrict snaps, pt
 }
 
 /* Window-end event (ev > 0): eta *= f (Eqs. 6-9, skso_psa_factor; 0/0 keeps
- * eta: a factor of 1, exact), snap0 = v, and the rate re-derived from eta
- * (the series: under row_events every stored rate is the series of its eta
- * lam, so a kept eta keeps its rate's bits). Returns the number of
- * adaptations; *f_min, *f_max take the extreme factors applied (as bit
+ * eta: a factor of 1, exact), snap0 = v; rates[q] takes the new decay
+ * log-rate (the series of eta lam; nothing needs it, but GCC 12 vectorises
+ * this loop only with that unit-stride store, -fopt-info-vec). Returns the
+ * number of adaptations; *f_min, *f_max take the extreme factors applied (as bit
  * patterns: positive doubles order as them, which vectorises). */
 SKSO_ROW_CLONES
 static long long skso_row_adapt(double *restrict ve, double *restrict snaps,
-                                double *restrict rate, ptrdiff_t K, double lam, double m,
+                                double *restrict rates, ptrdiff_t K, double lam, double m,
                                 double kappa, double inv_denom, double f_lo, double f_hi,
                                 double *f_min, double *f_max) {
     int64_t n_adapt = 0, lo_bits, hi_bits, gb, fb;
@@ -201,7 +212,7 @@ static long long skso_row_adapt(double *restrict ve, double *restrict snaps,
         double g = no_info ? 1.0 : f;
         double e = ve[2 * q + 1] * g;                      /* Eq. (8) */
         ve[2 * q + 1] = e;
-        rate[q] = skso_log_decay_series(e * lam);
+        rates[q] = skso_log_decay_series(e * lam);
         snaps[2 * q] = vv;
         n_adapt += !no_info;
         f = no_info ? 0.0 : f;
@@ -253,12 +264,11 @@ static void skso_row_skip_decays(const double *restrict total, double *restrict 
 
 /* The end of k whole idle windows in the clipped regime: a non-zero weight
  * decays by s[q] (skso_row_skip_decays) and its eta by fk = alpha^k; a zero
- * weight keeps eta (0/0; its decay is of 0); both snapshots = v; the rate
- * re-derived from eta (as skso_row_adapt). Returns the non-zero weights. */
+ * weight keeps eta (0/0; its decay is of 0); both snapshots = v. Returns
+ * the non-zero weights. */
 SKSO_ROW_CLONES
 static ptrdiff_t skso_row_skip_clipped(double *restrict ve, double *restrict snaps,
-                                       double *restrict rate, const double *restrict s,
-                                       ptrdiff_t K, double lam, double fk) {
+                                       const double *restrict s, ptrdiff_t K, double fk) {
     int64_t n_moved = 0;
     for (ptrdiff_t q = 0; q < K; q++) {
         double vv = ve[2 * q];
@@ -266,7 +276,6 @@ static ptrdiff_t skso_row_skip_clipped(double *restrict ve, double *restrict sna
         double nv = vv * s[q], e = ve[2 * q + 1] * (moved ? fk : 1.0);
         ve[2 * q] = nv;
         ve[2 * q + 1] = e;
-        rate[q] = skso_log_decay_series(e * lam);
         snaps[2 * q] = nv;
         snaps[2 * q + 1] = nv;
         n_moved += moved;

@@ -138,14 +138,14 @@ cdef class LazyStepWeights:
     cdef readonly long long n_adaptations
     cdef readonly bint taylor_ok     # sweep_all may use the loops of _sweep_k1.h
     cdef readonly double max_rate    # max |rate| at init (eta only decreases)
-    # binary blocks, every eta_p lam < 1e-4 (so for the object's lifetime) and
-    # no L1: a decay's log-rate is log_decay_series(eta_p lam), computed from
-    # eta's cache line (rate_of), and the rate array is neither read nor written
+    # every eta_p lam < 1e-4 (so for the object's lifetime) and no L1: a
+    # decay's log-rate is log_decay_series(eta_p lam), computed from eta's
+    # cache line (rate_of, the row loops' *_eta), and no rate array exists
     cdef readonly bint rate_from_eta
-    # multi-output blocks, every eta_p lam < 1e-4 (for the object's lifetime)
-    # and no L1: catch_up runs a regularized block's events as vector loops
-    # over its weights (_catch_up_rows, _block_ops.h), the scalar arithmetic's
-    # bits; _row_scratch holds the series of _skip_rows (3 n_outputs doubles)
+    # rate_from_eta with multi-output blocks: catch_up runs a regularized
+    # block's events as vector loops over its weights (_catch_up_rows,
+    # _block_ops.h), the scalar arithmetic's bits; _row_scratch holds the
+    # series of _skip_rows (3 n_outputs doubles)
     cdef public bint row_events
     cdef double* _row_scratch
     cdef double[::1] _row_scratch_arr
@@ -265,11 +265,13 @@ cdef extern from "_block_ops.h":
     void row_shrink_step "skso_row_shrink_step"(double* ve, double lam, double sw,
                                                 const double* grad, double x,
                                                 Py_ssize_t K) noexcept nogil
-    void row_decay "skso_row_decay"(double* ve, const double* rate, Py_ssize_t K,
-                                    double k) noexcept nogil
+    void row_decay_taylor_eta "skso_row_decay_taylor_eta"(double* ve, Py_ssize_t K, double k,
+                                                          double lam) noexcept nogil
+    void row_decay_eta "skso_row_decay_eta"(double* ve, Py_ssize_t K, double k,
+                                            double lam) noexcept nogil
     void row_snap0 "skso_row_snap0"(const double* ve, double* snaps, Py_ssize_t K) noexcept nogil
     void row_snap1 "skso_row_snap1"(const double* ve, double* snaps, Py_ssize_t K) noexcept nogil
-    long long row_adapt "skso_row_adapt"(double* ve, double* snaps, double* rate, Py_ssize_t K,
+    long long row_adapt "skso_row_adapt"(double* ve, double* snaps, double* rates, Py_ssize_t K,
                                          double lam, double m, double kappa, double inv_denom,
                                          double f_lo, double f_hi, double* f_min,
                                          double* f_max) noexcept nogil
@@ -278,9 +280,9 @@ cdef extern from "_block_ops.h":
                                                       Py_ssize_t K, double g) noexcept nogil
     void row_skip_decays "skso_row_skip_decays"(const double* total, double* s, Py_ssize_t K,
                                                 double m2b) noexcept nogil
-    Py_ssize_t row_skip_clipped "skso_row_skip_clipped"(double* ve, double* snaps, double* rate,
+    Py_ssize_t row_skip_clipped "skso_row_skip_clipped"(double* ve, double* snaps,
                                                         const double* s, Py_ssize_t K,
-                                                        double lam, double fk) noexcept nogil
+                                                        double fk) noexcept nogil
 
 
 cdef inline void l1_clip(LazyStepWeights w, Py_ssize_t p) noexcept nogil:
@@ -353,7 +355,10 @@ cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexc
     cdef int q, K = w.n_outputs
     cdef Py_ssize_t p, p0 = j * K
     if K > 1 and <double>k * w.max_rate < 5e-4:
-        row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
+        if w.rate_from_eta:
+            row_decay_taylor_eta(w.v + 2 * p0, K, <double>k, w.lam)
+        else:
+            row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
         return
     for q in range(K):
         p = p0 + q
@@ -440,6 +445,8 @@ cdef inline void prefetch_block(LazyStepWeights w, Py_ssize_t j) noexcept nogil:
         SKSO_PREFETCH(w.snap0 + 2 * p0 + q)
     SKSO_PREFETCH(w.v + 2 * p0 + 2 * K - 1)
     SKSO_PREFETCH(w.snap0 + 2 * p0 + 2 * K - 1)
+    if w.rate_from_eta:
+        return
     for q in range(0, K, 8):
         SKSO_PREFETCH(w.rate + p0 + q)
     SKSO_PREFETCH(w.rate + p0 + K - 1)

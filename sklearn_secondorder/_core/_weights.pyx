@@ -550,9 +550,8 @@ cdef class LazyStepWeights:
         for p in range(size):
             max_x = max(max_x, self.eta[2 * p] * lam)
         # (every x below log_decay's series threshold: the rate is the series
-        # of eta lam, the same bits; multi-output blocks keep the array, which
-        # their vectorised decays read)
-        self.rate_from_eta = n_outputs == 1 and max_x < 1e-4 and not self.has_l1
+        # of eta lam, the same bits)
+        self.rate_from_eta = max_x < 1e-4 and not self.has_l1
         # the decay log-rates, derived from eta and kept in step with it (none
         # with rate_from_eta: nothing reads them, rate_of derives them)
         self._rate_arr = np.zeros(1 if self.rate_from_eta else max(size, 1))
@@ -584,8 +583,7 @@ cdef class LazyStepWeights:
             self.taylor_ok = False         # (_sweep_k1.h carries no L1)
         # (eta only decreases, so every eta lam stays below 1e-4: each rate is
         # the series of eta lam, which the vector loops re-derive from eta)
-        self.row_events = (n_outputs > 1 and period > 0 and lam > 0 and max_x < 1e-4
-                           and not self.has_l1)
+        self.row_events = n_outputs > 1 and period > 0 and lam > 0 and self.rate_from_eta
         self._row_scratch_arr = np.zeros(3 * n_outputs if self.row_events else 1)
         self._row_scratch = &self._row_scratch_arr[0]
         self.min_factor = 1.0
@@ -803,7 +801,7 @@ cdef class LazyStepWeights:
     cdef void _catch_up_rows(self, Py_ssize_t j, long long T) noexcept nogil:
         """``_catch_up(j, T, False)`` of a regularized multi-output block as
         vector loops over its weights (``row_events``): each event's decay,
-        snapshot and adaptation (``row_decay``, ``row_snap1``, ``row_adapt``)
+        snapshot and adaptation (``row_decay_eta``, ``row_snap1``, ``row_adapt``)
         and whole idle windows (``_skip_rows``), with the scalar path's bits."""
         cdef long long tau = self.last[2 * j], ev = self.next_event[2 * j]
         cdef long long b = self.period, two_b = 2 * self.period
@@ -820,7 +818,7 @@ cdef class LazyStepWeights:
                 if ev > 0:
                     f_min, f_max = self.min_factor, self.max_factor
                     self.n_adaptations += row_adapt(
-                        ve, sn, self.rate + p0, K, self.lam, self.consts.m,
+                        ve, sn, self._row_scratch, K, self.lam, self.consts.m,
                         self.consts.kappa, self.consts.inv_denom, self.consts.f_lo,
                         self.consts.f_hi, &f_min, &f_max)
                     self._note_factors(f_min, f_max)
@@ -842,15 +840,15 @@ cdef class LazyStepWeights:
 
     cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil:
         """``_decay(j, lam, k)`` as one vector loop (``decay_block``'s Taylor
-        loop when it applies, else ``row_decay``: ``decay_factor`` per weight)."""
+        loop when it applies, else ``row_decay_eta``: ``decay_factor`` per weight)."""
         cdef int K = self.n_outputs
         cdef Py_ssize_t p0 = j * K
         if k <= 0:
             return
         if <double>k * self.max_rate < 5e-4:
-            row_decay_taylor(self.v + 2 * p0, self.rate + p0, K, <double>k)
+            row_decay_taylor_eta(self.v + 2 * p0, K, <double>k, self.lam)
         else:
-            row_decay(self.v + 2 * p0, self.rate + p0, K, <double>k)
+            row_decay_eta(self.v + 2 * p0, K, <double>k, self.lam)
 
     cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil:
         """``_skip_param`` on each weight of regularized block ``j``. When every
@@ -880,9 +878,9 @@ cdef class LazyStepWeights:
                 self._decay_rows(j, self.period)
                 f_min, f_max = self.min_factor, self.max_factor
                 self.n_adaptations += row_adapt(
-                    self.v + 2 * p0, self.snap0 + 2 * p0, self.rate + p0, K, lam,
-                    self.consts.m, self.consts.kappa, self.consts.inv_denom,
-                    self.consts.f_lo, self.consts.f_hi, &f_min, &f_max)
+                    self.v + 2 * p0, self.snap0 + 2 * p0, xm, K, lam, self.consts.m,
+                    self.consts.kappa, self.consts.inv_denom, self.consts.f_lo,
+                    self.consts.f_hi, &f_min, &f_max)
                 self._note_factors(f_min, f_max)
             return
         for q in range(K):
@@ -910,8 +908,7 @@ cdef class LazyStepWeights:
             geo[mm - 1] = geo[38] / self.geo_den[mm] / mm
             n_open = row_series_term(self.v + 2 * p0, lam, xm, total, done, K, geo[mm - 1])
         row_skip_decays(total, xm, K, -2.0 * <double>self.period)
-        n_moved = row_skip_clipped(self.v + 2 * p0, self.snap0 + 2 * p0, self.rate + p0, xm,
-                                   K, lam, fk)
+        n_moved = row_skip_clipped(self.v + 2 * p0, self.snap0 + 2 * p0, xm, K, fk)
         if n_moved > 0:
             self.n_adaptations += k * n_moved
             self._note_factors(self.factor_hi, self.factor_hi)
