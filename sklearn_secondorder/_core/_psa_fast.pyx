@@ -36,7 +36,7 @@ from ._weights cimport (
     l1_penalize,
     prefetch_l1,
     row_step_l1,
-    decay_factor,
+    decay_factor_of,
     rate_of,
     prefetch_block,
     row_emit,
@@ -91,7 +91,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 j = ind[q]
                 tau = last[2 * j]
                 last[2 * j] = t
-                v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
+                v[2 * j] *= decay_factor_of(w, rate_of(w, j, rp.alpha), t - tau)
         else:
             for q in range(nnz):
                 j = ind[q]
@@ -100,7 +100,7 @@ cdef inline void _scores(LazyStepWeights w, const RowPass* rp, const double* x, 
                 else:                      # no event to cross: one decay
                     tau = last[2 * j]
                     last[2 * j] = t
-                    v[2 * j] *= decay_factor(rate_of(w, j, rp.alpha), t - tau)
+                    v[2 * j] *= decay_factor_of(w, rate_of(w, j, rp.alpha), t - tau)
         # (a separate loop: the decays above are independent)
         for q in range(nnz):
             s += v[2 * ind[q]] * x[q]

@@ -58,22 +58,21 @@ static inline double skso_exp(double z) {
     return z < -708.0 ? 0.0 : p * scale;
 }
 
-/* exp(z): skso_exp_taylor6 for |z| < 1e-3, skso_exp otherwise (a decay over
- * many steps or whole idle windows). The vector loops of _block_ops.h select
- * between the same two, so they give its bits. */
+/* exp(z): skso_exp_taylor6 for |z| < 1e-3, libm's exp otherwise (a decay
+ * over many steps or whole idle windows of a binary model). */
 static inline double skso_small_exp(double z) {
     if (-1e-3 < z && z < 1e-3)
         return skso_exp_taylor6(z);
-    return skso_exp(z);
+    return exp(z);
 }
 
-/* (1 - x)^k = exp(k rate) from the decay log-rate, k >= 0: skso_decay_taylor
- * when |k rate| < 5e-4, else skso_small_exp (LazyStepWeights.decay_factor). */
-static inline double skso_decay_factor(double kd, double rate) {
-    double z = kd * rate;
-    if (z > -5e-4)
-        return skso_decay_taylor(z);
-    return skso_small_exp(z);
+/* skso_small_exp with skso_exp for libm's: the exp of multi-output blocks,
+ * whose vector loops (_block_ops.h) select between the same two, so that
+ * the scalar and vector paths of such a model give the same bits. */
+static inline double skso_small_exp_v(double z) {
+    if (-1e-3 < z && z < 1e-3)
+        return skso_exp_taylor6(z);
+    return skso_exp(z);
 }
 
 /* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3 + x^4/4)

@@ -163,6 +163,7 @@ cdef class LazyStepWeights:
     cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil
     cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil
     cdef inline void _note_factors(self, double f_min, double f_max) noexcept nogil
+    cdef inline double _exp(self, double z) noexcept nogil
     cdef inline void _decay_either(self, Py_ssize_t j, double lam, long long k,
                                    bint with_l1) noexcept nogil
     cdef void catch_up_all(self, long long T) noexcept nogil
@@ -188,9 +189,11 @@ cdef class LazyStepWeights:
 
 
 cdef extern from "_psa_math.h":
-    # exp(z): Taylor to z^6 when |z| < 1e-3, else a library-free exp that the
-    # vector loops of _block_ops.h share (so scalar and vector paths agree)
+    # exp(z): Taylor to z^6 when |z| < 1e-3, else libm's exp (small_exp) or
+    # the library-free exp that the vector loops of _block_ops.h share
+    # (small_exp_v: multi-output blocks, so their scalar and vector paths agree)
     double small_exp "skso_small_exp"(double z) noexcept nogil
+    double small_exp_v "skso_small_exp_v"(double z) noexcept nogil
 
 
 cdef inline double log_decay(double x) noexcept nogil:
@@ -218,6 +221,16 @@ cdef inline double decay_factor(double r, long long k) noexcept nogil:
     if z > -5e-4:
         return decay_taylor(z)
     return small_exp(z)
+
+
+cdef inline double decay_factor_of(LazyStepWeights w, double r, long long k) noexcept nogil:
+    """``decay_factor`` of a weight of ``w``: with ``small_exp_v`` in a
+    multi-output model (the exp of its vector loops), ``small_exp`` in a
+    binary one."""
+    cdef double z = <double>k * r
+    if z > -5e-4:
+        return decay_taylor(z)
+    return small_exp_v(z) if w.n_outputs > 1 else small_exp(z)
 
 
 cdef inline double psa_factor(double num, double den, PSAConstants c) noexcept nogil:
@@ -324,7 +337,7 @@ cdef inline void decay_weight_l1(LazyStepWeights w, Py_ssize_t p, long long k) n
     if w.lam == 0.0:
         l1_settle(w, p, 1.0, w.l1 * w.eta[2 * p] * <double>k)
     else:
-        l1_settle(w, p, decay_factor(w.rate[p], k),
+        l1_settle(w, p, decay_factor_of(w, w.rate[p], k),
                   w.l1_over_lam * one_minus_decay(<double>k * w.rate[p]))
 
 
@@ -363,7 +376,7 @@ cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexc
     for q in range(K):
         p = p0 + q
         if w.v[2 * p] != 0.0:
-            w.v[2 * p] *= decay_factor(rate_of(w, p, w.lam), k)
+            w.v[2 * p] *= decay_factor_of(w, rate_of(w, p, w.lam), k)
 
 
 cdef inline void lazy_catch_up(LazyStepWeights w, Py_ssize_t j, long long T) noexcept nogil:

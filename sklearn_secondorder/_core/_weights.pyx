@@ -638,7 +638,7 @@ cdef class LazyStepWeights:
         if self.eta[2 * p] <= self.eta_clip and x < 0.05 and k > 2:
             total = self._clipped_decay(p, x, k, geo, n_geo)
             fk = geo[39]
-            self.v[2 * p] *= small_exp(-2.0 * <double>b * total)
+            self.v[2 * p] *= self._exp(-2.0 * <double>b * total)
             self.eta[2 * p] *= fk
             if not self.rate_from_eta:
                 self.rate[p] = log_decay(self.eta[2 * p] * lam)
@@ -705,7 +705,7 @@ cdef class LazyStepWeights:
             return False
         total = self._clipped_decay(p, x, k, geo, n_geo)
         fk[0] = geo[39]
-        f[0] = small_exp(-2.0 * <double>b * total)
+        f[0] = self._exp(-2.0 * <double>b * total)
         owed[0] = self.l1_over_lam * one_minus_decay(-2.0 * <double>b * total)
         return True
 
@@ -787,7 +787,7 @@ cdef class LazyStepWeights:
 
     cdef void _decay_one(self, Py_ssize_t p, double lam, long long k) noexcept nogil:
         if lam != 0.0:
-            self.v[2 * p] *= decay_factor(rate_of(self, p, lam), k)
+            self.v[2 * p] *= decay_factor_of(self, rate_of(self, p, lam), k)
 
     cdef void catch_up(self, Py_ssize_t j, long long T) noexcept nogil:
         """Bring block ``j`` to time ``T``: decay, and the events at times <= T
@@ -913,6 +913,11 @@ cdef class LazyStepWeights:
             self.n_adaptations += k * n_moved
             self._note_factors(self.factor_hi, self.factor_hi)
 
+    cdef inline double _exp(self, double z) noexcept nogil:
+        """The exp of a decay: ``small_exp_v`` in a multi-output model, else
+        ``small_exp`` (``decay_factor_of``)."""
+        return small_exp_v(z) if self.n_outputs > 1 else small_exp(z)
+
     cdef inline void _note_factors(self, double f_min, double f_max) noexcept nogil:
         if f_min < self.min_factor:
             self.min_factor = f_min
@@ -1029,7 +1034,7 @@ cdef class LazyStepWeights:
             for q in range(K):
                 p = j * K + q
                 # rate = 0 (no L2) or k = 0 give a factor of exactly 1
-                vv = v[2 * p] * decay_factor(rate_of(self, p, lam), k)
+                vv = v[2 * p] * decay_factor_of(self, rate_of(self, p, lam), k)
                 v[2 * p] = vv
                 if not window_end:
                     snap1[2 * p] = vv
@@ -1175,10 +1180,11 @@ cdef class LazyStepWeights:
 
 
 def py_small_exp(double[::1] z):
-    """``small_exp`` (``_psa_math.h``) of each element: the decays' exp, for tests."""
+    """``small_exp_v`` (``_psa_math.h``) of each element: the exp of the
+    multi-output decays and their vector loops, for tests."""
     out = np.empty(z.shape[0])
     cdef double[::1] o = out
     cdef Py_ssize_t i
     for i in range(z.shape[0]):
-        o[i] = small_exp(z[i])
+        o[i] = small_exp_v(z[i])
     return out
