@@ -160,7 +160,6 @@ cdef class LazyStepWeights:
     cdef void catch_up_l1(self, Py_ssize_t j, long long T) noexcept nogil
     cdef inline void _catch_up(self, Py_ssize_t j, long long T, bint with_l1) noexcept nogil
     cdef void _catch_up_rows(self, Py_ssize_t j, long long T) noexcept nogil
-    cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil
     cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil
     cdef inline void _note_factors(self, double f_min, double f_max) noexcept nogil
     cdef inline double _exp(self, double z) noexcept nogil
@@ -361,17 +360,21 @@ cdef inline double* rate_slot(LazyStepWeights w, Py_ssize_t p) noexcept nogil:
 
 cdef inline void decay_block(LazyStepWeights w, Py_ssize_t j, long long k) noexcept nogil:
     """``k >= 1`` untouched steps of (regularized) block ``j``: ``v *= (1 - eta
-    lam)^k``. When every weight's ``|k rate|`` is below ``5e-4`` (bounded by
-    ``k max_rate``), ``decay_factor`` takes its Taylor branch for each, and a
-    multi-output block runs it as one vectorised loop (``_block_ops.h``, the
-    same bits)."""
+    lam)^k``. A multi-output block runs it as one vectorised loop
+    (``_block_ops.h``, the same bits): with ``rate_from_eta`` always (the
+    Taylor branch of ``decay_factor`` for every weight when every ``|k
+    rate|`` is below ``5e-4``, bounded by ``k max_rate``; else its branches
+    as selects), otherwise in that Taylor regime."""
     cdef int q, K = w.n_outputs
     cdef Py_ssize_t p, p0 = j * K
-    if K > 1 and <double>k * w.max_rate < 5e-4:
-        if w.rate_from_eta:
+    if K > 1 and w.rate_from_eta:
+        if <double>k * w.max_rate < 5e-4:
             row_decay_taylor_eta(w.v + 2 * p0, K, <double>k, w.lam)
         else:
-            row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
+            row_decay_eta(w.v + 2 * p0, K, <double>k, w.lam)
+        return
+    if K > 1 and <double>k * w.max_rate < 5e-4:
+        row_decay_taylor(w.v + 2 * p0, w.rate + p0, K, <double>k)
         return
     for q in range(K):
         p = p0 + q

@@ -801,7 +801,7 @@ cdef class LazyStepWeights:
     cdef void _catch_up_rows(self, Py_ssize_t j, long long T) noexcept nogil:
         """``_catch_up(j, T, False)`` of a regularized multi-output block as
         vector loops over its weights (``row_events``): each event's decay,
-        snapshot and adaptation (``row_decay_eta``, ``row_snap1``, ``row_adapt``)
+        snapshot and adaptation (``decay_block``, ``row_snap1``, ``row_adapt``)
         and whole idle windows (``_skip_rows``), with the scalar path's bits."""
         cdef long long tau = self.last[2 * j], ev = self.next_event[2 * j]
         cdef long long b = self.period, two_b = 2 * self.period
@@ -812,7 +812,7 @@ cdef class LazyStepWeights:
         cdef bint at_window_end = ev <= T and (ev // b) % 2 == 0   # events alternate
         cdef double f_min, f_max
         while ev <= T:
-            self._decay_rows(j, ev - tau)
+            self._decay(j, self.lam, ev - tau)
             tau = ev
             if at_window_end:
                 if ev > 0:
@@ -834,21 +834,9 @@ cdef class LazyStepWeights:
                 row_snap1(ve, sn, K)
             ev += b
             at_window_end = not at_window_end
-        self._decay_rows(j, T - tau)
+        self._decay(j, self.lam, T - tau)
         self.last[2 * j] = T
         self.next_event[2 * j] = ev
-
-    cdef inline void _decay_rows(self, Py_ssize_t j, long long k) noexcept nogil:
-        """``_decay(j, lam, k)`` as one vector loop (``decay_block``'s Taylor
-        loop when it applies, else ``row_decay_eta``: ``decay_factor`` per weight)."""
-        cdef int K = self.n_outputs
-        cdef Py_ssize_t p0 = j * K
-        if k <= 0:
-            return
-        if <double>k * self.max_rate < 5e-4:
-            row_decay_taylor_eta(self.v + 2 * p0, K, <double>k, self.lam)
-        else:
-            row_decay_eta(self.v + 2 * p0, K, <double>k, self.lam)
 
     cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil:
         """``_skip_param`` on each weight of regularized block ``j``. When every
@@ -873,9 +861,9 @@ cdef class LazyStepWeights:
         cdef double f_min, f_max
         if k <= 2:
             for _i in range(k):
-                self._decay_rows(j, self.period)
+                self._decay(j, lam, self.period)
                 row_snap1(self.v + 2 * p0, self.snap0 + 2 * p0, K)
-                self._decay_rows(j, self.period)
+                self._decay(j, lam, self.period)
                 f_min, f_max = self.min_factor, self.max_factor
                 self.n_adaptations += row_adapt(
                     self.v + 2 * p0, self.snap0 + 2 * p0, xm, K, lam, self.consts.m,
