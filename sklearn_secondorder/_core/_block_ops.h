@@ -201,25 +201,19 @@ static long long skso_row_adapt(double *restrict ve, double *restrict snaps,
                                 double *restrict rates, ptrdiff_t K, double lam, double m,
                                 double kappa, double inv_denom, double f_lo, double f_hi,
                                 double *f_min, double *f_max) {
-    int64_t n_adapt = 0, lo_bits, hi_bits, gb, fb;
+    int64_t n_adapt = 0, lo_bits, hi_bits;
     memcpy(&lo_bits, f_min, sizeof lo_bits);
     memcpy(&hi_bits, f_max, sizeof hi_bits);
     for (ptrdiff_t q = 0; q < K; q++) {
         double vv = ve[2 * q], s0 = snaps[2 * q], s1 = snaps[2 * q + 1];
         double u = (vv - s1) / (s1 - s0);                  /* Eq. (6); NaN: 0/0 */
-        int no_info = u != u;
-        double f = skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi);
-        double g = no_info ? 1.0 : f;
+        n_adapt += u == u;
+        double g = skso_applied_factor(skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi),
+                                       &lo_bits, &hi_bits);
         double e = ve[2 * q + 1] * g;                      /* Eq. (8) */
         ve[2 * q + 1] = e;
         rates[q] = skso_log_decay_series(e * lam);
         snaps[2 * q] = vv;
-        n_adapt += !no_info;
-        f = no_info ? 0.0 : f;
-        memcpy(&gb, &g, sizeof gb);
-        memcpy(&fb, &f, sizeof fb);
-        lo_bits = gb < lo_bits ? gb : lo_bits;
-        hi_bits = fb > hi_bits ? fb : hi_bits;
     }
     memcpy(f_min, &lo_bits, sizeof lo_bits);
     memcpy(f_max, &hi_bits, sizeof hi_bits);

@@ -101,6 +101,23 @@ static inline double skso_psa_factor(double u, double m, double kappa, double in
     return f;
 }
 
+/* The window-end bookkeeping of one weight's step factor f (NaN: no
+ * curvature information, eta kept): returns the factor applied, g = f or 1,
+ * and folds it into the running extremes lo (of g) and hi (of f, 0 when
+ * kept), kept as bit patterns (positive doubles order as them, which the
+ * vector loops of _sweep_k1.h and _block_ops.h reduce). */
+static inline double skso_applied_factor(double f, int64_t *lo_bits, int64_t *hi_bits) {
+    int64_t gb, fb;
+    int no_info = f != f;
+    double g = no_info ? 1.0 : f;
+    f = no_info ? 0.0 : f;
+    memcpy(&gb, &g, sizeof gb);
+    memcpy(&fb, &f, sizeof fb);
+    *lo_bits = gb < *lo_bits ? gb : *lo_bits;
+    *hi_bits = fb > *hi_bits ? fb : *hi_bits;
+    return g;
+}
+
 /* 1 - exp(z) for z <= 0 (its Taylor branch for |z| < 5e-4 alone), the branches of the decay (skso_decay_taylor for
  * |z| < 5e-4, else exp) without their cancellation: the L1 penalty owed
  * over k untouched steps of a weight with L2 decay is C/lam (1 - (1 - eta

@@ -74,7 +74,7 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
                                  Py_ssize_t n, long long ev, long long b, double lam,
                                  Py_ssize_t unregularized, double m, double kappa, double inv_denom,
                                  double f_lo, double f_hi, double *f_min, double *f_max) {
-    int64_t n_adapt = 0, lo_bits, hi_bits, gb, fb;
+    int64_t n_adapt = 0, lo_bits, hi_bits;
     memcpy(&lo_bits, f_min, sizeof lo_bits);
     memcpy(&hi_bits, f_max, sizeof hi_bits);
     for (Py_ssize_t j = 0; j < n; j++) {
@@ -83,21 +83,15 @@ static long long skso_sweep_end_k1(double *restrict ve, double *restrict snaps,
         double vv = ve[2 * j] * skso_decay_taylor(z);
         double s0 = snaps[2 * j], s1 = snaps[2 * j + 1];
         double u = (vv - s1) / (s1 - s0);                 /* Eq. (6); NaN: 0/0 */
-        int no_info = u != u;
-        double f = skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi);
-        double g = no_info ? 1.0 : f;
+        n_adapt += u == u;
+        double g = skso_applied_factor(skso_psa_factor(u, m, kappa, inv_denom, f_lo, f_hi),
+                                       &lo_bits, &hi_bits);
         double e = ve[2 * j + 1] * g;                     /* Eq. (8) */
         ve[2 * j] = vv;
         ve[2 * j + 1] = e;
         snaps[2 * j] = vv;
         last[2 * j] = ev;
         next_event[2 * j] = ev + b;
-        n_adapt += !no_info;
-        memcpy(&gb, &g, sizeof gb);
-        f = no_info ? 0.0 : f;
-        memcpy(&fb, &f, sizeof fb);
-        lo_bits = gb < lo_bits ? gb : lo_bits;
-        hi_bits = fb > hi_bits ? fb : hi_bits;
     }
     memcpy(f_min, &lo_bits, sizeof lo_bits);
     memcpy(f_max, &hi_bits, sizeof hi_bits);
