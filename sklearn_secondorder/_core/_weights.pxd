@@ -145,7 +145,8 @@ cdef class LazyStepWeights:
     # rate_from_eta with multi-output blocks: catch_up runs a regularized
     # block's events as vector loops over its weights (_catch_up_rows,
     # _block_ops.h), the scalar arithmetic's bits; _row_scratch holds the
-    # series of _skip_rows (3 n_outputs doubles)
+    # series of _skip_rows (3 n_outputs doubles). (public: a test sets it
+    # False to run the scalar catch-up on the same state; never set it True)
     cdef public bint row_events
     cdef double* _row_scratch
     cdef double[::1] _row_scratch_arr

@@ -467,9 +467,13 @@ cdef class LazyStepWeights:
       replayed one by one (the same arithmetic as the dense path).
 
     Each weight caches its decay log-rate ``log(1 - eta_p lam)`` (``log_decay``),
-    updated with ``eta_p``, so a decay is one ``decay_factor``. ``sweep`` applies
-    one event to a list of blocks at once (the kernel's eager path for the
-    blocks in use; the same arithmetic as ``catch_up``).
+    updated with ``eta_p``, so a decay is one ``decay_factor``; when every
+    ``eta_p lam < 1e-4`` and there is no L1 the rate is the series of
+    ``eta_p lam`` and is derived from eta instead (``rate_from_eta``). ``sweep``
+    applies one event to a list of blocks at once (the kernel's eager path for
+    the blocks in use; the same arithmetic as ``catch_up``). Multi-output
+    blocks then run a catch-up's events as vector loops over their weights
+    (``row_events``, ``_catch_up_rows``; the same bits).
 
     ``period = 0`` turns adaptation off (fixed per-coordinate steps, lazy decay).
 
