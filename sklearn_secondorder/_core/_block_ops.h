@@ -220,54 +220,53 @@ static long long skso_row_adapt(double *restrict ve, double *restrict snaps,
     return n_adapt;
 }
 
-/* One term of the clipped-regime series of whole idle windows
- * (LazyStepWeights._clipped_decay) on every weight still summing it:
- * xm *= x, term = xm g (g = G_m / m), total += term, and the weight is done
- * once term < 1e-18 total (the scalar loop's break). Weight q's x is
- * ve[2q + 1] lam. Returns the number of weights not done. */
+/* k whole idle windows of a block in the clipped regime (_skip_param's closed
+ * form, weight by weight), in one call: each weight's series
+ * sum_m x^m G_m / m (x = eta lam; LazyStepWeights._clipped_decay, a term at a
+ * time for every weight, each stopping where the scalar loop breaks), then a
+ * non-zero weight decays by exp(m2b total) (m2b = -2b; small_exp's branches
+ * as selects) and its eta by fk = alpha^k, while a zero weight keeps eta
+ * (0/0; its decay is of 0); both snapshots = v. p1 = alpha^k - 1 (expm1),
+ * geo_den[m] = alpha^m - 1; the G_m / m follow the scalar recurrence
+ * P_m = P_(m-1) alpha^k + P_1, G_m = P_m / (alpha^m - 1). scratch holds 4 K
+ * doubles. Returns the non-zero weights. */
 SKSO_ROW_CLONES
-static ptrdiff_t skso_row_series_term(const double *restrict ve, double lam,
-                                      double *restrict xm, double *restrict total,
-                                      double *restrict done, ptrdiff_t K, double g) {
-    int64_t n_open = 0;
+static ptrdiff_t skso_row_skip_closed(double *restrict ve, double *restrict snaps,
+                                      double *restrict scratch, ptrdiff_t K, double lam,
+                                      double m2b, double p1, const double *restrict geo_den) {
+    double *restrict x = scratch, *restrict xm = scratch + K;
+    double *restrict total = scratch + 2 * K, *restrict done = scratch + 3 * K;
+    double fk = 1.0 + p1, pm = p1;
+    int64_t n_open = K, n_moved = 0;
     for (ptrdiff_t q = 0; q < K; q++) {
-        double x = ve[2 * q + 1] * lam, d = done[q];
-        double xn = xm[q] * x, term = xn * g, tn = total[q] + term;
-        int open = d == 0.0;
-        xm[q] = open ? xn : xm[q];
-        total[q] = open ? tn : total[q];
-        int now_open = open & !(term < 1e-18 * tn);
-        done[q] = now_open ? 0.0 : 1.0;
-        n_open += now_open;
+        x[q] = ve[2 * q + 1] * lam;
+        xm[q] = 1.0;
+        total[q] = 0.0;
+        done[q] = 0.0;
     }
-    return (ptrdiff_t)n_open;
-}
-
-/* The decays of k whole idle windows in the clipped regime (_skip_param's
- * closed form) from each weight's series total: s[q] = exp(m2b total[q])
- * (m2b = -2b; small_exp's branches as selects). A loop of its own: GCC
- * vectorises it, not its fusion with skso_row_skip_clipped. */
-SKSO_ROW_CLONES
-static void skso_row_skip_decays(const double *restrict total, double *restrict s,
-                                 ptrdiff_t K, double m2b) {
-    for (ptrdiff_t q = 0; q < K; q++) {
+    for (int mm = 1; mm <= 36 && n_open > 0; mm++) {
+        if (mm > 1)
+            pm = pm * fk + p1;
+        double g = pm / geo_den[mm] / mm;                  /* G_m / m */
+        n_open = 0;
+        for (ptrdiff_t q = 0; q < K; q++) {
+            double xn = xm[q] * x[q], term = xn * g, tn = total[q] + term;
+            int open = done[q] == 0.0;
+            xm[q] = open ? xn : xm[q];
+            total[q] = open ? tn : total[q];
+            int now_open = open & !(term < 1e-18 * tn);
+            done[q] = now_open ? 0.0 : 1.0;
+            n_open += now_open;
+        }
+    }
+    for (ptrdiff_t q = 0; q < K; q++) {      /* (the decays: xm is free again) */
         double z = m2b * total[q];
-        s[q] = (-1e-3 < z) & (z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
+        xm[q] = (-1e-3 < z) & (z < 1e-3) ? skso_exp_taylor6(z) : skso_exp(z);
     }
-}
-
-/* The end of k whole idle windows in the clipped regime: a non-zero weight
- * decays by s[q] (skso_row_skip_decays) and its eta by fk = alpha^k; a zero
- * weight keeps eta (0/0; its decay is of 0); both snapshots = v. Returns
- * the non-zero weights. */
-SKSO_ROW_CLONES
-static ptrdiff_t skso_row_skip_clipped(double *restrict ve, double *restrict snaps,
-                                       const double *restrict s, ptrdiff_t K, double fk) {
-    int64_t n_moved = 0;
     for (ptrdiff_t q = 0; q < K; q++) {
         double vv = ve[2 * q];
         int moved = vv != 0.0;
-        double nv = vv * s[q], e = ve[2 * q + 1] * (moved ? fk : 1.0);
+        double nv = vv * xm[q], e = ve[2 * q + 1] * (moved ? fk : 1.0);
         ve[2 * q] = nv;
         ve[2 * q + 1] = e;
         snaps[2 * q] = nv;

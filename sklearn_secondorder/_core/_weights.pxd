@@ -145,7 +145,7 @@ cdef class LazyStepWeights:
     # rate_from_eta with multi-output blocks: catch_up runs a regularized
     # block's events as vector loops over its weights (_catch_up_rows,
     # _block_ops.h), the scalar arithmetic's bits; _row_scratch holds the
-    # series of _skip_rows (3 n_outputs doubles). (public: a test sets it
+    # series of _skip_rows (4 n_outputs doubles). (public: a test sets it
     # False to run the scalar catch-up on the same state; never set it True)
     cdef public bint row_events
     cdef double* _row_scratch
@@ -288,14 +288,10 @@ cdef extern from "_block_ops.h":
                                          double lam, double m, double kappa, double inv_denom,
                                          double f_lo, double f_hi, double* f_min,
                                          double* f_max) noexcept nogil
-    Py_ssize_t row_series_term "skso_row_series_term"(const double* ve, double lam, double* xm,
-                                                      double* total, double* done,
-                                                      Py_ssize_t K, double g) noexcept nogil
-    void row_skip_decays "skso_row_skip_decays"(const double* total, double* s, Py_ssize_t K,
-                                                double m2b) noexcept nogil
-    Py_ssize_t row_skip_clipped "skso_row_skip_clipped"(double* ve, double* snaps,
-                                                        const double* s, Py_ssize_t K,
-                                                        double fk) noexcept nogil
+    Py_ssize_t row_skip_closed "skso_row_skip_closed"(double* ve, double* snaps, double* scratch,
+                                                      Py_ssize_t K, double lam, double m2b,
+                                                      double p1,
+                                                      const double* geo_den) noexcept nogil
 
 
 cdef inline void l1_clip(LazyStepWeights w, Py_ssize_t p) noexcept nogil:

@@ -588,7 +588,7 @@ cdef class LazyStepWeights:
         # (eta only decreases, so every eta lam stays below 1e-4: each rate is
         # the series of eta lam, which the vector loops re-derive from eta)
         self.row_events = n_outputs > 1 and period > 0 and lam > 0 and self.rate_from_eta
-        self._row_scratch_arr = np.zeros(3 * n_outputs if self.row_events else 1)
+        self._row_scratch_arr = np.zeros(4 * n_outputs if self.row_events else 1)
         self._row_scratch = &self._row_scratch_arr[0]
         self.min_factor = 1.0
         self.max_factor = 0.0
@@ -845,62 +845,43 @@ cdef class LazyStepWeights:
     cdef void _skip_rows(self, Py_ssize_t j, long long k) noexcept nogil:
         """``_skip_param`` on each weight of regularized block ``j``. When every
         non-zero weight is in the clipped regime (and ``k > 2``), the closed
-        form as vector loops: ``_clipped_decay``'s series a term at a time for
-        every weight (``row_series_term``, each stopping where the scalar loop
-        breaks), then ``row_skip_decays`` and ``row_skip_clipped``. With
-        ``k <= 2`` every weight replays its windows, as row loops (a zero
-        weight's replay is its ``0/0``: it keeps eta). A block mixing the two
-        regimes goes weight by weight."""
-        cdef int q, K = self.n_outputs, mm
-        cdef Py_ssize_t p0 = j * K, p
-        cdef double lam = self.lam, x, fk
-        cdef double* xm = self._row_scratch
-        cdef double* total = self._row_scratch + K
-        cdef double* done = self._row_scratch + 2 * K
+        form as vector loops (``row_skip_closed``: ``_clipped_decay``'s series
+        a term at a time for every weight, each stopping where the scalar loop
+        breaks). With ``k <= 2`` every weight replays its windows, as row loops
+        (a zero weight's replay is its ``0/0``: it keeps eta). A block mixing
+        the two regimes goes weight by weight."""
+        cdef int q, K = self.n_outputs
+        cdef Py_ssize_t p0 = j * K, p, n_moved
+        cdef double lam = self.lam
+        cdef double* ve = self.v + 2 * p0
+        cdef double* sn = self.snap0 + 2 * p0
         cdef double geo[40]
         cdef int n_geo = 0
-        cdef bint closed = k > 2
-        cdef Py_ssize_t n_open = K, n_moved
         cdef long long _i
         cdef double f_min, f_max
+        cdef bint closed = True
         if k <= 2:
             for _i in range(k):
                 self._decay(j, lam, self.period)
-                row_snap1(self.v + 2 * p0, self.snap0 + 2 * p0, K)
+                row_snap1(ve, sn, K)
                 self._decay(j, lam, self.period)
                 f_min, f_max = self.min_factor, self.max_factor
                 self.n_adaptations += row_adapt(
-                    self.v + 2 * p0, self.snap0 + 2 * p0, xm, K, lam, self.consts.m,
-                    self.consts.kappa, self.consts.inv_denom, self.consts.f_lo,
-                    self.consts.f_hi, &f_min, &f_max)
+                    ve, sn, self._row_scratch, K, lam, self.consts.m, self.consts.kappa,
+                    self.consts.inv_denom, self.consts.f_lo, self.consts.f_hi, &f_min, &f_max)
                 self._note_factors(f_min, f_max)
             return
         for q in range(K):
             p = p0 + q
-            x = self.eta[2 * p] * lam
-            xm[q] = 1.0
-            total[q] = 0.0
-            done[q] = 0.0
-            if self.v[2 * p] != 0.0 and not (self.eta[2 * p] <= self.eta_clip and x < 0.05):
+            if self.v[2 * p] != 0.0 and not (self.eta[2 * p] <= self.eta_clip
+                                             and self.eta[2 * p] * lam < 0.05):
                 closed = False
         if not closed:
             for q in range(K):
                 self._skip_param(p0 + q, lam, k, geo, &n_geo)
             return
-        # the geometric sums G_m / m of _clipped_decay, extended as it does
-        geo[37] = expm1(<double>k * self.log_alpha)   # alpha^k - 1
-        geo[38] = geo[37]                             # P_1
-        geo[39] = 1.0 + geo[37]                       # alpha^k
-        fk = geo[39]
-        mm = 0
-        while n_open > 0 and mm < 36:
-            mm += 1
-            if mm > 1:
-                geo[38] = geo[38] * fk + geo[37]
-            geo[mm - 1] = geo[38] / self.geo_den[mm] / mm
-            n_open = row_series_term(self.v + 2 * p0, lam, xm, total, done, K, geo[mm - 1])
-        row_skip_decays(total, xm, K, -2.0 * <double>self.period)
-        n_moved = row_skip_clipped(self.v + 2 * p0, self.snap0 + 2 * p0, xm, K, fk)
+        n_moved = row_skip_closed(ve, sn, self._row_scratch, K, lam, -2.0 * <double>self.period,
+                                  expm1(<double>k * self.log_alpha), self.geo_den)
         if n_moved > 0:
             self.n_adaptations += k * n_moved
             self._note_factors(self.factor_hi, self.factor_hi)
