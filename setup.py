@@ -39,7 +39,7 @@ for path in sorted(glob.glob(os.path.join("sklearn_secondorder", "_core", "*.pyx
             # every target clone of the vector loops round alike;
             # -fno-trapping-math: floating-point operations raise no trap the
             # code relies on (values unchanged), which lets GCC turn the
-            # selects of the event loops (_sweep_k1.h, _block_ops.h) into
+            # selects of the L1 row loop (_block_ops.h) into
             # blends and vectorise them for AVX2, not only AVX-512 (masks)
             extra_compile_args=["-O3", "-ffp-contract=off", "-fno-trapping-math"],
         )
