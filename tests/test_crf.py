@@ -379,14 +379,14 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
 def test_psa_idle_closed_form_many_windows():
     """A weight idle for hundreds of windows: the closed form equals stepping."""
     # the CRF PSA's state (A + L + 1 blocks of L) on the shared lazy core
-    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, catch_up_all
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state
     L, b, lam, eta0 = 2, 3, 0.02, 0.4
     a, be, kappa = 0.9999, 0.99, 0.9
     size = (1 + L + 1) * L
     state = LazyStepState.zeros(1 + L + 1, L, eta0)
     state.set_weights(np.linspace(-1, 1, size))
     T = 2 * b * 700 + 4
-    catch_up_all(state, PSAOptions(lam=lam, period=b, psa_alpha=a, psa_beta=be, kappa=kappa), T)
+    catch_up_state(state, PSAOptions(lam=lam, period=b, psa_alpha=a, psa_beta=be, kappa=kappa), T)
     v, eta = state.weights, state.step_sizes
     # dense: shrink every update, adapt every 2b from the ratio of snapshots
     m = kappa * (a + be) / (a - be)

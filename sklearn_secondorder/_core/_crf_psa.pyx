@@ -35,7 +35,7 @@ from ._lazy_steps cimport (
     StepRecord,
     StepRecordL1,
     apply_event,
-    catch_up,
+    catch_up_all,
     l1_clip,
     l1_owe,
     last_event,
@@ -172,7 +172,7 @@ cdef double _update(Record* rec, SequenceData ds, Py_ssize_t s, CRFContext ctx,
                 l1_clip(&rec[stepped[i] * H + h])
     if c.b > 0 and (t + 1) % c.b == 0:   # the stepped rows take the event at once
         for i in range(n_stepped):
-            apply_event(rec + stepped[i] * H, H, t + 1, c)
+            apply_event(rec + stepped[i] * H, H, ((t + 1) // c.b) & 1, c)
     return -ll
 
 
@@ -193,18 +193,6 @@ cdef double _pass(SequenceData ds, Record* rec, CRFContext ctx, const LazyCore* 
         loss_sum += loss
         t[0] += 1
     return loss_sum
-
-
-cdef bint _flush(Record* rec, Py_ssize_t n_blocks, Py_ssize_t H, const LazyCore* c,
-                 const RateRule* rule, long long T) noexcept nogil:
-    """Every block to ``T``; whether every weight is finite."""
-    cdef Py_ssize_t j, h
-    cdef bint finite = True
-    for j in range(n_blocks):
-        catch_up(rec + j * H, H, T, c.lam, c.l1, c, rule)
-        for h in range(H):
-            finite &= isfinite(rec[j * H + h].v)
-    return finite
 
 
 cdef Py_ssize_t _max_row_nnz(SequenceData ds):
@@ -235,7 +223,7 @@ cdef object _epochs(SequenceData ds, Record* rec, const RateRule* rule, state, L
             loss_sum = _pass(ds, rec, ctx, &c, rule, &t, fit_intercept, &stepped[0])
             diverged = not isfinite(loss_sum)
             t_flush = now_seconds()
-            diverged |= not _flush(rec, n_blocks, H, &c, rule, t)
+            diverged |= not catch_up_all(rec, n_blocks, H, -1, t, &c, rule)
             with gil:
                 result.flush_seconds.append(now_seconds() - t_flush)
             if diverged:

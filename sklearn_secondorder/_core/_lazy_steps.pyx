@@ -67,6 +67,7 @@ cdef LazyCore make_core(options) except *:
     cdef double alpha = options.psa_alpha, beta = options.psa_beta, kappa = options.kappa
     cdef double n
     c.b = options.period if options.period > 0 else 0
+    c.inv_b = 1.0 / c.b if c.b > 0 else 0.0
     c.lam = options.lam
     c.l1 = options.l1
     if c.b > 0 and not (0 < beta < alpha < 1 and 0 < kappa < 1):
@@ -80,7 +81,7 @@ cdef LazyCore make_core(options) except *:
         c.log_alpha = log(alpha)
         c.eta_clip = -expm1(log(kappa) / c.b) / c.lam if c.lam > 0 else 0.0
         for mm in range(1, 41):
-            c.geo_den[mm] = -expm1(mm * c.log_alpha)
+            c.inv_geo[mm] = 1.0 / (mm * -expm1(mm * c.log_alpha))
     return c
 
 
@@ -192,17 +193,7 @@ class LazyStepState:
         return self
 
 
-cdef void _catch_up_all(Record* rec, const RateRule* rule, Py_ssize_t n_blocks, Py_ssize_t K,
-                        Py_ssize_t unregularized, const LazyCore* c, long long T) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(n_blocks):
-        if j == unregularized:
-            catch_up(rec + j * K, K, T, 0.0, 0.0, c, rule)
-        else:
-            catch_up(rec + j * K, K, T, c.lam, c.l1, c, rule)
-
-
-def catch_up_all(state, options, long long T, Py_ssize_t unregularized=-1):
+def catch_up_state(state, options, long long T, Py_ssize_t unregularized=-1):
     """Bring every block of ``state`` to time ``T >= t`` as if no row touched
     it (``catch_up``: the decays, the events, whole idle windows in closed
     form); block ``unregularized`` has no penalty. Sets ``state.t = T``."""
@@ -217,13 +208,13 @@ def catch_up_all(state, options, long long T, Py_ssize_t unregularized=-1):
     cdef bint small = c.lam * float(state.records["eta"].max(initial=0.0)) < 1e-4
     if state.has_l1:
         if small:
-            _catch_up_all(<StepRecordL1*>addr, &series, n_blocks, K, unregularized, &c, T)
+            catch_up_all(<StepRecordL1*>addr, n_blocks, K, unregularized, T, &c, &series)
         else:
-            _catch_up_all(<StepRecordL1*>addr, &general, n_blocks, K, unregularized, &c, T)
+            catch_up_all(<StepRecordL1*>addr, n_blocks, K, unregularized, T, &c, &general)
     elif small:
-        _catch_up_all(<StepRecord*>addr, &series, n_blocks, K, unregularized, &c, T)
+        catch_up_all(<StepRecord*>addr, n_blocks, K, unregularized, T, &c, &series)
     else:
-        _catch_up_all(<StepRecord*>addr, &general, n_blocks, K, unregularized, &c, T)
+        catch_up_all(<StepRecord*>addr, n_blocks, K, unregularized, T, &c, &general)
     state.t = T
 
 

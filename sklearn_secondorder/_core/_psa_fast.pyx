@@ -10,8 +10,6 @@ blocks a row stepped at the end of a window's half take that event at once
 to it applied". The only O(n_features K) work is the flush at the end of a
 pass (``catch_up`` of every block) and the finiteness check.
 """
-from libc.math cimport isfinite
-
 from ._dataset cimport RowDataset, fetch_row, prefetch_row
 from ._lazy_steps cimport (
     LazyCore,
@@ -22,7 +20,7 @@ from ._lazy_steps cimport (
     StepRecord,
     StepRecordL1,
     apply_event,
-    catch_up,
+    catch_up_all,
     last_event,
     make_core,
     prefetch_block,
@@ -64,32 +62,33 @@ cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRu
     cdef const int* ind
     cdef int nnz, q
     cdef Py_ssize_t i, k, K = wk.K
-    cdef double y, sw
-    cdef long long ev
-    cdef Record* blk
+    cdef double y, sw, s, g
     cdef Record* icp = rec + wk.d * K
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
+    cdef bint mid
+    # the latest event <= t (a block current before it has events to cross),
+    # and the next one
+    cdef long long ev = last_event(c, t)
+    cdef long long next_event = ev + c.b if c.b > 0 else -1
     for i in range(ds.n_samples):
         fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
         if sw == 0.0:
             continue
         if ds.is_sparse and i + 1 < ds.n_samples:
             _prefetch_next(ds, rec, K, i)
-        # theta(t) on the row's blocks, and the scores
-        ev = last_event(c, t)
-        for k in range(K):
-            scores[k] = 0.0
+        # theta(t) on the row's blocks, then the scores (accumulated in a
+        # local: a store to a record could alias scores[k])
         for q in range(nnz):
-            blk = rec + ind[q] * K
-            touch(blk, K, t, ev, lam, l1, c, rule)
-            for k in range(K):
-                scores[k] += blk[k].v * x[q]
+            touch(rec + ind[q] * K, K, t, ev, lam, l1, c, rule)
         if wk.fit_intercept:
             touch(icp, K, t, ev, 0.0, 0.0, c, rule)
-            for k in range(K):
-                scores[k] += icp[k].v
+        for k in range(K):
+            s = icp[k].v if wk.fit_intercept else 0.0
+            for q in range(nnz):
+                s += rec[ind[q] * K + k].v * x[q]
+            scores[k] = s
         # the loss derivative at theta(t), then line 5 of Algorithm 1
         if K == 1:
             grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
@@ -97,38 +96,26 @@ cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRu
             softmax_loss(scores, <int>y, <int>K, grad)
             for k in range(K):
                 grad[k] *= sw
+        for k in range(K):
+            g = grad[k]
+            for q in range(nnz):
+                step_weight(&rec[ind[q] * K + k], lam, l1, g * x[q])
+            if wk.fit_intercept:
+                step_weight(&icp[k], 0.0, 0.0, g)
         for q in range(nnz):
-            blk = rec + ind[q] * K
-            for k in range(K):
-                step_weight(&blk[k], lam, l1, grad[k] * x[q])
-            blk[0].last = t + 1
+            rec[ind[q] * K].last = t + 1
         if wk.fit_intercept:
-            for k in range(K):
-                step_weight(&icp[k], 0.0, 0.0, grad[k])
             icp[0].last = t + 1
         t += 1
-        if c.b > 0 and t % c.b == 0:   # the stepped blocks take the event at once
+        if t == next_event:            # the stepped blocks take the event at once
+            mid = (t // c.b) & 1
             for q in range(nnz):
-                apply_event(rec + ind[q] * K, K, t, c)
+                apply_event(rec + ind[q] * K, K, mid, c)
             if wk.fit_intercept:
-                apply_event(icp, K, t, c)
+                apply_event(icp, K, mid, c)
+            ev = t
+            next_event += c.b
     return t
-
-
-cdef bint _flush(Record* rec, Py_ssize_t n_blocks, Py_ssize_t K, Py_ssize_t unregularized,
-                 const LazyCore* c, const RateRule* rule, long long T) noexcept nogil:
-    """Every block to ``T`` (block ``unregularized`` without penalty);
-    whether every weight is finite."""
-    cdef Py_ssize_t j, k
-    cdef bint finite = True
-    for j in range(n_blocks):
-        if j == unregularized:
-            catch_up(rec + j * K, K, T, 0.0, 0.0, c, rule)
-        else:
-            catch_up(rec + j * K, K, T, c.lam, c.l1, c, rule)
-        for k in range(K):
-            finite &= isfinite(rec[j * K + k].v)
-    return finite
 
 
 cdef object _epochs(RowDataset ds, Record* rec, const RateRule* rule, state, LazyCore c,
@@ -151,7 +138,7 @@ cdef object _epochs(RowDataset ds, Record* rec, const RateRule* rule, state, Laz
                 ds.shuffle(&rng)
             t = _pass(ds, rec, &c, rule, loss, &wk, t)
             epochs_run += 1
-            finite = _flush(rec, wk.d + 1, wk.K, wk.d, &c, rule, t)
+            finite = catch_up_all(rec, wk.d + 1, wk.K, wk.d, t, &c, rule)
             if not finite:
                 break
     state.t, state.seed = t, rng

@@ -15,6 +15,15 @@ static inline double skso_decay_taylor(double z) {
     return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
 }
 
+/* exp(z) - 1 for |z| <= 1/16: Taylor to z^10 (error < |z|^11 / 11! < 1e-21,
+ * below rounding), a few multiply-adds where libm's exp and expm1 cost a
+ * call: the decays and idle windows of a catch-up are mostly in this range. */
+static inline double skso_expm1_poly(double z) {
+    return z * (1.0 + z * (1.0 / 2 + z * (1.0 / 6 + z * (1.0 / 24 + z * (1.0 / 120 + z * (
+        1.0 / 720 + z * (1.0 / 5040 + z * (1.0 / 40320 + z * (1.0 / 362880 + z * (
+        1.0 / 3628800))))))))));
+}
+
 /* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3 + x^4/4)
  * (relative error < x^4 / 5, below rounding). The decay log-rate of a
  * weight, x = eta lam. */
