@@ -51,6 +51,7 @@ class Feedback:
                                 dynamic_ncols=True, **scale)
         self.start = time.perf_counter()
         self.next_report = 1
+        self.next_tenth = 0.1
         self.done = 0
 
     def write(self, text):
@@ -69,6 +70,22 @@ class Feedback:
             self.bar.set_postfix(rows=rows, rows_s=f"{rows / elapsed:,.0f}", refresh=False)
         self.done = done
 
+    def due(self, rows):
+        """Whether a progressive-validation row is due after ``rows`` rows:
+        at doubling row counts (as VW's) and at every tenth of the run (so
+        that a long run whose first chunk is large still reports as it goes)."""
+        due = False
+        if rows >= self.next_report:
+            while self.next_report <= rows:
+                self.next_report *= 2
+            due = True
+        frac = self.fraction()
+        if frac is not None and frac >= self.next_tenth:
+            while self.next_tenth <= frac:
+                self.next_tenth += 0.1
+            due = True
+        return due
+
     def fraction(self):
         """The fraction done (None when unknown)."""
         if self.total <= 0:
@@ -82,11 +99,22 @@ class Feedback:
             return "", ""
         elapsed = time.perf_counter() - self.start
         left = elapsed * (1 - frac) / frac
-        return f"{100 * frac:5.1f}%", f"{left:7.1f}s"
+        return f"{100 * frac:5.1f}%", format_seconds(left)
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def format_seconds(t):
+    """``t`` seconds as a short duration: '0.04s', '12.3s', '4m05s', '2h13m'."""
+    if t < 10:
+        return f"{t:.2f}s"
+    if t < 60:
+        return f"{t:.1f}s"
+    if t < 3600:
+        return f"{int(t // 60)}m{int(t % 60):02d}s"
+    return f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m"
 
 
 class RunningLoss:

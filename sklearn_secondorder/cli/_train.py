@@ -276,11 +276,8 @@ def cmd_train(args, out):
             else:
                 i = paths.index(block.path)
                 fb.update(p * sum(texts) + sum(texts[:i]) + block.end, rows)
-            if rows >= fb.next_report and not args.no_progressive:
-                while fb.next_report <= rows:
-                    fb.next_report *= 2
-                if progressive.last_w:
-                    _report(fb, progressive, rows, t_train)
+            if fb.due(rows) and progressive.last_w and not args.no_progressive:
+                _report(fb, progressive, rows, t_train)
     if progressive.last_w:           # the rows since the last report (small files too)
         _report(fb, progressive, rows, t_train)
     fb.close()
@@ -328,9 +325,9 @@ def cmd_train(args, out):
         summary.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows): "
                        f"average loss {progressive.loss / progressive.w:.6f}, "
                        f"error {progressive.err / progressive.w:.4f}")
-    what = ("with the training state (--resume continues it)" if args.keep_state else
-            "deployment model: what prediction needs (--keep-state keeps the training state)")
-    summary.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes; {what})")
+    what = ("with the training state, for --resume" if args.keep_state else
+            "for prediction; --keep-state keeps the training state, for --resume")
+    summary.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes): {what}")
     for line in summary:
         fb.write(line)
     return EXIT_OK
