@@ -149,7 +149,7 @@ def build_parser():
     est.add_argument("--period", type=int,
                      help="PSA's period b (default for psa: the paper's 0.5 n / 1000, at "
                           "least 10, with n the rows of the whole data)")
-    est.add_argument("--random-state", type=int, default=0,
+    est.add_argument("--random-state", type=int, default=None,
                      help="seed of the estimator and the shuffle buffer (default 0)")
     est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="any other constructor parameter, e.g. --param psa_kappa=0.5 "

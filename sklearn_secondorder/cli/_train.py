@@ -70,6 +70,7 @@ def make_estimator(args, n, n_units=None):
     """
     cls, kind = model_class(args.model), MODEL_KINDS[args.model][1]
     params = explicit_params(args, cls)
+    params.setdefault("random_state", 0)
     if "alpha" not in params:
         params["alpha"] = 1.0 / max(n_units if kind == "tagger" and n_units else n, 1)
     if args.model == "psa" and "period" not in params:
@@ -224,7 +225,7 @@ def cmd_train(args, out):
         est.set_params(**explicit_params(args, cls))
     elif scanned.n_rows:
         est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-    rng = np.random.default_rng(args.random_state)
+    rng = np.random.default_rng(0 if args.random_state is None else args.random_state)
     progressive = RunningLoss()
     rows = units = 0
     fitted = saved is not None
@@ -236,7 +237,7 @@ def cmd_train(args, out):
                              first_chunk_size=None if fitted else args.first_chunk_size)
         if args.shuffle_buffer > 0:
             chunks = shuffled(chunks, args.shuffle_buffer, rng)
-        if p == 0 and not args.no_progressive:
+        if p == 0 and not fitted and not args.no_progressive:
             chunks = _at_least_two(chunks)
         for chunk, block in chunks:
             if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
