@@ -313,12 +313,13 @@ def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_f
     tr = saved.header["training"]
     assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-10)
     assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
-    # printed at doubling row counts, then the rows since (the last line)
+    # printed at doubling row counts and at every tenth of the 700 rows
+    # (300 = 43%, 400 = 57%, ...), once validation has started
     lines = err.splitlines()
     assert lines[1] == "loss: log-loss" and "avg loss" in lines[2]
     table = [ln.split() for ln in lines[3:] if ln.strip()[0].isdigit()]
     rows = [int(r[4].replace(",", "")) for r in table]
-    assert rows == [300, 600, 700]
+    assert rows == [300, 400, 500, 600, 700]
     assert f"average loss {tr['progressive_loss']:.6f}" in err
     assert "finished: 700 rows in 1 pass(es)" in err
 
