@@ -166,7 +166,7 @@ MARGIN_LOSSES = {
 }
 
 
-def loss_name(est, kind):
+def loss_name(est, kind, n_classes):
     """What the loss column of ``est`` is (printed above the table)."""
     if kind == "tagger":
         return "-log p(labels | sentence), per token"
@@ -174,8 +174,7 @@ def loss_name(est, kind):
         return "log-loss"
     name = getattr(est, "loss", None)
     if name in MARGIN_LOSSES:
-        classes = getattr(est, "classes_", np.zeros(2))
-        return name + (" summed over the one-vs-rest classes" if classes.size > 2 else "")
+        return name + (" summed over the one-vs-rest classes" if n_classes > 2 else "")
     return "0/1 error"
 
 

@@ -252,7 +252,7 @@ def cmd_train(args, out):
                 est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
                 fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
             if not header_written and not args.no_progressive:
-                fb.write(f"loss: {loss_name(est, kind)}")
+                fb.write(f"loss: {loss_name(est, kind, classes.size)}")
                 fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
                          f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
                          f"{'left':>8}")
@@ -293,7 +293,7 @@ def cmd_train(args, out):
                 else None,
                 "progressive_error": progressive.err / progressive.w if progressive.w
                 else None,
-                "loss": loss_name(est, kind)}
+                "loss": loss_name(est, kind, classes.size)}
     if previous is not None:
         training["resumed_from"] = {"file": args.resume, "training": previous}
     header = {
