@@ -172,8 +172,11 @@ def first_lines(path, n=20, *, numbered=False):
     finally:
         src.close()
     lines = head.decode("utf-8", errors="replace").splitlines()
-    if len(head) == 1 << 16 and lines:
-        lines.pop()                         # (maybe cut)
+    if len(head) == 1 << 16 and lines:      # the last line may be cut:
+        if len(lines) > 1:
+            lines.pop()                     # drop it,
+        else:                               # or its last (maybe cut) token
+            lines[0] = lines[0].rsplit(None, 1)[0]
     out = [(i, ln) for i, ln in enumerate(lines, 1)
            if ln.strip() and not ln.lstrip().startswith("#")][:n]
     return out if numbered else [ln for _, ln in out]

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from .._core._text_readers import scan_svmlight
 from ..metrics import extract_chunks
+from ._deployed import CompactTagger
 from ._featurizers import featurizer_from_dict
 from ._files import DataError, describe_format, detect_format
 from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model
@@ -252,11 +253,10 @@ def cmd_evaluate(args, stdout):
     return EXIT_OK
 
 
-def _weights(est, kind, n_features):
+def _weights(est, n_features):
     """``(n_weights, stored_weights, nonzero_weights)`` of the state weights:
     all of them (``n_features`` columns per class or state), those the file
     holds, and the non-zero ones."""
-    from ._deployed import CompactTagger
     if isinstance(est, CompactTagger):
         return (n_features * est.state.shape[1], int(est.state.size),
                 int(np.count_nonzero(est.state)))
@@ -277,7 +277,7 @@ CONTENTS = {
 def cmd_info(args, stdout):
     model = _load(args.model)
     h, est = model.header, model.estimator
-    n_weights, stored, nonzero = _weights(est, h["kind"], h["featurizer"]["n_features"])
+    n_weights, stored, nonzero = _weights(est, h["featurizer"]["n_features"])
     res = {
         "file": args.model, "bytes": os.path.getsize(args.model),
         "contents": model.contents,
