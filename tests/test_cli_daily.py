@@ -172,6 +172,9 @@ def test_progress_fractions_from_the_scan_and_a_row_on_a_small_file(tmp_path):
     assert table(r.stderr) == [(1347, 100.0, "0.00s")]
     assert "progressive validation (pass 1, 674 rows)" in r.stderr
     assert "finished: 1,347 rows" in r.stderr
+    # the L2 default, said in the summary
+    assert "L2: alpha = 1/n = 0.0007424 (n = 1,347 rows, from the scan; --alpha sets it)" \
+        in r.stderr
     # 2,000-row chunks of 12,000 rows: growing fractions, rows / the scan's rows
     X, y = rows(12_000, 30, seed=1)
     path = tmp_path / "more.svm.gz"
@@ -214,7 +217,8 @@ def test_alpha_follows_the_rows(tmp_path):
     X, y = rows(800, 20)
     path = tmp_path / "f.svm"
     dump_svmlight_file(X, y, str(path), zero_based=False)
-    r = skso("train", path, "--model", "sgdqn", "--out", tmp_path / "m.skso")
+    r = Run("train", path, "--model", "sgdqn", "--out", tmp_path / "m.skso",
+            "--progress", "lines")
     assert r.returncode == 0, r.stderr
     assert "L2: alpha = 1/n = 0.00125 (n = 800 rows, from the scan; --alpha sets it)" \
         in r.stderr
