@@ -359,6 +359,10 @@ def main():
         sb = by[("CoNLL tokens 2^20", "skso psa")]
         print(f"  skso CoNLL tokens 2^20 one pass - converged LogisticRegression: "
               f"{sb['test_acc'] - big_lr_acc:+.2f} points")
+    if vw and args.big_rows > 0:
+        sb, vb = by[("CoNLL tokens 2^20", "skso psa")], by[("CoNLL tokens 2^20", "vw")]
+        print(f"  CoNLL tokens 2^20, skso psa (defaults) - vw (defaults): "
+              f"{sb['test_acc'] - vb['test_acc']:+.2f} points (target >= 0)")
     if vw:
         v1, v10 = by[("a9a", "vw")], by[("a9a x 10", "vw")]
         print(f"  vw   peak RSS a9a x 10 / a9a: {v10['rss_mb'] / v1['rss_mb']:.3f}")
