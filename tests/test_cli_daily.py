@@ -187,6 +187,15 @@ def test_progress_fractions_from_the_scan_and_a_row_on_a_small_file(tmp_path):
     assert [n for n, _, _ in got] == [4000, 6000, 8000, 10000, 12000]
     assert [f for _, f, _ in got] == [round(100 * n / 12000, 1) for n, _, _ in got]
     assert all(re.fullmatch(r"\d+\.\d+s", left) for _, _, left in got)
+    # without the scan: the fraction of the (decompressed) bytes read
+    r = Run("train", path, "--model", "psa", "--out", tmp_path / "m.skso", "--chunk-size",
+            2000, "--first-chunk-size", 2000, "--classes=-1,1", "--n-features", 30,
+            "--progress", "lines")
+    assert r.returncode == 0, r.stderr
+    got = table(r.stderr)
+    text = gzip.decompress(path.read_bytes())
+    ends = [len(b"".join(text.splitlines(keepends=True)[:n])) for n, _, _ in got]
+    assert [f for _, f, _ in got] == [round(100 * e / len(text), 1) for e in ends]
     # the loss column is the loss: the tagger's is -log p, not its error rate
     path = tmp_path / "toy.conll"
     path.write_text(conll(300))
