@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import PSAClassifier
 from sklearn_secondorder._core._dataset import RowDataset
-from sklearn_secondorder._core._lazy_steps import RECORD, RECORD_L1, LazyStepState, PSAOptions
+from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
 from sklearn_secondorder._core._psa_fast import psa_epochs
 
@@ -134,13 +134,18 @@ def test_long_idle_windows_match_numpy(K, alpha, eta0, b):
 
 def test_records_are_one_cache_line_or_half():
     """A binary weight's record is 32 bytes (64 with L1), aligned so that it
-    never straddles a cache line."""
-    assert RECORD.itemsize == 32 and RECORD_L1.itemsize == 64
-    for l1 in (False, True):
-        st = LazyStepState.zeros(1000, 1, 0.1, l1=l1)
+    never straddles a cache line; a wider block's record is whole cache lines,
+    its fields contiguous runs of its weights."""
+    assert record_dtype(1).itemsize == 32 and record_dtype(1, l1=True).itemsize == 64
+    wide = record_dtype(22)
+    assert wide.itemsize % 64 == 0 and wide.itemsize >= 24 * 22 + 8
+    assert wide.fields["last"][1] == 0 and wide.fields["eta"][1] == 8 + 8 * 22
+    for K, l1 in ((1, False), (1, True), (5, False), (5, True)):
+        st = LazyStepState.zeros(1000, K, 0.1, l1=l1)
         assert st.records.ctypes.data % 64 == 0
         st.insert_blocks(3, 5, period=4)
         assert st.records.ctypes.data % 64 == 0 and st.n_blocks == 1005
+        assert st.weights.shape == (1005 * K,) and np.all(st.step_sizes == np.float32(0.1))
 
 
 def test_untouched_zero_coordinates_keep_their_step():

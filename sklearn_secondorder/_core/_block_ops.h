@@ -1,9 +1,14 @@
-/* The cumulative L1 penalty's catch-up of one feature's n_outputs weights
- * (ScaledWeights.l1_apply_rows), written with one restrict pointer per array
- * and ptrdiff_t counters so that GCC vectorises it; with GCC >= 11 on x86-64
- * Linux it is compiled for AVX-512, AVX2 and baseline x86-64
- * (target_clones); the extensions are built with -ffp-contract=off, so
- * every version gives the scalar loop's bits. */
+/* Loops over the weights of one wide block: a multi-output feature's K
+ * weights (ScaledWeights' L1 catch-up), a CRF attribute row's n_states
+ * weights in the lazy PSA core (_lazy_steps.pxd, _crf_psa.pyx), whose
+ * records keep each field as a contiguous run. They are written with one
+ * restrict pointer per array and ptrdiff_t counters so that GCC vectorises
+ * them; with GCC >= 11 on x86-64 Linux each is compiled for AVX-512, AVX2
+ * and baseline x86-64 (target_clones) and the loader picks one. The
+ * extensions are built with -ffp-contract=off, so every version gives the
+ * scalar loop's bits. A binary weight (a block of one) takes the scalar
+ * inline code: a call through the clones' resolver would cost more than its
+ * arithmetic. */
 #ifndef SKSO_BLOCK_OPS_H
 #define SKSO_BLOCK_OPS_H
 
@@ -17,6 +22,68 @@
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SKSO_ROW_CLONES
+/* k idle steps of n weights in decay_exp's Taylor regime under the series
+ * rate rule (every |k log(1 - eta lam)| < 5e-4, every eta lam < 1e-4):
+ * v *= exp(k log(1 - eta lam)), the log by its series, the exp by its
+ * polynomial (_lazy_steps.decay's first branch). */
+SKSO_ROW_CLONES
+static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
+                                    double k, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++)
+        v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
+}
+
+/* The emission scores of one attribute: em[h] += x v[h]. */
+SKSO_ROW_CLONES
+static void skso_block_emit(double *restrict em, const double *restrict v, double x,
+                            ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++)
+        em[h] += x * v[h];
+}
+
+/* One update's shrink: v *= max(0, 1 - eta lam). */
+SKSO_ROW_CLONES
+static void skso_block_shrink(double *restrict v, const float *restrict eta, double lam,
+                              ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++) {
+        double f = 1.0 - (double)eta[h] * lam;
+        v[h] *= f > 0.0 ? f : 0.0;
+    }
+}
+
+/* A token's gradient term on one row: v[h] += eta[h] x d[h]. */
+SKSO_ROW_CLONES
+static void skso_block_add(double *restrict v, const float *restrict eta, double x,
+                           const double *restrict d, ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++)
+        v[h] += (double)eta[h] * x * d[h];
+}
+
+/* The mid-window event: dsnap = v - snap (float32), snap = v. */
+SKSO_ROW_CLONES
+static void skso_block_mid_event(const double *restrict v, double *restrict snap,
+                                 float *restrict dsnap, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++) {
+        dsnap[q] = (float)(v[q] - snap[q]);
+        snap[q] = v[q];
+    }
+}
+
+/* The window end: eta *= f (Eq. 8, f = skso_psa_factor of (v - snap) / dsnap;
+ * 0/0 gives NaN, which keeps eta), snap = v. */
+SKSO_ROW_CLONES
+static void skso_block_end_event(const double *restrict v, double *restrict snap,
+                                 const float *restrict dsnap, float *restrict eta,
+                                 double m, double kappa, double inv_denom, double f_lo,
+                                 double f_hi, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++) {
+        double f = skso_psa_factor((v[q] - snap[q]) / (double)dsnap[q], m, kappa, inv_denom,
+                                   f_lo, f_hi);
+        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));
+        snap[q] = v[q];
+    }
+}
+
 #endif
 
 /* Tsuruoka et al.'s L1 catch-up (skso_l1_apply) of the K weights of one
@@ -39,6 +106,68 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
         q[k] += nv - z;
         avg[k] -= c * (nv - z);
         v[k] = nv;
+    }
+}
+
+/* k idle steps of n weights in decay_exp's Taylor regime under the series
+ * rate rule (every |k log(1 - eta lam)| < 5e-4, every eta lam < 1e-4):
+ * v *= exp(k log(1 - eta lam)), the log by its series, the exp by its
+ * polynomial (_lazy_steps.decay's first branch). */
+SKSO_ROW_CLONES
+static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
+                                    double k, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++)
+        v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
+}
+
+/* The emission scores of one attribute: em[h] += x v[h]. */
+SKSO_ROW_CLONES
+static void skso_block_emit(double *restrict em, const double *restrict v, double x,
+                            ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++)
+        em[h] += x * v[h];
+}
+
+/* One update's shrink: v *= max(0, 1 - eta lam). */
+SKSO_ROW_CLONES
+static void skso_block_shrink(double *restrict v, const float *restrict eta, double lam,
+                              ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++) {
+        double f = 1.0 - (double)eta[h] * lam;
+        v[h] *= f > 0.0 ? f : 0.0;
+    }
+}
+
+/* A token's gradient term on one row: v[h] += eta[h] x d[h]. */
+SKSO_ROW_CLONES
+static void skso_block_add(double *restrict v, const float *restrict eta, double x,
+                           const double *restrict d, ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++)
+        v[h] += (double)eta[h] * x * d[h];
+}
+
+/* The mid-window event: dsnap = v - snap (float32), snap = v. */
+SKSO_ROW_CLONES
+static void skso_block_mid_event(const double *restrict v, double *restrict snap,
+                                 float *restrict dsnap, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++) {
+        dsnap[q] = (float)(v[q] - snap[q]);
+        snap[q] = v[q];
+    }
+}
+
+/* The window end: eta *= f (Eq. 8, f = skso_psa_factor of (v - snap) / dsnap;
+ * 0/0 gives NaN, which keeps eta), snap = v. */
+SKSO_ROW_CLONES
+static void skso_block_end_event(const double *restrict v, double *restrict snap,
+                                 const float *restrict dsnap, float *restrict eta,
+                                 double m, double kappa, double inv_denom, double f_lo,
+                                 double f_hi, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++) {
+        double f = skso_psa_factor((v[q] - snap[q]) / (double)dsnap[q], m, kappa, inv_denom,
+                                   f_lo, f_hi);
+        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));
+        snap[q] = v[q];
     }
 }
 

@@ -27,18 +27,25 @@ from libc.math cimport isfinite
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport (
+    Block,
+    L2Only,
+    block_add,
+    block_emit,
+    block_shrink,
     LazyCore,
+    Layout,
     Log1pRate,
+    Penalty,
     RateRule,
-    Record,
     SeriesRate,
-    StepRecord,
-    StepRecordL1,
+    WithL1,
     apply_event,
+    block_at,
     catch_up_all,
     l1_clip,
     l1_owe,
     last_event,
+    layout_of,
     make_core,
     prefetch_block,
     touch,
@@ -50,57 +57,59 @@ from ._lazy_steps import PSAResult
 import numpy as np
 
 
-cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, Record* rec, Py_ssize_t H,
+cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, const Layout* L,
                                     Py_ssize_t A) noexcept nogil:
     """Prefetch the attribute rows a sequence will touch (mostly cold)."""
     cdef long long kk
     for kk in range(ds.indptr[ds.offsets[s]], ds.indptr[ds.offsets[s + 1]]):
         if ds.indices[kk] < A:
-            prefetch_block(rec + ds.indices[kk] * H, H)
+            prefetch_block(L, ds.indices[kk])
 
 
-cdef inline void _shrink(Record* r, Py_ssize_t n, double lam, double l1) noexcept nogil:
+cdef inline void _shrink(Block r, Py_ssize_t n, double lam, double l1,
+                         const Penalty* pen) noexcept nogil:
     """One update's shrink of ``n`` weights, ``v *= max(0, 1 - eta lam)``
     (and, with the L1 penalty, the step's ``eta C`` owed; clipped later)."""
     cdef Py_ssize_t h
     cdef double f
-    for h in range(n):
-        f = 1.0 - r[h].eta * lam
-        f = f if f > 0.0 else 0.0
-        r[h].v *= f
-        if Record is StepRecordL1:
-            l1_owe(&r[h], f, r[h].eta * l1)
+    if Penalty is L2Only:
+        block_shrink(r.v, r.eta, lam, n)
+    else:
+        for h in range(n):
+            f = 1.0 - r.eta[h] * lam
+            f = f if f > 0.0 else 0.0
+            r.v[h] *= f
+            l1_owe(r, h, f, r.eta[h] * l1)
 
 
-cdef inline void _visit(Record* r, Py_ssize_t H, long long t, double lam, double l1,
-                        Py_ssize_t* stepped, Py_ssize_t* n_stepped,
+cdef inline void _visit(Block r, Py_ssize_t H, long long t, double lam, double l1,
+                        const Penalty* pen, Py_ssize_t* stepped, Py_ssize_t* n_stepped,
                         Py_ssize_t row) noexcept nogil:
     """A row's first visit in update ``t``: its shrink, and it is listed as
     stepped."""
-    if r[0].last == t:
-        r[0].last = t + 1
-        _shrink(r, H, lam, l1)
+    if r.last[0] == t:
+        r.last[0] = t + 1
+        _shrink(r, H, lam, l1, pen)
         stepped[n_stepped[0]] = row
         n_stepped[0] += 1
 
 
-cdef inline void _add(Record* r, Py_ssize_t H, double x, const double* d,
+cdef inline void _add(Block r, Py_ssize_t H, double x, const double* d,
                       const unsigned char* mask) noexcept nogil:
     """A token's gradient term on one row: ``v[h] += eta[h] x d[h]`` (only
     the weights that exist, ``mask`` not NULL)."""
     cdef Py_ssize_t h
     if mask == NULL:
-        for h in range(H):
-            r[h].v += r[h].eta * x * d[h]
+        block_add(r.v, r.eta, x, d, H)
     else:
         for h in range(H):
             if mask[h]:
-                r[h].v += r[h].eta * x * d[h]
+                r.v[h] += r.eta[h] * x * d[h]
 
 
-cdef double _update(Record* rec, SequenceData ds, Py_ssize_t s, CRFContext ctx,
-                    const LazyCore* c, const RateRule* rule, long long t, bint fit_intercept,
-                    Py_ssize_t* stepped) noexcept nogil:
+cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                    const LazyCore* c, const Penalty* pen, const RateRule* rule, long long t,
+                    bint fit_intercept, Py_ssize_t* stepped) noexcept nogil:
     """One update on sequence ``s`` at time ``t``: the blocks read to ``t``,
     ``-log p(y|x)`` at ``theta(t)``, then line 5 of Algorithm 1; returns the
     loss (NaN at divergence)."""
@@ -112,29 +121,30 @@ cdef double _update(Record* rec, SequenceData ds, Py_ssize_t s, CRFContext ctx,
     cdef double* d = ctx.tmp
     cdef double* em
     cdef const unsigned char* mk = ctx.allowed
-    cdef Record* trans = rec + trans_row * H
-    cdef Record* bias = rec + bias_row * H
-    # theta(t): the transitions, the bias (read even when not fitted) and the
-    # sequence's attribute rows
+    cdef Block row, bias = block_at(L, bias_row)
+    # theta(t): the transitions (row i of H: from label i), the bias (read
+    # even when not fitted) and the sequence's attribute rows
     for j in range(trans_row, bias_row + 1):
-        touch(rec + j * H, H, t, ev, lam, l1, c, rule)
-    for i in range(H * H):
-        ctx.trans[i] = trans[i].v
+        touch(block_at(L, j), H, t, ev, lam, l1, c, pen, rule)
+    for i in range(H):
+        row = block_at(L, trans_row + i)
+        for h in range(H):
+            ctx.trans[i * H + h] = row.v[h]
     ctx.finish_transitions()
     T = ds.offsets[s + 1] - first
     ctx.T = <int>T
     for tt in range(T):
         em = ctx.emit + tt * H
         for h in range(H):
-            em[h] = bias[h].v
+            em[h] = bias.v[h]
         r = first + tt
         for kk in range(ds.indptr[r], ds.indptr[r + 1]):
             j = ds.indices[kk]
             if j >= A:                 # an attribute unknown to the model
                 continue
-            touch(rec + j * H, H, t, ev, lam, l1, c, rule)
-            for h in range(H):
-                em[h] += ds.data[kk] * rec[j * H + h].v
+            row = block_at(L, j)
+            touch(row, H, t, ev, lam, l1, c, pen, rule)
+            block_emit(em, row.v, ds.data[kk], H)
     ctx.finish_emissions(NULL)
     ll = ctx.loglik(y)
     if not isfinite(ll):
@@ -150,44 +160,49 @@ cdef double _update(Record* rec, SequenceData ds, Py_ssize_t s, CRFContext ctx,
             j = ds.indices[kk]
             if j >= A:
                 continue
-            _visit(rec + j * H, H, t, lam, l1, stepped, &n_stepped, j)
-            _add(rec + j * H, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
+            row = block_at(L, j)
+            _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
+            _add(row, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
         if fit_intercept:
-            _visit(bias, H, t, lam, l1, stepped, &n_stepped, bias_row)
+            _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
             _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
     # the transitions: shrink and the edge marginals, then the observed pairs
-    _shrink(trans, H * H, lam, l1)
-    for i in range(H * H):
-        trans[i].v -= trans[i].eta * (ctx.edge[i] if mk == NULL else ctx.edge[i] * mk[A * H + i])
-    for tt in range(1, T):
-        i = y[tt - 1] * H + y[tt]
-        trans[i].v += trans[i].eta if mk == NULL else trans[i].eta * mk[A * H + i]
-    for j in range(trans_row, bias_row):
-        rec[j * H].last = t + 1
-        stepped[n_stepped] = j
+    for i in range(H):
+        row = block_at(L, trans_row + i)
+        _shrink(row, H, lam, l1, pen)
+        for h in range(H):
+            row.v[h] -= row.eta[h] * (ctx.edge[i * H + h] if mk == NULL
+                                      else ctx.edge[i * H + h] * mk[(A + i) * H + h])
+        row.last[0] = t + 1
+        stepped[n_stepped] = trans_row + i
         n_stepped += 1
-    if Record is StepRecordL1:       # the clips, after every gradient term
+    for tt in range(1, T):
+        row = block_at(L, trans_row + y[tt - 1])
+        h = y[tt]
+        row.v[h] += row.eta[h] if mk == NULL else row.eta[h] * mk[(A + y[tt - 1]) * H + h]
+    if Penalty is WithL1:            # the clips, after every gradient term
         for i in range(n_stepped):
+            row = block_at(L, stepped[i])
             for h in range(H):
-                l1_clip(&rec[stepped[i] * H + h])
+                l1_clip(row, h)
     if c.b > 0 and (t + 1) % c.b == 0:   # the stepped rows take the event at once
         for i in range(n_stepped):
-            apply_event(rec + stepped[i] * H, H, ((t + 1) // c.b) & 1, c)
+            apply_event(block_at(L, stepped[i]), H, ((t + 1) // c.b) & 1, c)
     return -ll
 
 
-cdef double _pass(SequenceData ds, Record* rec, CRFContext ctx, const LazyCore* c,
-                  const RateRule* rule, long long* t, bint fit_intercept,
+cdef double _pass(SequenceData ds, const Layout* L, CRFContext ctx, const LazyCore* c,
+                  const Penalty* pen, const RateRule* rule, long long* t, bint fit_intercept,
                   Py_ssize_t* stepped) noexcept nogil:
     """One pass in the current order; returns the summed ``-log p(y|x)``, or
     NaN at divergence."""
-    cdef Py_ssize_t k, s, H = ctx.n_states, A = ctx.n_attributes
+    cdef Py_ssize_t k, s, A = ctx.n_attributes
     cdef double loss, loss_sum = 0.0
     for k in range(ds.n_sequences):
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
-            _prefetch_sequence(ds, ds.order[k + 1], rec, H, A)
-        loss = _update(rec, ds, s, ctx, c, rule, t[0], fit_intercept, stepped)
+            _prefetch_sequence(ds, ds.order[k + 1], L, A)
+        loss = _update(L, ds, s, ctx, c, pen, rule, t[0], fit_intercept, stepped)
         if not isfinite(loss):
             return loss
         loss_sum += loss
@@ -203,9 +218,10 @@ cdef Py_ssize_t _max_row_nnz(SequenceData ds):
     return most
 
 
-cdef object _epochs(SequenceData ds, Record* rec, const RateRule* rule, state, LazyCore c,
-                    CRFContext ctx, int n_epochs, bint shuffle, bint fit_intercept):
-    """``psa_epochs`` for one record type and rate rule."""
+cdef object _epochs(SequenceData ds, const Layout* L, const Penalty* pen, const RateRule* rule,
+                    state, LazyCore c, CRFContext ctx, int n_epochs, bint shuffle,
+                    bint fit_intercept):
+    """``psa_epochs`` for one penalty kind and rate rule."""
     cdef long long t = state.t
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef Py_ssize_t H = state.n_outputs, n_blocks = state.n_blocks
@@ -220,10 +236,10 @@ cdef object _epochs(SequenceData ds, Record* rec, const RateRule* rule, state, L
             t_start = now_seconds()
             if shuffle:
                 ds.shuffle(&rng)
-            loss_sum = _pass(ds, rec, ctx, &c, rule, &t, fit_intercept, &stepped[0])
+            loss_sum = _pass(ds, L, ctx, &c, pen, rule, &t, fit_intercept, &stepped[0])
             diverged = not isfinite(loss_sum)
             t_flush = now_seconds()
-            diverged |= not catch_up_all(rec, n_blocks, H, -1, t, &c, rule)
+            diverged |= not catch_up_all(L, n_blocks, -1, t, &c, pen, rule)
             with gil:
                 result.flush_seconds.append(now_seconds() - t_flush)
             if diverged:
@@ -245,7 +261,7 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     ----------
     ds : SequenceData (with labels)
     state : LazyStepState
-        ``n_attributes + n_states + 1`` blocks of ``n_states`` records
+        ``n_attributes + n_states + 1`` blocks of ``n_states`` weights
         (``CRFContext``'s layout); updated in place, ``t`` and ``seed``
         included. Every block is current at ``t`` on return.
     options : PSAOptions
@@ -268,27 +284,28 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         raise ValueError("labels are required for training")
     if not options.period >= 1:
         raise ValueError("period must be >= 1")
-    cdef LazyCore c = make_core(options)
-    cdef SeriesRate series
-    cdef Log1pRate general
     cdef Py_ssize_t H = state.n_outputs
     state.prepare()
     if state.n_blocks < H + 1:
         raise ValueError("state does not match n_states")
-    if c.l1 > 0 and not state.has_l1:
+    if options.l1 > 0 and not state.has_l1:
         raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    cdef LazyCore c = make_core(options, state)
+    cdef Layout L = layout_of(state)
+    cdef SeriesRate series
+    cdef Log1pRate general
+    cdef L2Only plain
+    cdef WithL1 with_l1
     cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, state.n_blocks - H - 1)
     ctx.set_allowed(allowed)
-    small = c.lam * float(state.records["eta"].max()) < 1e-4
-    cdef size_t addr = state.records.ctypes.data
+    cdef bint small = c.rate_max < 1e-4
     if state.has_l1:
         if small:
-            return _epochs(ds, <StepRecordL1*>addr, &series, state, c, ctx, n_epochs, shuffle,
+            return _epochs(ds, &L, &with_l1, &series, state, c, ctx, n_epochs, shuffle,
                            fit_intercept)
-        return _epochs(ds, <StepRecordL1*>addr, &general, state, c, ctx, n_epochs, shuffle,
+        return _epochs(ds, &L, &with_l1, &general, state, c, ctx, n_epochs, shuffle,
                        fit_intercept)
     if small:
-        return _epochs(ds, <StepRecord*>addr, &series, state, c, ctx, n_epochs, shuffle,
+        return _epochs(ds, &L, &plain, &series, state, c, ctx, n_epochs, shuffle,
                        fit_intercept)
-    return _epochs(ds, <StepRecord*>addr, &general, state, c, ctx, n_epochs, shuffle,
-                   fit_intercept)
+    return _epochs(ds, &L, &plain, &general, state, c, ctx, n_epochs, shuffle, fit_intercept)

@@ -1,5 +1,5 @@
 # The lazy state of Periodic Step-size Adaptation (Hsu et al., Algorithm 1):
-# one record per weight, one event walk.
+# one record per block of weights, one event walk.
 #
 # Dense, every step t updates every weight and every b steps an event
 # applies to all of them:
@@ -13,16 +13,20 @@
 # (catch_up): k idle steps are one factor exp(k log(1 - eta lam)), each event
 # crossed is applied in turn, and whole idle windows are one closed form.
 #
-# A block (one feature's n_outputs weights, a CRF attribute's n_states) is a
-# run of contiguous records; its first record's `last` is the time the block
-# is current at, and every event at a time <= last has been applied to it.
-# The record holds what a touch reads and writes, so a touch loads one
-# record: 32 bytes (StepRecord) or 64 with the L1 penalty (StepRecordL1),
-# two or one to a cache line, the arrays aligned on 64 bytes (the Python
-# side, _lazy_steps.pyx, allocates them).
+# A block (one feature's K weights, one per output; a CRF attribute's, one
+# per label) is one record holding what a touch reads and writes: the time
+# `last` the block is current at (every event up to it applied), then its
+# fields K wide, first those every touch reads -- the weights v and their
+# step sizes eta (float32) -- then those of the events -- the current
+# window's first-half moves dsnap (float32), the snapshots at the last event
+# -- and with the L1 penalty what each weight is owed. A binary weight's
+# record is 32 bytes (64 with L1), two or one to a cache line; a wider block
+# is padded to whole cache lines, and its fields are contiguous runs that
+# vector loops read at unit stride. The arrays start on a cache line
+# (_lazy_steps.pyx allocates them). `Layout` gives a field's offset.
 #
 # The functions are inline, over fused types, so that each kernel compiles
-# one specialisation per (record, rate rule) pair: whether there is an L1
+# one specialisation per (penalty, rate rule) pair: whether there is an L1
 # penalty and how a decay's log-rate is obtained are chosen once per kernel
 # call, not tested per weight. (Inline functions shared by two kernels live
 # in the .pxd: that is where Cython can inline them from.)
@@ -40,31 +44,80 @@ cdef extern from "_psa_math.h":
 from libc.math cimport exp, expm1, isfinite, log1p
 
 
-ctypedef struct StepRecord:
-    double v             # the weight, current at its block's `last`
-    double snap          # the weight at the last event (window start or mid-window)
-    float eta            # the step size (float32: a factor in [beta, alpha] per window)
-    float dsnap          # theta(t+b) - theta(t), the current window's first half
-    long long last       # (a block's first record) the time the block is current at
+cdef extern from "_block_ops.h":
+    void block_decay_series "skso_block_decay_series"(double* v, const float* eta, double lam,
+                                                      double k, Py_ssize_t n) noexcept nogil
+    void block_emit "skso_block_emit"(double* em, const double* v, double x,
+                                      Py_ssize_t n) noexcept nogil
+    void block_shrink "skso_block_shrink"(double* v, const float* eta, double lam,
+                                          Py_ssize_t n) noexcept nogil
+    void block_add "skso_block_add"(double* v, const float* eta, double x, const double* d,
+                                    Py_ssize_t n) noexcept nogil
+    void block_mid_event "skso_block_mid_event"(const double* v, double* snap, float* dsnap,
+                                                Py_ssize_t n) noexcept nogil
+    void block_end_event "skso_block_end_event"(const double* v, double* snap,
+                                                const float* dsnap, float* eta, double m,
+                                                double kappa, double inv_denom, double f_lo,
+                                                double f_hi, Py_ssize_t n) noexcept nogil
 
 
-ctypedef struct StepRecordL1:
-    double v
-    double snap
-    float eta
-    float dsnap
-    long long last
+ctypedef struct Layout:
+    # the record array of a state: block j's record at base + j * stride
+    char* base
+    Py_ssize_t stride    # bytes (a power of two for K = 1, whole cache lines else)
+    Py_ssize_t K         # weights a block
+    Py_ssize_t off_v, off_eta, off_dsnap, off_snap, off_down, off_up  # (last: 0)
+
+
+ctypedef struct Block:
+    # the fields of one record (or of one weight's slice of it: shift)
+    double* v            # the weights, current at `last`
+    double* snap         # the weights at the last event (window start or mid-window)
+    float* eta           # the step sizes (float32: a factor in [beta, alpha] per window)
+    float* dsnap         # theta(t+b) - theta(t), the current window's first half
+    long long* last      # the time the block is current at
     # the cumulative L1 penalty (Tsuruoka et al. 2009) in the weight's units:
     # what it is owed, u + q towards 0 from above and u - q from below (u the
-    # total of its own steps' eta C, q what was applied)
-    double owed_down
-    double owed_up
-    double _pad[2]       # (64 bytes: one cache line)
+    # total of its own steps' eta C, q what was applied); WithL1 only
+    double* owed_down
+    double* owed_up
 
 
-ctypedef fused Record:
-    StepRecord
-    StepRecordL1
+# Whether the state carries the L1 penalty's debts.
+ctypedef struct L2Only:
+    char _unused
+
+ctypedef struct WithL1:
+    char _unused
+
+ctypedef fused Penalty:
+    L2Only
+    WithL1
+
+
+cdef inline Block block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
+    """The fields of block ``j``."""
+    cdef char* p = L.base + j * L.stride
+    cdef Block b
+    b.last = <long long*>p
+    b.v = <double*>(p + L.off_v)
+    b.eta = <float*>(p + L.off_eta)
+    b.dsnap = <float*>(p + L.off_dsnap)
+    b.snap = <double*>(p + L.off_snap)
+    b.owed_down = <double*>(p + L.off_down)
+    b.owed_up = <double*>(p + L.off_up)
+    return b
+
+
+cdef inline Block shift(Block b, Py_ssize_t q) noexcept nogil:
+    """Weight ``q`` of a block, as a block of one (its ``last`` is the block's)."""
+    b.v += q
+    b.snap += q
+    b.eta += q
+    b.dsnap += q
+    b.owed_down += q
+    b.owed_up += q
+    return b
 
 
 # How a decay's log-rate log(1 - eta lam) is obtained: its series when every
@@ -86,14 +139,16 @@ ctypedef struct LazyCore:
     long long b          # the period; 0: no adaptation (events never happen)
     double inv_b         # 1 / b (floor_div)
     double lam           # L2 strength of the regularised blocks
-    double l1            # L1 strength C (StepRecordL1 only)
+    double l1            # L1 strength C (WithL1 only)
     double m, kappa, inv_denom, f_lo, f_hi    # Eqs. (9)-(10)
     double log_alpha     # log(psa_alpha)
     double eta_clip      # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip
+    double rate_max      # -log(1 - eta lam) of the largest eta at the call's start
     double inv_geo[41]   # 1 / (m (1 - alpha^m)), m = 1..40 (the idle windows' series)
 
 
-cdef LazyCore make_core(options) except *
+cdef LazyCore make_core(options, state) except *
+cdef Layout layout_of(state) except *
 
 
 cdef inline long long floor_div(long long x, const LazyCore* c) noexcept nogil:
@@ -144,47 +199,58 @@ cdef inline double decay_expm1(double z) noexcept nogil:
     return expm1(z)
 
 
-cdef inline void l1_clip(StepRecordL1* r) noexcept nogil:
-    """Tsuruoka's clip of a weight with what it is owed (``skso_l1_apply``);
-    the change is recorded as applied."""
-    cdef double z = r.v, nv = l1_apply(r.v, r.owed_down, r.owed_up)
-    r.owed_down += nv - z
-    r.owed_up -= nv - z
-    r.v = nv
+cdef inline void l1_clip(Block b, Py_ssize_t q) noexcept nogil:
+    """Tsuruoka's clip of weight ``q`` with what it is owed
+    (``skso_l1_apply``); the change is recorded as applied."""
+    cdef double z = b.v[q], nv = l1_apply(b.v[q], b.owed_down[q], b.owed_up[q])
+    b.owed_down[q] += nv - z
+    b.owed_up[q] -= nv - z
+    b.v[q] = nv
 
 
-cdef inline void l1_owe(StepRecordL1* r, double f, double owed) noexcept nogil:
-    """Steps whose L2 factor is ``f`` and penalty ``owed``: what the weight is
-    owed shrinks with it, then grows by ``owed``."""
-    r.owed_down = r.owed_down * f + owed
-    r.owed_up = r.owed_up * f + owed
+cdef inline void l1_owe(Block b, Py_ssize_t q, double f, double owed) noexcept nogil:
+    """Steps whose L2 factor is ``f`` and penalty ``owed``: what weight ``q``
+    is owed shrinks with it, then grows by ``owed``."""
+    b.owed_down[q] = b.owed_down[q] * f + owed
+    b.owed_up[q] = b.owed_up[q] * f + owed
 
 
-cdef inline void decay(Record* r, Py_ssize_t n, long long k, double lam, double l1,
+cdef inline void decay(Block b, Py_ssize_t n, long long k, double lam, double l1,
+                       const LazyCore* c, const Penalty* pen,
                        const RateRule* rule) noexcept nogil:
     """``k >= 0`` idle steps of ``n`` weights at a constant eta: ``v *= (1 -
     eta lam)^k``; with the L1 penalty also the steps' penalty, the geometric
     sum ``C/lam (1 - (1 - eta lam)^k)`` (``k eta C`` without L2), then the
-    clip."""
+    clip. When every weight's ``|k log(1 - eta lam)|`` is below ``5e-4``
+    (bounded by the call's largest rate) the loop is ``decay_exp``'s
+    polynomial branch alone, a vector loop over a wide block's weights
+    (``_block_ops.h``)."""
     cdef Py_ssize_t q
     cdef double z, f
-    if Record is StepRecord:
+    if Penalty is L2Only:
         if lam == 0.0:
             return
-        for q in range(n):
-            r[q].v *= decay_exp(<double>k * log_rate(rule, r[q].eta * lam))
+        if <double>k * c.rate_max < 5e-4:
+            if RateRule is SeriesRate and n > 1:     # (a wide block: vector loops)
+                block_decay_series(b.v, b.eta, lam, <double>k, n)
+                return
+            for q in range(n):
+                b.v[q] *= decay_taylor(<double>k * log_rate(rule, b.eta[q] * lam))
+        else:
+            for q in range(n):
+                b.v[q] *= decay_exp(<double>k * log_rate(rule, b.eta[q] * lam))
     else:
         if lam == 0.0 and l1 == 0.0:
             return
         for q in range(n):
             if lam == 0.0:
-                l1_owe(&r[q], 1.0, l1 * r[q].eta * <double>k)
+                l1_owe(b, q, 1.0, l1 * b.eta[q] * <double>k)
             else:
-                z = <double>k * log_rate(rule, r[q].eta * lam)
+                z = <double>k * log_rate(rule, b.eta[q] * lam)
                 f = decay_exp(z)
-                r[q].v *= f
-                l1_owe(&r[q], f, l1 / lam * one_minus_decay(z))
-            l1_clip(&r[q])
+                b.v[q] *= f
+                l1_owe(b, q, f, l1 / lam * one_minus_decay(z))
+            l1_clip(b, q)
 
 
 cdef inline double psa_factor(double num, double den, const LazyCore* c) noexcept nogil:
@@ -199,23 +265,29 @@ cdef inline double psa_factor(double num, double den, const LazyCore* c) noexcep
     return 0.0 if f != f else f
 
 
-cdef inline void apply_event(Record* r, Py_ssize_t n, bint mid_window,
+cdef inline void apply_event(Block b, Py_ssize_t n, bint mid_window,
                              const LazyCore* c) noexcept nogil:
     """The event at time ``q b`` on ``n`` weights current then: the
     mid-window snapshot (``mid_window``: ``q`` odd), or the window end: the
     step-size update (Eq. 8) and the new window's first snapshot."""
     cdef Py_ssize_t q
     cdef double f
-    if mid_window:
+    if n > 1:                  # (a wide block: the same arithmetic as vector loops)
+        if mid_window:
+            block_mid_event(b.v, b.snap, b.dsnap, n)
+        else:
+            block_end_event(b.v, b.snap, b.dsnap, b.eta, c.m, c.kappa, c.inv_denom, c.f_lo,
+                            c.f_hi, n)
+    elif mid_window:
         for q in range(n):
-            r[q].dsnap = <float>(r[q].v - r[q].snap)
-            r[q].snap = r[q].v
+            b.dsnap[q] = <float>(b.v[q] - b.snap[q])
+            b.snap[q] = b.v[q]
     else:
         for q in range(n):
-            f = psa_factor(r[q].v - r[q].snap, r[q].dsnap, c)
+            f = psa_factor(b.v[q] - b.snap[q], b.dsnap[q], c)
             if f != 0.0:
-                r[q].eta = <float>(r[q].eta * f)
-            r[q].snap = r[q].v
+                b.eta[q] = <float>(b.eta[q] * f)
+            b.snap[q] = b.v[q]
 
 
 cdef inline double idle_log_decay(double x, double p1, const LazyCore* c,
@@ -229,30 +301,32 @@ cdef inline double idle_log_decay(double x, double p1, const LazyCore* c,
     cdef double a = 1.0 - p1, pm = p1, xm = 1.0, term, total = 0.0
     cdef int mm
     if RateRule is SeriesRate:
-        return -x * p1 * (c.inv_geo[1] + x * (2.0 - p1) * c.inv_geo[2])
-    for mm in range(1, 41):
-        xm *= x
-        if mm > 1:
-            pm = pm * a + p1
-        term = xm * pm * c.inv_geo[mm]
-        total += term
-        if term < 1e-17 * total:
-            break
+        total = x * p1 * (c.inv_geo[1] + x * (2.0 - p1) * c.inv_geo[2])
+    else:
+        for mm in range(1, 41):
+            xm *= x
+            if mm > 1:
+                pm = pm * a + p1
+            term = xm * pm * c.inv_geo[mm]
+            total += term
+            if term < 1e-17 * total:
+                break
     return -total
 
 
-cdef inline void replay_window(Record* r, double lam, double l1, const LazyCore* c,
-                               const RateRule* rule) noexcept nogil:
-    """One idle window of one weight, from its start: decay, the mid-window
-    snapshot, decay, the window end."""
-    decay(r, 1, c.b, lam, l1, rule)
-    apply_event(r, 1, True, c)
-    decay(r, 1, c.b, lam, l1, rule)
-    apply_event(r, 1, False, c)
+cdef inline void replay_window(Block b, double lam, double l1, const LazyCore* c,
+                               const Penalty* pen, const RateRule* rule) noexcept nogil:
+    """One idle window of one weight (a block of one), from its start: decay,
+    the mid-window snapshot, decay, the window end."""
+    decay(b, 1, c.b, lam, l1, c, pen, rule)
+    apply_event(b, 1, True, c)
+    decay(b, 1, c.b, lam, l1, c, pen, rule)
+    apply_event(b, 1, False, c)
 
 
-cdef inline void idle_windows(Record* r, Py_ssize_t n, long long n_win, double lam, double l1,
-                              const LazyCore* c, const RateRule* rule) noexcept nogil:
+cdef inline void idle_windows(Block b, Py_ssize_t n, long long n_win, double lam, double l1,
+                              const LazyCore* c, const Penalty* pen,
+                              const RateRule* rule) noexcept nogil:
     """``n_win >= 1`` whole idle windows of ``n`` weights, from a window start.
 
     A zero weight stays 0 and keeps eta (0/0). A non-zero weight moves only
@@ -266,130 +340,130 @@ cdef inline void idle_windows(Record* r, Py_ssize_t n, long long n_win, double l
     """
     cdef Py_ssize_t q
     cdef long long left
-    cdef double p1 = 0.0, p1_left = 0.0     # 1 - alpha^left, for the last left seen
+    cdef double p1 = -decay_expm1(<double>n_win * c.log_alpha), p1_left = <double>n_win
     for q in range(n):
         left = n_win
-        if Record is StepRecord:
+        if Penalty is L2Only:
             if lam == 0.0:
-                continue       # (v does not move: 0/0 keeps eta; snap == v already)
-            while left > 0 and r[q].v != 0.0 and r[q].eta > c.eta_clip:
-                replay_window(&r[q], lam, l1, c, rule)
+                return         # (v does not move: 0/0 keeps eta; snap == v already)
+            while left > 0 and b.v[q] != 0.0 and b.eta[q] > c.eta_clip:
+                replay_window(shift(b, q), lam, l1, c, pen, rule)
                 left -= 1
-            if left > 0 and r[q].v != 0.0:
+            if left > 0 and b.v[q] != 0.0:
                 if left != p1_left:
                     p1, p1_left = -decay_expm1(<double>left * c.log_alpha), left
-                r[q].v *= decay_exp(2.0 * <double>c.b *
-                                    idle_log_decay(r[q].eta * lam, p1, c, rule))
-                r[q].eta = <float>(r[q].eta * (1.0 - p1))
-                r[q].snap = r[q].v
+                b.v[q] *= decay_exp(2.0 * <double>c.b *
+                                    idle_log_decay(b.eta[q] * lam, p1, c, rule))
+                b.eta[q] = <float>(b.eta[q] * (1.0 - p1))
+                b.snap[q] = b.v[q]
         else:
-            while left > 0 and r[q].v != 0.0:
-                replay_window(&r[q], lam, l1, c, rule)
+            while left > 0 and b.v[q] != 0.0:
+                replay_window(shift(b, q), lam, l1, c, pen, rule)
                 left -= 1
             if left > 0:
-                decay(&r[q], 1, 2 * c.b * left, lam, l1, rule)
+                decay(shift(b, q), 1, 2 * c.b * left, lam, l1, c, pen, rule)
 
 
-cdef inline bint still(const Record* r, Py_ssize_t n) noexcept nogil:
+cdef inline bint still(Block b, Py_ssize_t n) noexcept nogil:
     """Whether every weight of a block is 0 with zero snapshots (most blocks
     of a large model: features no row has touched yet)."""
     cdef Py_ssize_t q
     for q in range(n):
-        if r[q].v != 0.0 or r[q].snap != 0.0 or r[q].dsnap != 0.0:
+        if b.v[q] != 0.0 or b.snap[q] != 0.0 or b.dsnap[q] != 0.0:
             return False
     return True
 
 
-cdef inline void walk(Record* r, long long tau, long long q, long long T, double lam,
-                      double l1, const LazyCore* c, const RateRule* rule) noexcept nogil:
-    """One weight from time ``tau`` to ``T``: the decays and every event from
-    the ``q``-th (at ``q b > tau``) up to ``T``, whole idle windows in closed
-    form (``catch_up``, a weight at a time: its state stays in registers)."""
-    cdef long long b = c.b, n_win
-    while q * b <= T:
-        decay(r, 1, q * b - tau, lam, l1, rule)
-        tau = q * b
-        apply_event(r, 1, q & 1, c)
-        if (q & 1) == 0 and T - tau >= 2 * b:
+cdef inline void walk(Block b, Py_ssize_t n, long long tau, long long T, double lam,
+                      double l1, const LazyCore* c, const Penalty* pen,
+                      const RateRule* rule) noexcept nogil:
+    """``n`` weights current at ``tau`` to ``T``: the decays and every event
+    in ``(tau, T]`` (the ``q``-th at ``q b``), whole idle windows in closed
+    form. Each event is decided once for the ``n`` weights."""
+    cdef long long bb = c.b, q = floor_div(tau, c) + 1, n_win
+    while q * bb <= T:
+        decay(b, n, q * bb - tau, lam, l1, c, pen, rule)
+        tau = q * bb
+        apply_event(b, n, q & 1, c)
+        if (q & 1) == 0 and T - tau >= 2 * bb:
             n_win = floor_div(T - tau, c) // 2
-            idle_windows(r, 1, n_win, lam, l1, c, rule)
-            tau += 2 * b * n_win
+            idle_windows(b, n, n_win, lam, l1, c, pen, rule)
+            tau += 2 * bb * n_win
             q += 2 * n_win
         q += 1
-    decay(r, 1, T - tau, lam, l1, rule)
+    decay(b, n, T - tau, lam, l1, c, pen, rule)
 
 
-cdef inline void catch_up(Record* r, Py_ssize_t n, long long T, double lam, double l1,
-                          const LazyCore* c, const RateRule* rule) noexcept nogil:
-    """Bring a block of ``n`` records to time ``T``: the decays and every
-    event in ``(last, T]`` (the ``q``-th at ``q b``), whole idle windows in
-    closed form (``walk``). ``lam`` and ``l1`` are the block's (0 for an
-    unregularised intercept)."""
-    cdef long long tau = r[0].last, q
-    cdef Py_ssize_t p
-    if still(r, n):
+cdef inline void catch_up(Block b, Py_ssize_t n, long long T, double lam, double l1,
+                          const LazyCore* c, const Penalty* pen,
+                          const RateRule* rule) noexcept nogil:
+    """Bring a block of ``n`` weights to time ``T`` (``walk``). ``lam`` and
+    ``l1`` are the block's (0 for an unregularised intercept). A binary
+    weight walks with ``n = 1`` a constant, its state in registers."""
+    cdef long long tau = b.last[0]
+    if still(b, n):
         # nothing moves and every event is 0/0 (eta kept): only the L1 debt
         # of the weights grows (one geometric sum, eta constant)
-        if Record is StepRecordL1:
-            decay(r, n, T - tau, lam, l1, rule)
-        r[0].last = T
-        return
-    if c.b == 0:
-        decay(r, n, T - tau, lam, l1, rule)
+        if Penalty is WithL1:
+            decay(b, n, T - tau, lam, l1, c, pen, rule)
+    elif c.b == 0:
+        decay(b, n, T - tau, lam, l1, c, pen, rule)
+    elif n == 1:
+        walk(b, 1, tau, T, lam, l1, c, pen, rule)
     else:
-        q = floor_div(tau, c) + 1
-        for p in range(n):
-            walk(&r[p], tau, q, T, lam, l1, c, rule)
-    r[0].last = T
+        walk(b, n, tau, T, lam, l1, c, pen, rule)
+    b.last[0] = T
 
 
-cdef inline bint catch_up_all(Record* rec, Py_ssize_t n_blocks, Py_ssize_t K,
-                              Py_ssize_t unregularized, long long T, const LazyCore* c,
+cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t unregularized,
+                              long long T, const LazyCore* c, const Penalty* pen,
                               const RateRule* rule) noexcept nogil:
     """Every block to ``T`` (block ``unregularized`` without penalty), the
     kernels' flush at the end of a pass; whether every weight is finite.
     Most blocks of a large model are still (no row touched them): the
     check is the loop's whole cost for them."""
-    cdef Py_ssize_t j, k
-    cdef Record* r
+    cdef Py_ssize_t j, k, K = L.K
+    cdef Block b
     cdef bint finite = True
     for j in range(n_blocks):
-        r = rec + j * K
-        if Record is StepRecord and still(r, K):
-            r[0].last = T
+        b = block_at(L, j)
+        if Penalty is L2Only and still(b, K):
+            b.last[0] = T
             continue
         if j == unregularized:
-            catch_up(r, K, T, 0.0, 0.0, c, rule)
+            catch_up(b, K, T, 0.0, 0.0, c, pen, rule)
         else:
-            catch_up(r, K, T, c.lam, c.l1, c, rule)
+            catch_up(b, K, T, c.lam, c.l1, c, pen, rule)
         for k in range(K):
-            finite &= isfinite(r[k].v)
+            finite &= isfinite(b.v[k])
     return finite
 
 
-cdef inline void touch(Record* r, Py_ssize_t n, long long T, long long ev, double lam,
-                       double l1, const LazyCore* c, const RateRule* rule) noexcept nogil:
+cdef inline void touch(Block b, Py_ssize_t n, long long T, long long ev, double lam,
+                       double l1, const LazyCore* c, const Penalty* pen,
+                       const RateRule* rule) noexcept nogil:
     """``catch_up`` with its common case inlined: no event to cross
     (``ev = last_event(T)``), one decay."""
-    cdef long long tau = r[0].last
+    cdef long long tau = b.last[0]
     if tau < ev:
-        catch_up(r, n, T, lam, l1, c, rule)
+        catch_up(b, n, T, lam, l1, c, pen, rule)
     elif tau != T:
-        decay(r, n, T - tau, lam, l1, rule)
-        r[0].last = T
+        decay(b, n, T - tau, lam, l1, c, pen, rule)
+        b.last[0] = T
 
 
-cdef inline void step_weight(Record* r, double lam, double l1, double g) noexcept nogil:
-    """One update of one weight, ``theta <- max(0, 1 - eta lam) theta - eta
+cdef inline void step_weight(Block b, Py_ssize_t q, double lam, double l1, double g,
+                             const Penalty* pen) noexcept nogil:
+    """One update of weight ``q``, ``theta <- max(0, 1 - eta lam) theta - eta
     g`` (Algorithm 1, line 5); with the L1 penalty the step's ``eta C`` is
     owed and the weight clipped."""
-    cdef double e = r.eta, f = 1.0 - e * lam
+    cdef double e = b.eta[q], f = 1.0 - e * lam
     if f < 0.0:
         f = 0.0
-    r.v = f * r.v - e * g
-    if Record is StepRecordL1:
-        l1_owe(r, f, e * l1)
-        l1_clip(r)
+    b.v[q] = f * b.v[q] - e * g
+    if Penalty is WithL1:
+        l1_owe(b, q, f, e * l1)
+        l1_clip(b, q)
 
 
 cdef extern from *:
@@ -401,11 +475,13 @@ cdef extern from *:
     void prefetch_for_write "SKSO_PREFETCH_W"(const void* p) noexcept nogil
 
 
-cdef inline void prefetch_block(const Record* r, Py_ssize_t n) noexcept nogil:
-    """Prefetch a block's records (a line at a time): kernels call it for the
-    next row's blocks, mostly cold in a large model."""
-    cdef const char* p = <const char*>r
-    cdef const char* end = <const char*>(r + n)
+cdef inline void prefetch_block(const Layout* L, Py_ssize_t j) noexcept nogil:
+    """Prefetch what a touch of block ``j`` reads (``last``, ``v``, ``eta``;
+    a line at a time): kernels call it for the next row's blocks, mostly
+    cold in a large model. The events' fields come in when a block crosses
+    one."""
+    cdef const char* p = L.base + j * L.stride
+    cdef const char* end = p + (L.off_dsnap if L.K > 1 else L.stride)
     while p < end:
         prefetch_for_write(p)
         p += 64

@@ -8,15 +8,38 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from libc.math cimport expm1, log
+from libc.math cimport expm1, log, log1p
 
-# One record per weight (``StepRecord`` / ``StepRecordL1`` of _lazy_steps.pxd;
-# the kernels check that the sizes agree).
-RECORD = np.dtype([("v", "<f8"), ("snap", "<f8"), ("eta", "<f4"), ("dsnap", "<f4"),
-                   ("last", "<i8")])
-RECORD_L1 = np.dtype(RECORD.descr + [("owed_down", "<f8"), ("owed_up", "<f8"),
-                                     ("_pad", "<f8", (2,))])
 _ALIGN = 64
+
+
+def record_dtype(n_outputs, l1=False):
+    """The record of a block of ``n_outputs`` weights (``Block`` of
+    _lazy_steps.pxd): ``last``, then its fields ``n_outputs`` wide, those a
+    touch reads first (``last``, ``v``, ``eta``) and those of the events
+    after; 32 bytes for a binary weight (64 with ``l1``), whole cache lines
+    for a wider block."""
+    K = int(n_outputs)
+    names = ["last", "v", "eta", "dsnap", "snap"]
+    formats = ["<i8", ("<f8", (K,)), ("<f4", (K,)), ("<f4", (K,)), ("<f8", (K,))]
+    offsets = [0, 8, 8 + 8 * K, 8 + 12 * K, 8 + 16 * K]
+    size = 8 + 24 * K
+    if l1:
+        names += ["owed_down", "owed_up"]
+        formats += [("<f8", (K,)), ("<f8", (K,))]
+        offsets += [8 + 24 * K, 8 + 32 * K]
+        size = 8 + 40 * K
+    stride = 32 if size <= 32 else -(-size // _ALIGN) * _ALIGN
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": stride})
+
+
+def _zeros(n_blocks, dtype):
+    """``n_blocks`` zero records (padding included) starting on a cache line."""
+    nbytes = n_blocks * dtype.itemsize
+    buf = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
+    start = (-buf.ctypes.data) % _ALIGN
+    return buf[start:start + nbytes].view(dtype)
 
 
 def _aligned(records):
@@ -25,11 +48,8 @@ def _aligned(records):
     if (records.flags.c_contiguous and records.flags.writeable
             and records.ctypes.data % _ALIGN == 0):
         return records
-    nbytes = records.size * records.dtype.itemsize
-    buf = np.empty(nbytes + _ALIGN, dtype=np.uint8)
-    start = (-buf.ctypes.data) % _ALIGN
-    out = buf[start:start + nbytes].view(records.dtype)
-    out[...] = records.reshape(-1)
+    out = _zeros(records.shape[0], records.dtype)
+    out[...] = records
     return out
 
 
@@ -59,14 +79,33 @@ class PSAOptions:
     l1: float = 0.0
 
 
-cdef LazyCore make_core(options) except *:
+cdef Layout layout_of(state) except *:
+    """Where the fields of ``state``'s records are (``state.prepare()`` first)."""
+    cdef Layout L
+    fields = state.records.dtype.fields
+    L.base = <char*><size_t>state.records.ctypes.data
+    L.stride = state.records.dtype.itemsize
+    L.K = state.n_outputs
+    L.off_v = fields["v"][1]
+    L.off_snap = fields["snap"][1]
+    L.off_eta = fields["eta"][1]
+    L.off_dsnap = fields["dsnap"][1]
+    L.off_down = fields["owed_down"][1] if state.has_l1 else 0
+    L.off_up = fields["owed_up"][1] if state.has_l1 else 0
+    return L
+
+
+cdef LazyCore make_core(options, state) except *:
     """The kernels' constants from ``options`` (Eq. 10's ``m`` and ``n``, the
-    clipped regime's bound, the idle windows' series denominators)."""
+    clipped regime's bound, the idle windows' series denominators) and the
+    largest decay rate of ``state`` (eta only decreases: a bound for the call)."""
     cdef LazyCore c
     cdef int mm
+    cdef double x_max = options.lam * float(state.records["eta"].max(initial=0.0))
     cdef double alpha = options.psa_alpha, beta = options.psa_beta, kappa = options.kappa
     cdef double n
     c.b = options.period if options.period > 0 else 0
+    c.rate_max = -log1p(-x_max) if x_max < 1.0 else 1e300
     c.inv_b = 1.0 / c.b if c.b > 0 else 0.0
     c.lam = options.lam
     c.l1 = options.l1
@@ -87,20 +126,20 @@ cdef LazyCore make_core(options) except *:
 
 @dataclass
 class LazyStepState:
-    """The state of a PSA model (picklable): one record per weight.
+    """The state of a PSA model (picklable): one record per block of weights.
 
-    ``n_blocks`` blocks of ``n_outputs`` contiguous records (a feature's
-    weights, one per output; a CRF attribute's, one per label). A record
-    holds the weight ``v``, its step size ``eta`` (float32), the snapshot
-    ``snap`` at the last event and ``dsnap``, the current window's first-half
-    move (float32), and, in the block's first record, ``last``, the time the
-    block is current at; with the L1 penalty also what the weight is owed
-    (``owed_down``, ``owed_up``).
+    ``n_blocks`` blocks of ``n_outputs`` weights (a feature's weights, one per
+    output; a CRF attribute's, one per label). A block's record
+    (``record_dtype``) holds its weights ``v``, their step sizes ``eta``
+    (float32), the snapshots ``snap`` at the last event and ``dsnap``, the
+    current window's first-half moves (float32), each ``n_outputs`` wide, and
+    ``last``, the time the block is current at; with the L1 penalty also
+    what each weight is owed (``owed_down``, ``owed_up``).
 
     Attributes
     ----------
-    records : structured ndarray of shape (n_blocks * n_outputs,)
-        ``RECORD`` or ``RECORD_L1``, C-contiguous on a 64-byte boundary.
+    records : structured ndarray of shape (n_blocks,)
+        ``record_dtype(n_outputs, l1)``, C-contiguous on a 64-byte boundary.
     n_outputs : int
     t : int
         Updates so far (the events are aligned on it).
@@ -119,7 +158,7 @@ class LazyStepState:
     @classmethod
     def zeros(cls, n_blocks, n_outputs, eta0, seed=1, l1=False):
         """Zero weights, every step size ``eta0``, every block current at 0."""
-        records = _aligned(np.zeros(n_blocks * n_outputs, dtype=RECORD_L1 if l1 else RECORD))
+        records = _zeros(n_blocks, record_dtype(n_outputs, l1))
         records["eta"] = eta0
         return cls(records=records, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
 
@@ -132,44 +171,48 @@ class LazyStepState:
 
     @property
     def has_l1(self):
-        return self.records.dtype == RECORD_L1
+        return "owed_down" in self.records.dtype.names
 
     @property
     def n_blocks(self):
-        return self.records.size // self.n_outputs
+        return self.records.shape[0]
 
     @property
     def weights(self):
-        """The weights, a writable view (current at ``t`` after a kernel call)."""
-        return self.records["v"]
+        """The weights, flat (a copy; current at ``t`` after a kernel call)."""
+        return np.ascontiguousarray(self.records["v"]).reshape(-1)
 
     @property
     def step_sizes(self):
-        """The per-weight step sizes (float64 copy)."""
-        return self.records["eta"].astype(np.float64)
+        """The per-weight step sizes, flat (float64 copy)."""
+        return self.records["eta"].astype(np.float64).reshape(-1)
 
     @property
     def last(self):
         """The time each block is current at."""
-        return self.records["last"][::self.n_outputs]
+        return self.records["last"]
+
+    def set_values(self, w):
+        """Set the weights (flat, C order), leaving the windows as they are."""
+        self.records["v"] = np.reshape(w, (self.n_blocks, self.n_outputs))
 
     def set_weights(self, w, step_sizes=None):
         """Start a window at the current time from the weights ``w`` (and the
         step sizes): every snapshot is ``w``, every block current at ``t``."""
-        self.records["v"] = w
-        self.records["snap"] = w
+        self.set_values(w)
+        self.records["snap"] = self.records["v"]
         self.records["dsnap"] = 0.0
         self.records["last"] = self.t
         if step_sizes is not None:
-            self.records["eta"] = step_sizes
+            self.records["eta"] = np.reshape(step_sizes, (self.n_blocks, self.n_outputs))
 
     def with_l1(self):
         """The state with L1 records (nothing owed yet)."""
         if not self.has_l1:
-            new = np.zeros(self.records.size, dtype=RECORD_L1)
-            for name in RECORD.names:
+            new = _zeros(self.n_blocks, record_dtype(self.n_outputs, True))
+            for name in self.records.dtype.names:
                 new[name] = self.records[name]
-            self.records = _aligned(new)
+            self.records = new
         return self
 
     def insert_blocks(self, at, n_new, period):
@@ -178,16 +221,17 @@ class LazyStepState:
         Weights that did not exist were 0 all along: their step size is
         ``eta0`` (0/0 keeps it) and they are current at ``t``.
         """
-        new = np.zeros(n_new * self.n_outputs, dtype=self.records.dtype)
-        new["eta"] = self.eta0
-        new["last"] = self.t
-        cut = at * self.n_outputs
-        self.records = _aligned(np.concatenate([self.records[:cut], new, self.records[cut:]]))
+        out = _zeros(self.n_blocks + n_new, self.records.dtype)
+        out[:at] = self.records[:at]
+        out[at + n_new:] = self.records[at:]
+        out["eta"][at:at + n_new] = self.eta0
+        out["last"][at:at + n_new] = self.t
+        self.records = out
 
     def prepare(self):
-        """Make the records C-contiguous, writable and aligned (after
-        unpickling or concatenation), as the kernels need them."""
-        if self.records.dtype not in (RECORD, RECORD_L1):
+        """Check the layout and make the records C-contiguous, writable and
+        aligned (after unpickling or concatenation), as the kernels need them."""
+        if self.records.dtype != record_dtype(self.n_outputs, self.has_l1):
             raise ValueError(f"unknown PSA record layout {self.records.dtype}")
         self.records = _aligned(self.records)
         return self
@@ -197,24 +241,26 @@ def catch_up_state(state, options, long long T, Py_ssize_t unregularized=-1):
     """Bring every block of ``state`` to time ``T >= t`` as if no row touched
     it (``catch_up``: the decays, the events, whole idle windows in closed
     form); block ``unregularized`` has no penalty. Sets ``state.t = T``."""
-    cdef LazyCore c = make_core(options)
-    cdef SeriesRate series
-    cdef Log1pRate general
-    cdef Py_ssize_t K = state.n_outputs, n_blocks = state.n_blocks
     state.prepare()
     if T < state.t:
         raise ValueError(f"T={T} is before the state's time t={state.t}")
-    cdef size_t addr = state.records.ctypes.data
-    cdef bint small = c.lam * float(state.records["eta"].max(initial=0.0)) < 1e-4
+    cdef LazyCore c = make_core(options, state)
+    cdef Layout L = layout_of(state)
+    cdef SeriesRate series
+    cdef Log1pRate general
+    cdef L2Only plain
+    cdef WithL1 with_l1
+    cdef bint small = c.rate_max < 1e-4
+    cdef Py_ssize_t n_blocks = state.n_blocks
     if state.has_l1:
         if small:
-            catch_up_all(<StepRecordL1*>addr, n_blocks, K, unregularized, T, &c, &series)
+            catch_up_all(&L, n_blocks, unregularized, T, &c, &with_l1, &series)
         else:
-            catch_up_all(<StepRecordL1*>addr, n_blocks, K, unregularized, T, &c, &general)
+            catch_up_all(&L, n_blocks, unregularized, T, &c, &with_l1, &general)
     elif small:
-        catch_up_all(<StepRecord*>addr, n_blocks, K, unregularized, T, &c, &series)
+        catch_up_all(&L, n_blocks, unregularized, T, &c, &plain, &series)
     else:
-        catch_up_all(<StepRecord*>addr, n_blocks, K, unregularized, T, &c, &general)
+        catch_up_all(&L, n_blocks, unregularized, T, &c, &plain, &general)
     state.t = T
 
 
@@ -252,7 +298,3 @@ class PSAResult:
     mean_loss: float = float("nan")
     seconds: list = field(default_factory=list)
     flush_seconds: list = field(default_factory=list)
-
-
-if RECORD.itemsize != sizeof(StepRecord) or RECORD_L1.itemsize != sizeof(StepRecordL1):
-    raise ImportError("the PSA record dtypes do not match the C records")

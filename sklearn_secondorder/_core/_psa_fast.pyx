@@ -12,16 +12,20 @@ pass (``catch_up`` of every block) and the finiteness check.
 """
 from ._dataset cimport RowDataset, fetch_row, prefetch_row
 from ._lazy_steps cimport (
+    Block,
+    L2Only,
     LazyCore,
+    Layout,
     Log1pRate,
+    Penalty,
     RateRule,
-    Record,
     SeriesRate,
-    StepRecord,
-    StepRecordL1,
+    WithL1,
     apply_event,
+    block_at,
     catch_up_all,
     last_event,
+    layout_of,
     make_core,
     prefetch_block,
     step_weight,
@@ -37,33 +41,31 @@ import numpy as np
 
 cdef struct RowWork:
     # what one call's row updates share
-    Py_ssize_t K             # outputs per feature
     Py_ssize_t d             # features; block d is the intercept
     bint fit_intercept
     double* scores           # (K,) work buffers
     double* grad
 
 
-cdef inline void _prefetch_next(RowDataset ds, Record* rec, Py_ssize_t K,
-                                Py_ssize_t i) noexcept nogil:
+cdef inline void _prefetch_next(RowDataset ds, const Layout* L, Py_ssize_t i) noexcept nogil:
     """Prefetch the blocks of the next row and the indices of the row after,
     so that they can be prefetched in turn."""
     cdef Py_ssize_t nxt = ds.order_ptr[i + 1]
     cdef long long kk
     prefetch_row(ds, i + 2)
     for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
-        prefetch_block(rec + ds.indices_ptr[kk] * K, K)
+        prefetch_block(L, ds.indices_ptr[kk])
 
 
-cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRule* rule,
-                     Loss loss, RowWork* wk, long long t) noexcept nogil:
+cdef long long _pass(RowDataset ds, const Layout* L, const LazyCore* c, const Penalty* pen,
+                     const RateRule* rule, Loss loss, RowWork* wk, long long t) noexcept nogil:
     """One pass over the rows in their current order; returns the new ``t``."""
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q
-    cdef Py_ssize_t i, k, K = wk.K
-    cdef double y, sw, s, g
-    cdef Record* icp = rec + wk.d * K
+    cdef Py_ssize_t i, k, K = L.K
+    cdef double y, sw, s
+    cdef Block icp = block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
@@ -77,17 +79,17 @@ cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRu
         if sw == 0.0:
             continue
         if ds.is_sparse and i + 1 < ds.n_samples:
-            _prefetch_next(ds, rec, K, i)
+            _prefetch_next(ds, L, i)
         # theta(t) on the row's blocks, then the scores (accumulated in a
         # local: a store to a record could alias scores[k])
         for q in range(nnz):
-            touch(rec + ind[q] * K, K, t, ev, lam, l1, c, rule)
+            touch(block_at(L, ind[q]), K, t, ev, lam, l1, c, pen, rule)
         if wk.fit_intercept:
-            touch(icp, K, t, ev, 0.0, 0.0, c, rule)
+            touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
         for k in range(K):
-            s = icp[k].v if wk.fit_intercept else 0.0
+            s = icp.v[k] if wk.fit_intercept else 0.0
             for q in range(nnz):
-                s += rec[ind[q] * K + k].v * x[q]
+                s += block_at(L, ind[q]).v[k] * x[q]
             scores[k] = s
         # the loss derivative at theta(t), then line 5 of Algorithm 1
         if K == 1:
@@ -96,21 +98,19 @@ cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRu
             softmax_loss(scores, <int>y, <int>K, grad)
             for k in range(K):
                 grad[k] *= sw
-        for k in range(K):
-            g = grad[k]
-            for q in range(nnz):
-                step_weight(&rec[ind[q] * K + k], lam, l1, g * x[q])
-            if wk.fit_intercept:
-                step_weight(&icp[k], 0.0, 0.0, g)
         for q in range(nnz):
-            rec[ind[q] * K].last = t + 1
+            for k in range(K):
+                step_weight(block_at(L, ind[q]), k, lam, l1, grad[k] * x[q], pen)
+            block_at(L, ind[q]).last[0] = t + 1
         if wk.fit_intercept:
-            icp[0].last = t + 1
+            for k in range(K):
+                step_weight(icp, k, 0.0, 0.0, grad[k], pen)
+            icp.last[0] = t + 1
         t += 1
         if t == next_event:            # the stepped blocks take the event at once
             mid = (t // c.b) & 1
             for q in range(nnz):
-                apply_event(rec + ind[q] * K, K, mid, c)
+                apply_event(block_at(L, ind[q]), K, mid, c)
             if wk.fit_intercept:
                 apply_event(icp, K, mid, c)
             ev = t
@@ -118,27 +118,27 @@ cdef long long _pass(RowDataset ds, Record* rec, const LazyCore* c, const RateRu
     return t
 
 
-cdef object _epochs(RowDataset ds, Record* rec, const RateRule* rule, state, LazyCore c,
-                    Loss loss, int n_epochs, bint shuffle, bint fit_intercept):
-    """``psa_epochs`` for one record type and rate rule."""
+cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const RateRule* rule,
+                    state, LazyCore c, Loss loss, int n_epochs, bint shuffle,
+                    bint fit_intercept):
+    """``psa_epochs`` for one penalty kind and rate rule."""
     cdef RowWork wk
     cdef long long t = state.t
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef int _epoch, epochs_run = 0
     cdef bint finite = True
     cdef double[::1] buf = np.zeros(2 * state.n_outputs)
-    wk.K = state.n_outputs
     wk.d = ds.n_features
     wk.fit_intercept = fit_intercept
     wk.scores = &buf[0]
-    wk.grad = &buf[wk.K]
+    wk.grad = &buf[L.K]
     with nogil:
         for _epoch in range(n_epochs):
             if shuffle:
                 ds.shuffle(&rng)
-            t = _pass(ds, rec, &c, rule, loss, &wk, t)
+            t = _pass(ds, L, &c, pen, rule, loss, &wk, t)
             epochs_run += 1
-            finite = catch_up_all(rec, wk.d + 1, wk.K, wk.d, t, &c, rule)
+            finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
             if not finite:
                 break
     state.t, state.seed = t, rng
@@ -153,7 +153,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     ----------
     ds : RowDataset
     state : LazyStepState
-        ``n_features + 1`` blocks of ``n_outputs`` records, the last being the
+        ``n_features + 1`` blocks of ``n_outputs`` weights, the last being the
         intercept (no penalty); ``t`` and ``seed`` advance. Every block is
         current at ``t`` on return. L1 records with ``options.l1 > 0``.
     options : PSAOptions
@@ -169,27 +169,28 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     -------
     result : PSAResult
     """
-    cdef LazyCore c = make_core(options)
-    cdef SeriesRate series
-    cdef Log1pRate general
     if state.n_outputs == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
     state.prepare()
     if state.n_blocks != ds.n_features + 1:
         raise ValueError("state does not match the number of features")
-    if c.l1 > 0 and not state.has_l1:
+    if options.l1 > 0 and not state.has_l1:
         raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    cdef LazyCore c = make_core(options, state)
+    cdef Layout L = layout_of(state)
+    cdef SeriesRate series
+    cdef Log1pRate general
+    cdef L2Only plain
+    cdef WithL1 with_l1
     # every eta lam < 1e-4 now is so for the state's lifetime (eta only decreases)
-    small = state.records.size == 0 or c.lam * float(state.records["eta"].max()) < 1e-4
-    cdef size_t addr = state.records.ctypes.data
+    cdef bint small = c.rate_max < 1e-4
     if state.has_l1:
         if small:
-            return _epochs(ds, <StepRecordL1*>addr, &series, state, c, loss, n_epochs, shuffle,
+            return _epochs(ds, &L, &with_l1, &series, state, c, loss, n_epochs, shuffle,
                            fit_intercept)
-        return _epochs(ds, <StepRecordL1*>addr, &general, state, c, loss, n_epochs, shuffle,
+        return _epochs(ds, &L, &with_l1, &general, state, c, loss, n_epochs, shuffle,
                        fit_intercept)
     if small:
-        return _epochs(ds, <StepRecord*>addr, &series, state, c, loss, n_epochs, shuffle,
+        return _epochs(ds, &L, &plain, &series, state, c, loss, n_epochs, shuffle,
                        fit_intercept)
-    return _epochs(ds, <StepRecord*>addr, &general, state, c, loss, n_epochs, shuffle,
-                   fit_intercept)
+    return _epochs(ds, &L, &plain, &general, state, c, loss, n_epochs, shuffle, fit_intercept)

@@ -183,7 +183,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
         if l1 > 0:
             st.psa.with_l1()                  # (an L2 state, now with L1)
         st.psa.prepare()
-        st.psa.weights[:] = st.crf.coef
+        st.psa.set_values(st.crf.coef)
         st.psa.t, st.psa.seed = st.crf.t, st.crf.seed
         options = PSAOptions(lam=lam, period=self.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
