@@ -311,3 +311,26 @@ def test_state_of_an_earlier_layout_is_refused():
     again.partial_fit(X, y)
     model.partial_fit(X, y)
     assert_array_equal(again.coef_, model.coef_)
+
+
+@pytest.mark.parametrize("name", ["a9a", "w8a"])
+def test_one_pass_as_the_float64_core(name):
+    """The small form of ``benchmarks/psa_accuracy.py``: one pass on a9a and
+    w8a (``alpha = 1/n``, seeds 0..2) gives the test accuracy and log-loss
+    that the float64 core gave (``psa_accuracy.json``), within 0.05 points
+    and 0.5%."""
+    import json
+    from pathlib import Path
+
+    import _datasets
+    from sklearn.metrics import log_loss
+    shared_data(f"{name}/{name}.gz")
+    ref = json.loads((Path(_datasets.__file__).with_name("psa_accuracy.json")).read_text())
+    Xtr, ytr, Xte, yte = _datasets.LOADERS[name]()
+    acc, ll = [], []
+    for seed in (0, 1, 2):
+        est = PSAClassifier(alpha=1.0 / Xtr.shape[0], random_state=seed).fit(Xtr, ytr)
+        acc.append(100 * est.score(Xte, yte))
+        ll.append(log_loss(yte, est.predict_proba(Xte)))
+    assert abs(np.mean(acc) - ref[name]["accuracy"]) <= 0.05
+    assert abs(np.mean(ll) / ref[name]["log_loss"] - 1) <= 0.005
