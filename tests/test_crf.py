@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import logsumexp
 
 from sklearn_secondorder._core._crf_infer import (
@@ -404,3 +404,33 @@ def test_psa_idle_closed_form_many_windows():
     # (float32 step sizes over 700 windows: a relative 1e-7 a window at most)
     assert_allclose(eta, e, rtol=1e-6)
     assert_allclose(v, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("l1", [0.0, 0.01])
+def test_psa_rows_holding_their_trained_labels_only(l1):
+    """With CRFsuite's feature set an attribute's row holds only its trained
+    labels' weights (``LazyStepState.zeros(exists=...)``), so a touch costs
+    them alone; the model is the one the full rows with the same mask give."""
+    from sklearn_secondorder._core._crf_psa import psa_epochs
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
+    rng = np.random.default_rng(3)
+    A, L = 14, 4
+    X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=L, density=0.25)
+    n_blocks = A + L + 1
+    allowed = (rng.random(n_blocks * L) < 0.4).astype(np.uint8)
+    allowed[A * L:] = 1
+    exists = allowed.reshape(n_blocks, L).astype(bool)
+    options = PSAOptions(lam=0.02, period=2, l1=l1)
+    held = LazyStepState.zeros(n_blocks, L, 0.3, l1=l1 > 0, exists=exists)
+    full = LazyStepState.zeros(n_blocks, L, 0.3, l1=l1 > 0)
+    assert_array_equal(held.widths[:A], exists[:A].sum(axis=1))
+    ds = to_data(X, offsets, labels)
+    for st in (held, full):
+        psa_epochs(ds, st, options, n_epochs=3, shuffle=False, allowed=allowed)
+    assert_allclose(held.weights, full.weights, rtol=1e-12, atol=1e-15)
+    assert_allclose(held.step_sizes, full.step_sizes, rtol=1e-7)
+    assert np.all(held.weights[allowed == 0] == 0) and np.any(held.weights != 0)
+    # new attributes hold all their labels
+    held.insert_blocks(A, 2, period=2)
+    assert held.n_blocks == n_blocks + 2 and np.all(held.widths[A:A + 2] == L)
+    assert_array_equal(held.labels[A], np.arange(L))

@@ -49,6 +49,7 @@ from ._lazy_steps cimport (
     make_core,
     prefetch_block,
     touch,
+    width_of,
 )
 from ._numeric cimport now_seconds
 
@@ -107,6 +108,24 @@ cdef inline void _add(Block r, Py_ssize_t H, double x, const double* d,
                 r.v[h] += r.eta[h] * x * d[h]
 
 
+cdef inline void _emit_held(double* em, Block r, Py_ssize_t w, const int* labels,
+                            double x) noexcept nogil:
+    """The emission scores of an attribute that holds only its trained
+    labels' weights: ``em[labels[s]] += x v[s]``."""
+    cdef Py_ssize_t s
+    for s in range(w):
+        em[labels[s]] += x * r.v[s]
+
+
+cdef inline void _add_held(Block r, Py_ssize_t w, const int* labels, double x,
+                           const double* d) noexcept nogil:
+    """A token's gradient term on a row that holds only its trained labels'
+    weights: ``v[s] += eta[s] x d[labels[s]]``."""
+    cdef Py_ssize_t s
+    for s in range(w):
+        r.v[s] += r.eta[s] * x * d[labels[s]]
+
+
 cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext ctx,
                     const LazyCore* c, const Penalty* pen, const RateRule* rule, long long t,
                     bint fit_intercept, Py_ssize_t* stepped) noexcept nogil:
@@ -114,7 +133,7 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
     ``-log p(y|x)`` at ``theta(t)``, then line 5 of Algorithm 1; returns the
     loss (NaN at divergence)."""
     cdef Py_ssize_t H = ctx.n_states, A = ctx.n_attributes, j, h, i, tt, n_stepped = 0
-    cdef Py_ssize_t trans_row = A, bias_row = A + H, T
+    cdef Py_ssize_t trans_row = A, bias_row = A + H, T, w
     cdef long long r, kk, first = ds.offsets[s], ev = last_event(c, t)
     cdef const int* y = &ds.labels[0] + first
     cdef double lam = c.lam, l1 = c.l1, ll
@@ -143,8 +162,12 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
             if j >= A:                 # an attribute unknown to the model
                 continue
             row = block_at(L, j)
-            touch(row, H, t, ev, lam, l1, c, pen, rule)
-            block_emit(em, row.v, ds.data[kk], H)
+            w = width_of(L, j)
+            touch(row, w, t, ev, lam, l1, c, pen, rule)
+            if L.labels == NULL:
+                block_emit(em, row.v, ds.data[kk], H)
+            else:                      # (the row's trained labels only)
+                _emit_held(em, row, w, L.labels + j * H, ds.data[kk])
     ctx.finish_emissions(NULL)
     ll = ctx.loglik(y)
     if not isfinite(ll):
@@ -161,8 +184,13 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
             if j >= A:
                 continue
             row = block_at(L, j)
-            _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
-            _add(row, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
+            if L.labels == NULL:
+                _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
+                _add(row, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
+            else:
+                w = width_of(L, j)
+                _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
+                _add_held(row, w, L.labels + j * H, ds.data[kk], d)
         if fit_intercept:
             _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
             _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
@@ -183,11 +211,12 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
     if Penalty is WithL1:            # the clips, after every gradient term
         for i in range(n_stepped):
             row = block_at(L, stepped[i])
-            for h in range(H):
+            for h in range(width_of(L, stepped[i])):
                 l1_clip(row, h)
     if c.b > 0 and (t + 1) % c.b == 0:   # the stepped rows take the event at once
         for i in range(n_stepped):
-            apply_event(block_at(L, stepped[i]), H, ((t + 1) // c.b) & 1, c)
+            apply_event(block_at(L, stepped[i]), width_of(L, stepped[i]),
+                        ((t + 1) // c.b) & 1, c)
     return -ll
 
 
@@ -273,6 +302,8 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     allowed : uint8 ndarray of shape (n_weights,) or None
         The weights that exist (``CRFContext.set_allowed``: CRFsuite's
         feature set); the others get no gradient term and stay 0. None: all.
+        A state made with ``exists`` (``LazyStepState.zeros``) holds only
+        the attribute rows' existing weights, so a touch costs them alone.
 
     Returns
     -------

@@ -66,6 +66,11 @@ ctypedef struct Layout:
     char* base
     Py_ssize_t stride    # bytes (a power of two for K = 1, whole cache lines else)
     Py_ssize_t K         # weights a block
+    # a CRF trained on its features only (CRFsuite's feature set): block j
+    # holds widths[j] <= K weights, those of labels labels[j * K + s], s <
+    # widths[j], first; NULL: every block holds its K outputs in order
+    const int* widths
+    const int* labels
     Py_ssize_t off_v, off_eta, off_dsnap, off_snap, off_down, off_up  # (last: 0)
 
 
@@ -107,6 +112,11 @@ cdef inline Block block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
     b.owed_down = <double*>(p + L.off_down)
     b.owed_up = <double*>(p + L.off_up)
     return b
+
+
+cdef inline Py_ssize_t width_of(const Layout* L, Py_ssize_t j) noexcept nogil:
+    """How many weights block ``j`` holds."""
+    return L.K if L.widths == NULL else L.widths[j]
 
 
 cdef inline Block shift(Block b, Py_ssize_t q) noexcept nogil:
@@ -422,11 +432,12 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
     kernels' flush at the end of a pass; whether every weight is finite.
     Most blocks of a large model are still (no row touched them): the
     check is the loop's whole cost for them."""
-    cdef Py_ssize_t j, k, K = L.K
+    cdef Py_ssize_t j, k, K
     cdef Block b
     cdef bint finite = True
     for j in range(n_blocks):
         b = block_at(L, j)
+        K = width_of(L, j)
         if Penalty is L2Only and still(b, K):
             b.last[0] = T
             continue

@@ -92,6 +92,15 @@ cdef Layout layout_of(state) except *:
     L.off_dsnap = fields["dsnap"][1]
     L.off_down = fields["owed_down"][1] if state.has_l1 else 0
     L.off_up = fields["owed_up"][1] if state.has_l1 else 0
+    L.widths = NULL
+    L.labels = NULL
+    cdef const int[::1] widths
+    cdef const int[:, ::1] labels
+    if state.widths is not None:
+        widths, labels = state.widths, state.labels
+        if state.n_blocks > 0:
+            L.widths = &widths[0]
+            L.labels = &labels[0, 0]
     return L
 
 
@@ -136,6 +145,10 @@ class LazyStepState:
     ``last``, the time the block is current at; with the L1 penalty also
     what each weight is owed (``owed_down``, ``owed_up``).
 
+    A CRF trained on its features only (CRFsuite's feature set) holds in an
+    attribute's block only the weights of its trained labels, first: a touch
+    costs the trained labels, not ``n_outputs`` (``widths``, ``labels``).
+
     Attributes
     ----------
     records : structured ndarray of shape (n_blocks,)
@@ -147,6 +160,10 @@ class LazyStepState:
         The shuffling RNG state.
     eta0 : float
         The initial step size of every weight.
+    widths : int32 ndarray of shape (n_blocks,) or None
+        How many weights each block holds (None: ``n_outputs``).
+    labels : int32 ndarray of shape (n_blocks, n_outputs) or None
+        The output of each held weight (``labels[j, :widths[j]]``).
     """
 
     records: np.ndarray
@@ -154,13 +171,53 @@ class LazyStepState:
     t: int = 0
     seed: int = 1
     eta0: float = 0.0
+    widths: object = None
+    labels: object = None
 
     @classmethod
-    def zeros(cls, n_blocks, n_outputs, eta0, seed=1, l1=False):
-        """Zero weights, every step size ``eta0``, every block current at 0."""
+    def zeros(cls, n_blocks, n_outputs, eta0, seed=1, l1=False, exists=None):
+        """Zero weights, every step size ``eta0``, every block current at 0.
+
+        ``exists`` (bool array of shape ``(n_blocks, n_outputs)``, or None
+        for all): the weights that exist; a block holds only those.
+        """
         records = _zeros(n_blocks, record_dtype(n_outputs, l1))
         records["eta"] = eta0
-        return cls(records=records, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+        state = cls(records=records, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+        if exists is not None:
+            exists = np.asarray(exists, dtype=bool).reshape(n_blocks, n_outputs)
+            state.widths = exists.sum(axis=1).astype(np.int32)
+            # (a stable sort puts the existing outputs first, in order)
+            state.labels = np.ascontiguousarray(
+                np.argsort(~exists, axis=1, kind="stable"), dtype=np.int32)
+        return state
+
+    def _held(self):
+        """``(blocks, slots, outputs)`` of the weights the blocks hold."""
+        if self.widths is None:
+            return None
+        held = np.arange(self.n_outputs) < self.widths[:, None]
+        rows = np.nonzero(held)
+        return rows[0], rows[1], self.labels[held]
+
+    def _to_flat(self, name, fill):
+        """A record field as flat per-output values (``fill`` where no weight is held)."""
+        values = self.records[name]
+        held = self._held()
+        if held is None:
+            return np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        out = np.full((self.n_blocks, self.n_outputs), fill, dtype=np.float64)
+        out[held[0], held[2]] = values[held[0], held[1]]
+        return out.reshape(-1)
+
+    def _from_flat(self, name, w):
+        """Set a record field from flat per-output values."""
+        w = np.reshape(w, (self.n_blocks, self.n_outputs))
+        held = self._held()
+        if held is None:
+            self.records[name] = w
+        else:
+            self.records[name][held[0], held[1]] = w[held[0], held[2]]
 
     def __setstate__(self, state):
         if "records" not in state:
@@ -180,12 +237,12 @@ class LazyStepState:
     @property
     def weights(self):
         """The weights, flat (a copy; current at ``t`` after a kernel call)."""
-        return np.ascontiguousarray(self.records["v"]).reshape(-1)
+        return self._to_flat("v", 0.0)
 
     @property
     def step_sizes(self):
         """The per-weight step sizes, flat (float64 copy)."""
-        return self.records["eta"].astype(np.float64).reshape(-1)
+        return self._to_flat("eta", self.eta0)
 
     @property
     def last(self):
@@ -194,7 +251,7 @@ class LazyStepState:
 
     def set_values(self, w):
         """Set the weights (flat, C order), leaving the windows as they are."""
-        self.records["v"] = np.reshape(w, (self.n_blocks, self.n_outputs))
+        self._from_flat("v", w)
 
     def set_weights(self, w, step_sizes=None):
         """Start a window at the current time from the weights ``w`` (and the
@@ -204,7 +261,7 @@ class LazyStepState:
         self.records["dsnap"] = 0.0
         self.records["last"] = self.t
         if step_sizes is not None:
-            self.records["eta"] = np.reshape(step_sizes, (self.n_blocks, self.n_outputs))
+            self._from_flat("eta", step_sizes)
 
     def with_l1(self):
         """The state with L1 records (nothing owed yet)."""
@@ -227,6 +284,10 @@ class LazyStepState:
         out["eta"][at:at + n_new] = self.eta0
         out["last"][at:at + n_new] = self.t
         self.records = out
+        if self.widths is not None:         # (new blocks hold all their outputs)
+            self.widths = np.insert(self.widths, at, np.full(n_new, self.n_outputs, np.int32))
+            self.labels = np.ascontiguousarray(np.insert(
+                self.labels, at, np.arange(self.n_outputs, dtype=np.int32), axis=0))
 
     def prepare(self):
         """Check the layout and make the records C-contiguous, writable and
@@ -234,6 +295,12 @@ class LazyStepState:
         if self.records.dtype != record_dtype(self.n_outputs, self.has_l1):
             raise ValueError(f"unknown PSA record layout {self.records.dtype}")
         self.records = _aligned(self.records)
+        if self.widths is not None:
+            self.widths = np.ascontiguousarray(self.widths, dtype=np.int32)
+            self.labels = np.ascontiguousarray(self.labels, dtype=np.int32)
+            if self.widths.shape != (self.n_blocks,) or self.labels.shape != (
+                    self.n_blocks, self.n_outputs):
+                raise ValueError("the held-weights arrays do not match the records")
         return self
 
 

@@ -176,9 +176,16 @@ class PSASequenceTagger(_BaseSequenceTagger):
         st = self._state
         check_eta0(self, self.eta0_)
         if st.psa is None:
-            st.psa = LazyStepState.zeros(st.crf.n_attributes + self.classes_.size + 1,
-                                         self.classes_.size, self.eta0_,
-                                         l1=l1_share(self) > 0)
+            n_blocks, H = st.crf.n_attributes + self.classes_.size + 1, self.classes_.size
+            allowed = getattr(st.crf, "allowed", None)
+            exists = None
+            if allowed is not None:
+                # CRFsuite's feature set: an attribute's row holds its
+                # trained labels only (the transitions and the bias all)
+                exists = np.asarray(allowed, dtype=bool).reshape(n_blocks, H).copy()
+                exists[st.crf.n_attributes:] = True
+            st.psa = LazyStepState.zeros(n_blocks, H, self.eta0_, l1=l1_share(self) > 0,
+                                         exists=exists)
         lam, l1 = split_alpha(self)
         if l1 > 0:
             st.psa.with_l1()                  # (an L2 state, now with L1)
