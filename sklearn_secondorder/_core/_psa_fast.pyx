@@ -57,15 +57,17 @@ cdef inline void _prefetch_next(RowDataset ds, const Layout* L, Py_ssize_t i) no
         prefetch_block(L, ds.indices_ptr[kk])
 
 
-cdef long long _pass(RowDataset ds, const Layout* L, const LazyCore* c, const Penalty* pen,
-                     const RateRule* rule, Loss loss, RowWork* wk, long long t) noexcept nogil:
-    """One pass over the rows in their current order; returns the new ``t``."""
+cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
+                            const Penalty* pen, const RateRule* rule, Loss loss, RowWork* wk,
+                            long long t) noexcept nogil:
+    """One pass over the rows in their current order; returns the new ``t``.
+    (Inline: a binary model's call passes ``K = 1``, a constant there.)"""
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q
-    cdef Py_ssize_t i, k, K = L.K
+    cdef Py_ssize_t i, k
     cdef double y, sw, s
-    cdef Block icp = block_at(L, wk.d)
+    cdef Block row, icp = block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
@@ -99,9 +101,10 @@ cdef long long _pass(RowDataset ds, const Layout* L, const LazyCore* c, const Pe
             for k in range(K):
                 grad[k] *= sw
         for q in range(nnz):
+            row = block_at(L, ind[q])
             for k in range(K):
-                step_weight(block_at(L, ind[q]), k, lam, l1, grad[k] * x[q], pen)
-            block_at(L, ind[q]).last[0] = t + 1
+                step_weight(row, k, lam, l1, grad[k] * x[q], pen)
+            row.last[0] = t + 1
         if wk.fit_intercept:
             for k in range(K):
                 step_weight(icp, k, 0.0, 0.0, grad[k], pen)
@@ -136,7 +139,10 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
         for _epoch in range(n_epochs):
             if shuffle:
                 ds.shuffle(&rng)
-            t = _pass(ds, L, &c, pen, rule, loss, &wk, t)
+            if L.K == 1:
+                t = _pass(ds, L, 1, &c, pen, rule, loss, &wk, t)
+            else:
+                t = _pass(ds, L, L.K, &c, pen, rule, loss, &wk, t)
             epochs_run += 1
             finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
             if not finite:
