@@ -165,6 +165,10 @@ class PSASequenceTagger(_BaseSequenceTagger):
     def _more_validate_params(self, for_partial_fit=False):
         check_psa_factors(self)
 
+    def _bytes_per_weight(self):
+        # besides the CRF's: LazyStepState's (weight, eta), snapshots, times
+        return super()._bytes_per_weight() + 48
+
     def _grow(self, n_attributes):
         old = self._state.crf.n_attributes
         super()._grow(n_attributes)
