@@ -355,6 +355,7 @@ def test_weight_scale_warning_follows_the_sample_weights():
             X, y, sample_weight=np.full(len(y), 1000.0))
 
 
+@pytest.mark.filterwarnings("ignore:.*implausibly large")
 def test_eta0_of_one_over_alpha_fits_with_either_schedule():
     """'optimal': eta_t = 1/(alpha (t + t0)), only the first shrink (on zero
     weights) is 0; 'constant': every shrink is clipped at 0, as SGDClassifier."""
