@@ -5,10 +5,10 @@
 
 Opens the built index, the "choosing an estimator" page (its decision
 table), the gallery's cards, user-guide pages with equations (PSA, SBM), a
-gallery page and the results page through ``file://`` URLs (no server, no network: MathJax is served from
-the site itself) and writes one PNG per page. Needs a Chromium binary
-(``chromium``, ``chromium-browser`` or ``google-chrome`` on the PATH; on
-Debian ``apt-get install chromium``).
+gallery page and the results page through ``file://`` URLs (no server, no
+network: MathJax is served from the site itself) and writes one PNG per
+page. Needs a Chromium binary (``chromium``, ``chromium-browser`` or
+``google-chrome`` on the PATH; on Debian ``apt-get install chromium``).
 """
 import argparse
 import shutil
