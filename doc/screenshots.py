@@ -19,7 +19,7 @@ from pathlib import Path
 # page -> (path in the build, window height: the gallery page down to its figure)
 PAGES = {
     "index": ("index.html", 1600),
-    "choosing": ("choosing.html", 3400),
+    "choosing": ("choosing.html", 4000),
     "gallery": ("auto_examples/index.html", 2000),
     "user_guide_psa": ("user_guide/psa.html", 1600),
     "user_guide_sbm": ("user_guide/sbm.html", 1600),
