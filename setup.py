@@ -3,8 +3,10 @@
 Every ``sklearn_secondorder/_core/*.pyx`` becomes one extension module, found
 by a glob: a new module needs no change here. Global directives follow
 scikit-learn's: no bounds checks or wrap-around, C division. Set
-``SKSO_DEBUG_CYTHON=1`` to turn bounds checking on for a debug test run, and
-``SKSO_ONLY=name1,name2`` to build only some modules while developing.
+``SKSO_DEBUG_CYTHON=1`` to turn bounds checking on for a debug test run,
+``SKSO_ONLY=name1,name2`` to build only some modules while developing, and
+``SKSO_SHARED_UTILITY=0`` to give every module its own copy of Cython's
+utility code (should a Cython version fail on the shared module).
 
 Three things keep ``pip install`` short:
 
@@ -42,6 +44,7 @@ FORCE = "--force" in sys.argv or "-f" in sys.argv
 CORE = os.path.join("sklearn_secondorder", "_core")
 CACHE = os.path.join("build", "skso-cache")
 SHARED = "sklearn_secondorder._core._cyutility"
+SHARED_UTILITY = os.environ.get("SKSO_SHARED_UTILITY", "1") != "0"
 
 directives = {
     "language_level": "3",
@@ -71,7 +74,7 @@ def _common_inputs():
     digest.update(repr((
         sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
         np.__version__, version("scipy"), sorted(directives.items()), DEFINE_MACROS,
-        COMPILE_ARGS, os.environ.get("CC", ""), os.environ.get("CFLAGS", ""),
+        COMPILE_ARGS, os.environ.get("CC", ""), os.environ.get("CFLAGS", ""), SHARED_UTILITY,
     )).encode())
     return digest.digest()
 
@@ -139,9 +142,10 @@ def core_extensions():
                             extra_compile_args=COMPILE_ARGS)
             ext.cached = cached_path(ext.name, pyx)
             extensions.append(ext)
-    shared = Extension(SHARED, [], extra_compile_args=COMPILE_ARGS)
-    shared.cached = cached_path(SHARED)
-    extensions.append(shared)
+    if SHARED_UTILITY:
+        shared = Extension(SHARED, [], extra_compile_args=COMPILE_ARGS)
+        shared.cached = cached_path(SHARED)
+        extensions.append(shared)
 
     todo = [ext for ext in extensions if FORCE or not os.path.exists(ext.cached)]
     done = [ext for ext in extensions if ext not in todo]
@@ -149,13 +153,19 @@ def core_extensions():
         ext.sources = [os.path.splitext(ext.sources[0])[0] + ".c"] if ext.sources else []
     if not todo:
         return done
-    options = dict(compiler_directives=directives, nthreads=JOBS)
-    built = cythonize(todo, shared_utility_qualified_name=SHARED, **options)
-    own = [ext for ext, module in zip(todo, built)
-           if module.name != SHARED and lacks_buffer_structs(module.sources[0])]
-    if own:
-        redone = {m.name: m for m in cythonize(own, force=True, **options)}
-        built = [redone.get(m.name, m) for m in built]
+    # (force: a C file left by a build with other directives or without the
+    # shared module would otherwise be taken as up to date by its timestamp)
+    options = dict(compiler_directives=directives, nthreads=JOBS, force=True)
+    if not SHARED_UTILITY:
+        built = cythonize(todo, **options)
+    else:
+        built = cythonize(todo, shared_utility_qualified_name=SHARED, **options)
+        todo_by_name = {ext.name: ext for ext in todo}
+        own = [todo_by_name[m.name] for m in built
+               if m.name != SHARED and lacks_buffer_structs(m.sources[0])]
+        if own:
+            redone = {m.name: m for m in cythonize(own, **options)}
+            built = [redone.get(m.name, m) for m in built]
     cached = {ext.name: ext.cached for ext in todo}
     for module in built:
         module.cached = cached[module.name]
