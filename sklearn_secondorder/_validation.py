@@ -35,6 +35,11 @@ def user_stacklevel():
     first one outside this package and scikit-learn, so the warning points at
     the user's ``est.fit(...)`` (or ``pipeline.fit(...)``) whatever the depth
     of the calls in between: a fixed number would name ``sklearn/base.py``.
+
+    Returns
+    -------
+    stacklevel : int
+        For ``warnings.warn`` called by the caller of this function.
     """
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
@@ -86,6 +91,19 @@ def check_model_memory(est, n_features, n_outputs, bytes_per_weight):
     and gets the process killed when the pages are written; and the core
     indexes at most ``MAX_FEATURES`` features. Either way the remedy is to
     hash the features to fewer columns.
+
+    Parameters
+    ----------
+    est : estimator
+        The estimator about to allocate (named in the message).
+    n_features : int
+        Rows of the weight block: features (a tagger adds its bias and
+        transition rows).
+    n_outputs : int
+        Weights per feature: classes, problems or label states.
+    bytes_per_weight : int
+        Bytes of training state per weight (the estimator's
+        ``_bytes_per_weight``).
 
     Raises
     ------
