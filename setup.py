@@ -58,9 +58,9 @@ DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 # -ffp-contract=off: no fused multiply-add, so the scalar loops and every
 # target clone of the vector loops round alike; -fno-trapping-math:
 # floating-point operations raise no trap the code relies on (values
-# unchanged), which lets GCC turn the selects of the event loops
-# (_sweep_k1.h, _block_ops.h) into blends and vectorise them for AVX2, not
-# only AVX-512 (masks)
+# unchanged), which lets GCC turn the selects of the L1 row loop
+# (_block_ops.h) into blends and vectorise them for AVX2, not only AVX-512
+# (masks)
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
 
 

@@ -1,14 +1,25 @@
 """``skso`` end to end (parsing included) against Vowpal Wabbit, same run.
 
-Issue 17's targets:
+What it checks (``skso`` with its defaults: no ``--alpha``, so
+``alpha = 1/n`` from the scan, or from the first chunk's estimate with
+``--classes``):
 
-- a9a: ``skso train --model psa`` one pass within 0.2 points of converged
-  ``LogisticRegression``'s test accuracy (same L2: ``alpha = 1/n``, ``C = 1``);
+- a9a and w8a: ``skso train --model psa`` one pass within 0.2 points of
+  converged ``LogisticRegression``'s test accuracy (same L2: ``alpha = 1/n``,
+  ``C = 1``);
+- the large file: test accuracy at least that of Vowpal Wabbit's defaults;
 - rows/s of the whole command (parse + train, one pass, logistic loss) and
   test accuracy, against ``vw --loss_function logistic -b 20`` on the same
   rows (VW reads its own text format: the same features written as
   ``label |f index:value ...``);
-- peak RSS of the command at 10x the file <= 1.2x the peak at 1x.
+- peak RSS of the command at 10x the file <= 1.2x the peak at 1x;
+- model files: the CoNLL-2000 chunking tagger's (``skso train --model
+  psa-tagger``, default: what prediction needs) against CRFsuite's model
+  file for the same sentences and the same features (the chunking
+  template's feature strings, which ``skso`` hashes; python-crfsuite's
+  ``l2sgd``, one pass: a CRFsuite model file stores every feature of the
+  training data, whatever the number of passes), target <= 1.5x; and the
+  model files of the runs above.
 
 Vowpal Wabbit is the PyPI wheel ``vowpalwabbit`` (``pip install
 vowpalwabbit``; in the ``benchmark`` extra where a wheel exists): its
@@ -27,17 +38,19 @@ its start-up (``python -c 'import vowpalwabbit'``, measured here). Data
 deleted afterwards.
 
 Data sets: a9a (``../shared/data/a9a``), a9a replicated 10x (the RSS
-check), and the CoNLL-2000 training tokens with the chunking template hashed
-to 2**20 columns, replicated and shuffled to ``--big-rows`` rows (the binary
-task: is the token inside a noun phrase, B-NP / I-NP), tested on the CoNLL-2000
-test tokens. Converged ``LogisticRegression`` with the same L2 gives each
+check), w8a (80/20 split with seed 0, as ``_datasets.w8a``), and the
+CoNLL-2000 training tokens with the chunking template hashed to 2**20
+columns, replicated and shuffled to ``--big-rows`` rows (the binary task: is
+the token inside a noun phrase, B-NP / I-NP), tested on the CoNLL-2000 test
+tokens. Converged ``LogisticRegression`` with the same L2 gives each
 set's reference accuracy (on the CoNLL file: ``C`` = the replication count
 on the distinct rows, the same objective; ``--no-converged`` skips it).
 
 Usage::
 
-    python benchmarks/bench_cli.py                  # a9a, a9a x 10, CoNLL tokens x 15
+    python benchmarks/bench_cli.py                  # a9a, a9a x 10, w8a, CoNLL tokens x 15
     python benchmarks/bench_cli.py --big-rows 0     # skip the large file
+    python benchmarks/bench_cli.py --no-tagger      # skip the tagger model files
 """
 import argparse
 import gzip
@@ -139,13 +152,13 @@ def conll_tokens(folder, big_rows, seed=0):
 
 
 def skso_run(train, test, n, folder, label, n_features=None, model="psa"):
-    """``skso train --model psa`` (with ``n_features``: ``--classes`` and
-    ``--n-features``, no pre-scan), then ``skso evaluate``."""
+    """``skso train --model psa`` with its defaults (with ``n_features``:
+    ``--classes`` and ``--n-features``, no pre-scan), then ``skso evaluate``."""
     path = folder / "m.skso"
     extra = [] if n_features is None else ["--classes=-1,1", "--n-features", str(n_features)]
     wall, rss, _, err = measured([PY, "-m", "sklearn_secondorder", "train", str(train),
-                                  "--model", model, "--alpha", repr(1.0 / n), "--out",
-                                  str(path), "--progress", "lines", *extra], folder)
+                                  "--model", model, "--out", str(path), "--progress",
+                                  "lines", *extra], folder)
     _, _, res, _ = measured([PY, "-m", "sklearn_secondorder", "evaluate", str(path),
                              str(test), "--json"], folder)
     header = json.loads(measured([PY, "-m", "sklearn_secondorder", "info", str(path),
@@ -153,7 +166,8 @@ def skso_run(train, test, n, folder, label, n_features=None, model="psa"):
     tr = header["training"]
     tool = f"skso {model}" + ("" if n_features is None else ", no scan")
     return {"data": label, "tool": tool, "rows": n, "wall_s": wall, "rss_mb": rss,
-            "stream_s": tr["seconds"] + tr["scan_seconds"],
+            "stream_s": tr["seconds"] + tr["scan_seconds"], "alpha": tr["alpha"],
+            "model_bytes": path.stat().st_size,
             "test_acc": 100 * json.loads(res)["accuracy"], "log": err.strip().splitlines()}
 
 
@@ -172,6 +186,59 @@ def vw_run(train_vw, test_vw, n, folder, label, l2=None):
             "wall_s": wall, "rss_mb": rss, "test_acc": acc}
 
 
+def tagger_model_files(folder):
+    """The CoNLL-2000 chunking tagger's model file (``skso train --model
+    psa-tagger`` with its defaults) against CRFsuite's for the same sentences
+    and features: ``{'skso_bytes', 'crfsuite_bytes', 'skso_f1', ...}``."""
+    import pycrfsuite
+
+    from sklearn_secondorder.cli._templates import (
+        CHUNKING_TEMPLATE,
+        feature_strings,
+        parse_template,
+    )
+    train, test = DATA / "conll2000" / "train.txt.gz", DATA / "conll2000" / "test.txt.gz"
+    model = folder / "tagger.skso"
+    wall, _, _, err = measured([PY, "-m", "sklearn_secondorder", "train", str(train),
+                                "--model", "psa-tagger", "--out", str(model), "--progress",
+                                "none"], folder)
+    res = json.loads(measured([PY, "-m", "sklearn_secondorder", "evaluate", str(model),
+                               str(test), "--json"], folder)[2])
+    info = json.loads(measured([PY, "-m", "sklearn_secondorder", "info", str(model),
+                                "--json"], folder)[2])
+    # CRFsuite on the same feature strings (the ones skso hashes)
+    templates = parse_template(CHUNKING_TEMPLATE, 2)
+    trainer = pycrfsuite.Trainer(algorithm="l2sgd", verbose=False)
+    trainer.set_params({"max_iterations": 1, "c2": 1.0})
+    with gzip.open(train, "rt") as f:
+        sentences = f.read().strip().split("\n\n")
+    attributes = set()
+    for sent in sentences:
+        tokens = [line.split() for line in sent.splitlines()]
+        feats = feature_strings(templates, [np.array([t[0] for t in tokens]),
+                                            np.array([t[1] for t in tokens])],
+                                np.zeros(len(tokens), dtype=np.int64))
+        attributes.update(a for tok in feats for a in tok)
+        trainer.append([{a: 1.0 for a in tok} for tok in feats], [t[2] for t in tokens])
+    crf_model = folder / "crfsuite.model"
+    trainer.train(str(crf_model))
+    return {"skso_bytes": model.stat().st_size, "crfsuite_bytes": crf_model.stat().st_size,
+            "skso_f1": 100 * res["chunk_f1"], "skso_wall_s": wall,
+            "attributes": len(attributes), "nonzero_weights": info["nonzero_weights"],
+            "n_weights": info["n_weights"], "contents": info["contents"]}
+
+
+def write_w8a(folder):
+    """w8a split 80/20 with seed 0 (as ``_datasets.w8a``), as svmlight files."""
+    from sklearn.model_selection import train_test_split
+    X, y = load_svmlight_file(str(DATA / "w8a" / "w8a.gz"), n_features=300)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
+    paths = folder / "w8a.svm", folder / "w8a.t.svm"
+    write_svmlight(paths[0], Xtr.tocsr(), ytr)
+    write_svmlight(paths[1], Xte.tocsr(), yte)
+    return paths, Xtr, ytr, Xte, yte
+
+
 def startup(module, folder):
     return min(measured([PY, "-c", f"import {module}"], folder)[0] for _ in range(3))
 
@@ -183,6 +250,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--no-converged", action="store_true",
                     help="skip the converged LogisticRegression on the CoNLL tokens (~90 s)")
+    ap.add_argument("--no-tagger", action="store_true",
+                    help="skip the tagger model files (skso and CRFsuite on CoNLL-2000)")
     args = ap.parse_args()
     if not (DATA / "a9a" / "a9a.gz").exists():
         sys.exit(f"{DATA} has no a9a: the benchmark needs ../shared/data")
@@ -201,13 +270,16 @@ def main():
             for _ in range(10):
                 g.write(a9a.read_bytes())
         sets = [("a9a", a9a, a9a_t, 32561, 123), ("a9a x 10", a9a10, a9a_t, 325610, 123)]
+        (w8a, w8a_t), *w8a_data = write_w8a(folder)
+        sets.append(("w8a", w8a, w8a_t, w8a_data[0].shape[0], 300))
         if args.big_rows > 0:
             t = time.perf_counter()
             big = conll_tokens(folder, args.big_rows)
             print(f"(CoNLL-token files written in {time.perf_counter() - t:.0f}s)")
             sets.append(("CoNLL tokens 2^20", big["train"], big["test"], big["n_train"],
                          1 << 20))
-        start = {"skso": startup("sklearn_secondorder.cli", folder)}
+        # (the command's imports: the parser alone loads no scikit-learn)
+        start = {"skso": startup("sklearn_secondorder.cli._train", folder)}
         if vw:
             start["vw"] = startup("vowpalwabbit", folder)
         for label, train, test, n, d in sets:
@@ -232,6 +304,10 @@ def main():
         Xt, yt = load_svmlight_file(str(a9a_t), n_features=123)
         lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
         lr_acc = 100 * lr.score(Xt, yt)
+        Xw, yw, Xwt, ywt = w8a_data
+        lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(Xw, yw)
+        w8a_lr_acc = 100 * lr.score(Xwt, ywt)
+        tagger = None if args.no_tagger else tagger_model_files(folder)
         big_lr_acc = None
         if args.big_rows > 0 and not args.no_converged:
             # the replicated file's objective, mean log-loss + 1/(2N) ||w||^2
@@ -247,11 +323,14 @@ def main():
           + ", ".join(f"{k} {v:.2f}s" for k, v in start.items()))
     print(f"a9a: converged LogisticRegression (C = 1, i.e. alpha = 1/n) test accuracy "
           f"{lr_acc:.2f}")
+    print(f"w8a: converged LogisticRegression (C = 1, i.e. alpha = 1/n) test accuracy "
+          f"{w8a_lr_acc:.2f}")
     if big_lr_acc is not None:
         print(f"CoNLL tokens 2^20: converged LogisticRegression (C = {big['reps']} on the "
               f"distinct rows, i.e. alpha = 1/n on the file) test accuracy {big_lr_acc:.2f}")
     print(f"\n{'data':18s} {'tool':18s} {'rows':>10s} {'wall s':>7s} {'rows/s':>9s} "
-          f"{'stream s':>8s} {'rows/s':>9s} {'peak RSS MB':>11s} {'test acc':>8s}")
+          f"{'stream s':>8s} {'rows/s':>9s} {'peak RSS MB':>11s} {'test acc':>8s} "
+          f"{'alpha':>9s} {'model B':>10s}")
     for r in rows:
         if "stream_s" not in r:     # VW: the wall time less its start-up (~0.3 s)
             r["stream_s"] = max(r["wall_s"] - start["vw"], 1e-3)
@@ -259,17 +338,31 @@ def main():
         r["rows_s_excl_start"] = r["rows"] / r["stream_s"]
         print(f"{r['data']:18s} {r['tool']:18s} {r['rows']:10,d} {r['wall_s']:7.2f} "
               f"{r['rows_s']:9,.0f} {r['stream_s']:8.2f} {r['rows_s_excl_start']:9,.0f} "
-              f"{r['rss_mb']:11.0f} {r['test_acc']:8.2f}")
+              f"{r['rss_mb']:11.0f} {r['test_acc']:8.2f} "
+              + (f"{r['alpha']:9.3g} {r['model_bytes']:10,d}" if "alpha" in r else ""))
     by = {(r["data"], r["tool"]): r for r in rows}
     print("\nratios (same run):")
     s1, s10 = by[("a9a", "skso psa")], by[("a9a x 10", "skso psa")]
     print(f"  skso a9a one pass - converged LogisticRegression: "
           f"{s1['test_acc'] - lr_acc:+.2f} points (target >= -0.2)")
+    print(f"  skso w8a one pass - converged LogisticRegression: "
+          f"{by[('w8a', 'skso psa')]['test_acc'] - w8a_lr_acc:+.2f} points (target >= -0.2)")
     print(f"  skso peak RSS a9a x 10 / a9a: {s10['rss_mb'] / s1['rss_mb']:.3f} (target <= 1.2)")
+    if tagger is not None:
+        print(f"  CoNLL-2000 tagger model file: skso psa-tagger {tagger['skso_bytes']:,} bytes "
+              f"({tagger['contents']}; {tagger['nonzero_weights']:,} non-zero of "
+              f"{tagger['n_weights']:,} state weights; chunk F1 {tagger['skso_f1']:.2f}), "
+              f"CRFsuite {tagger['crfsuite_bytes']:,} bytes ({tagger['attributes']:,} "
+              f"attributes): {tagger['skso_bytes'] / tagger['crfsuite_bytes']:.2f}x "
+              "(target <= 1.5)")
     if big_lr_acc is not None:
         sb = by[("CoNLL tokens 2^20", "skso psa")]
         print(f"  skso CoNLL tokens 2^20 one pass - converged LogisticRegression: "
               f"{sb['test_acc'] - big_lr_acc:+.2f} points")
+    if vw and args.big_rows > 0:
+        sb, vb = by[("CoNLL tokens 2^20", "skso psa")], by[("CoNLL tokens 2^20", "vw")]
+        print(f"  CoNLL tokens 2^20, skso psa (defaults) - vw (defaults): "
+              f"{sb['test_acc'] - vb['test_acc']:+.2f} points (target >= 0)")
     if vw:
         v1, v10 = by[("a9a", "vw")], by[("a9a x 10", "vw")]
         print(f"  vw   peak RSS a9a x 10 / a9a: {v10['rss_mb'] / v1['rss_mb']:.3f}")

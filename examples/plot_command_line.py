@@ -13,7 +13,6 @@ bundled breast-cancer data written to svmlight files in a temporary folder.
 Each command is the line you would type in a shell.
 """
 # sphinx_gallery_thumbnail_path = "_static/thumbnails/plot_command_line.png"
-import gzip
 import shlex
 import subprocess
 import sys
@@ -49,14 +48,13 @@ def skso(*args):
 
 
 # %%
-# One pass of PSA, ``alpha = 1/n`` (the scan of the file gives ``n``), with
-# progressive validation printed at doubling row counts.
-opener = gzip.open if train.suffix == ".gz" else open
-with opener(train, "rt") as f:
-    n_rows = sum(1 for _ in f)
+# One pass of PSA with its defaults: ``alpha = 1/n`` (the scan of the file
+# gives ``n``), progressive validation printed at doubling row counts and
+# every tenth of the run, with the fraction done and the time left. The file
+# written holds what prediction needs (``--keep-state`` keeps the training
+# state for ``skso train --resume``).
 model = work / "model.skso"
-skso("train", train, "--model", "psa", "--alpha", 1.0 / n_rows, "--random-state", 0,
-     "--progress", "lines", "--out", model)
+skso("train", train, "--model", "psa", "--progress", "lines", "--out", model)
 
 # %%
 # Accuracy, log-loss and F1 on the test file, and the model's header.
@@ -69,9 +67,9 @@ skso("predict", model, test, "--proba", "--out", work / "pred.txt")
 print((work / "pred.txt").read_text().splitlines()[:5])
 
 # %%
-# From Python, the model file gives back the fitted estimator.
+# From Python, the model file gives back the fitted estimator and its header.
 from sklearn_secondorder.cli import load_model  # noqa: E402
 
-saved = load_model(model)
-print(type(saved.estimator).__name__ if hasattr(saved, "estimator") else saved)
+estimator, header = load_model(model)
+print(type(estimator).__name__, header["contents"], header["training"]["alpha"])
 np.testing.assert_equal(model.exists(), True)

@@ -25,25 +25,43 @@ PassiveAggressiveSequenceTagger, AROWSequenceTagger
 
 ``sklearn_secondorder.metrics`` has conlleval chunk F1 and scorers.
 """
+import importlib
 from importlib.metadata import PackageNotFoundError, version
-
-from .linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
-from .sequence import (
-    AROWSequenceTagger,
-    ASFSequenceTagger,
-    AveragedPerceptronSequenceTagger,
-    LBFGSSequenceTagger,
-    PassiveAggressiveSequenceTagger,
-    PSASequenceTagger,
-    SGDSequenceTagger,
-)
 
 try:
     __version__ = version("sklearn-secondorder")
 except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
     __version__ = "0+unknown"
 
+# The estimators are imported on first use (PEP 562): importing them loads
+# scikit-learn (seconds on a busy machine), and the command line checks its
+# arguments before paying for that.
+_HOMES = {
+    "PSAClassifier": "linear", "PlainSGDClassifier": "linear", "SGDQNLinearSVC": "linear",
+    "SBMLogisticRegression": "linear",
+    "ASFSequenceTagger": "sequence", "PSASequenceTagger": "sequence",
+    "SGDSequenceTagger": "sequence", "LBFGSSequenceTagger": "sequence",
+    "AveragedPerceptronSequenceTagger": "sequence",
+    "PassiveAggressiveSequenceTagger": "sequence", "AROWSequenceTagger": "sequence",
+}
+
+_SUBPACKAGES = ("linear", "sequence", "metrics", "crfsuite", "cli", "dask")
+
 __all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC", "SBMLogisticRegression",
            "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger",
            "LBFGSSequenceTagger", "AveragedPerceptronSequenceTagger",
            "PassiveAggressiveSequenceTagger", "AROWSequenceTagger"]
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBPACKAGES:       # (as before: `sklearn_secondorder.linear` without its import)
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -347,7 +347,7 @@ def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     from sklearn_secondorder._core._crf_psa import psa_epochs
-    from sklearn_secondorder._core._weights import LazyStepState, PSAOptions
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
     rng = np.random.default_rng(8)
     A, L = 12, 3
     # sparse rows: most attributes sit idle for several windows
@@ -356,7 +356,6 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     ref_w, ref_eta, t = numpy_psa(X, offsets, labels, A, L, eta0=eta0, lam=lam, b=b,
                                   n_epochs=4, fit_intercept=fit_intercept, **kw)
     st = LazyStepState.zeros(A + L + 1, L, eta0)
-    v, eta, last = st.ve[:, 0], st.ve[:, 1], st.last
     ds = to_data(X, offsets, labels)
     options = PSAOptions(lam=lam, period=b, psa_alpha=kw["a"], psa_beta=kw["be"],
                          kappa=kw["kappa"])
@@ -365,31 +364,30 @@ def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
     psa_epochs(ds, st, options, **psa_kw)
     info = psa_epochs(ds, st, options, **psa_kw)
     assert st.t == t and not info.diverged
-    assert np.all(last == t)
-    assert_allclose(v, ref_w, rtol=1e-9, atol=1e-12)
-    assert_allclose(eta, ref_eta, rtol=1e-9)
+    assert np.all(st.last == t)
+    # within the float32 rounding of the step sizes (test_psa's tolerance)
+    eta = st.step_sizes
+    assert_allclose(st.weights, ref_w, rtol=1e-5, atol=1e-5 * np.abs(ref_w).max())
+    assert_allclose(eta, ref_eta, rtol=1e-5)
     # each adaptation multiplies eta by a factor in [beta, alpha]
     n_windows = t // (2 * b)
-    assert np.all(eta <= eta0 + 1e-15)
-    assert np.all(eta >= eta0 * kw["be"] ** n_windows * (1 - 1e-12))
+    assert np.all(eta <= np.float32(eta0))
+    assert np.all(eta >= eta0 * kw["be"] ** n_windows * (1 - 1e-6))
     assert np.any(eta < eta0)
 
 
 def test_psa_idle_closed_form_many_windows():
     """A weight idle for hundreds of windows: the closed form equals stepping."""
     # the CRF PSA's state (A + L + 1 blocks of L) on the shared lazy core
-    from sklearn_secondorder._core._weights import LazyStepState, LazyStepWeights, PSAOptions
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state
     L, b, lam, eta0 = 2, 3, 0.02, 0.4
     a, be, kappa = 0.9999, 0.99, 0.9
     size = (1 + L + 1) * L
     state = LazyStepState.zeros(1 + L + 1, L, eta0)
-    state.ve[:, 0] = np.linspace(-1, 1, size)
-    state.snaps[:, 0] = state.snaps[:, 1] = state.ve[:, 0]
-    st = LazyStepWeights(state, PSAOptions(lam=lam, period=b, psa_alpha=a, psa_beta=be,
-                                           kappa=kappa), -1)
-    v, eta = state.ve[:, 0], state.ve[:, 1]
+    state.set_weights(np.linspace(-1, 1, size))
     T = 2 * b * 700 + 4
-    st.py_catch_up_all(T)
+    catch_up_state(state, PSAOptions(lam=lam, period=b, psa_alpha=a, psa_beta=be, kappa=kappa), T)
+    v, eta = state.weights, state.step_sizes
     # dense: shrink every update, adapt every 2b from the ratio of snapshots
     m = kappa * (a + be) / (a - be)
     n = 2 * kappa * (1 - a) / (a - be)
@@ -403,5 +401,6 @@ def test_psa_idle_closed_form_many_windows():
             w0, w1, w2 = snaps[-3:]
             u = np.clip((w2 - w1) / (w1 - w0), -kappa, kappa)
             e = e * (m + u) / (m + kappa + n)
-    assert_allclose(eta, e, rtol=1e-10)
-    assert_allclose(v, w, rtol=1e-9)
+    # (float32 step sizes over 700 windows: a relative 1e-7 a window at most)
+    assert_allclose(eta, e, rtol=1e-6)
+    assert_allclose(v, w, rtol=1e-6)

@@ -12,9 +12,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import PSAClassifier
 from sklearn_secondorder._core._dataset import RowDataset
+from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
 from sklearn_secondorder._core._psa_fast import psa_epochs
-from sklearn_secondorder._core._weights import LazyStepState, LazyStepWeights, PSAOptions
 
 
 def numpy_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
@@ -64,167 +64,88 @@ def _problem(K, seed=0, n=90, d=14, density=0.12):
     return X, y, sw
 
 
+# The tolerance of the lazy core against the dense Algorithm 1: the step sizes
+# are float32 (a relative rounding of 6e-8 at each window end, which the later
+# windows' factors carry on), so over these problems' tens of windows the
+# weights agree to 1e-5 of their scale and the step sizes to 1e-5 relative,
+# well below one window's factor (at least 1e-4 from 1).
+W_RTOL, ETA_RTOL = 1e-5, 1e-5
+
+
+def assert_matches_oracle(state, th, eta):
+    scale = np.max(np.abs(th))
+    assert_allclose(state.weights, th, rtol=W_RTOL, atol=W_RTOL * scale)
+    assert_allclose(state.step_sizes, eta, rtol=ETA_RTOL, atol=0)
+
+
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "squared_hinge"),
                                           (1, "modified_huber"), (3, None)])
-# stable steps (eta * curvature * |x|^2 < 2); eta * alpha spans the closed-form
-# skip of untouched windows (< 0.05) and the window-by-window replay (0.1); with
-# b eta alpha < 5e-4 the sweep runs the vectorised loops of _sweep_k1.h
+# stable steps (eta * curvature * |x|^2 < 2); eta * alpha spans the closed form
+# of idle windows (eta <= eta_clip) and their replay (0.4: eta > eta_clip), and
+# both rate rules (eta alpha < 1e-4: the series)
 @pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4),
                                             (1e-4, 0.2, 4)])
-@pytest.mark.parametrize("sweep_all", [0, 1])
-def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, sweep_all):
-    """Both event schedules -- lazy catch-up at the next touch (incl. closed-form
-    skipped windows) and the sweep of every block -- == dense Algorithm 1."""
+def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b):
+    """The lazy kernel (catch-up at the next touch, idle windows in closed form
+    or replayed) == the dense Algorithm 1 within the float32 tolerance."""
     X, y, sw = _problem(K)
     loss = LOSSES[loss_name]() if loss_name else None
     state = LazyStepState.zeros(X.shape[1] + 1, K, eta0)
-    state.t, state.seed = 0, 1
     info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state,
-                      PSAOptions(lam=alpha, period=b), loss=loss, n_epochs=3, shuffle=False,
-                      sweep_all=sweep_all)
+                      PSAOptions(lam=alpha, period=b), loss=loss, n_epochs=3, shuffle=False)
     th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                                     n_epochs=3)
-    assert state.t == t
-    assert_allclose(state.ve[:, 0], th, rtol=1e-10, atol=1e-13)
-    assert_allclose(state.ve[:, 1], eta, rtol=1e-10, atol=0)
-    # every factor applied lies in [beta, alpha] (the kernel's and the oracle's)
+    assert state.t == t and info.epochs == 3 and not info.diverged
+    assert_matches_oracle(state, th, eta)
+    # every factor applied lies in [beta, alpha] (the oracle's), and the
+    # kernel's step sizes moved: the adaptation ran
     all_f = np.concatenate(factors)
     assert 0.99 - 1e-15 <= all_f.min() and all_f.max() <= 0.9999 + 1e-15
-    assert 0.99 - 1e-15 <= info.min_factor <= info.max_factor <= 0.9999 + 1e-15
-    assert info.n_adaptations > 0
+    assert np.any(state.step_sizes < eta0 * 0.9999)
+    assert np.all(state.last == t)
 
 
-@pytest.mark.parametrize("K", [1, 5])
-def test_lazy_catch_up_matches_eager_updates(K):
-    """LazyStepWeights: sparse steps with lazy catch-up vs the same steps applied to
-    every coordinate eagerly, over many skipped windows (closed form and replay).
-    With K > 1 the weights of one block mix both regimes and zero weights."""
-    rng = np.random.RandomState(5)
-    d, b, T = 12, 3, 400
-    lazy = LazyStepState.zeros(d + 1, K, 0.0)
-    eager = LazyStepState.zeros(d + 1, K, 0.0)
-    size = (d + 1) * K
-    eta0 = rng.uniform(0.01, 3.0, size)  # mixes clipped (closed form) and replayed regimes
-    v0 = rng.randn(size) * (rng.rand(size) > 0.3)       # and zero weights
-    v0[(d - 1) * K] = 0.0
-    for st in (lazy, eager):
-        st.ve[:, 1] = eta0
-        st.ve[:, 0] = v0
-    wl, we = (LazyStepWeights(s, PSAOptions(lam=0.02, period=b), unregularized=d)
-              for s in (lazy, eager))
-    for t in range(T):
-        # (block d - 1 is never touched: idle throughout)
-        touched = np.flatnonzero(rng.rand(d - 1) < 0.03).astype(np.int32)
-        g = rng.randn(touched.size, K) * (rng.rand(touched.size, K) > 0.3)
-        wl.py_step(t, touched, g.ravel())
-        g_all = np.zeros((d, K))
-        g_all[touched] = g
-        we.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
-    wl.py_catch_up_all(T)
-    we.py_catch_up_all(T)
-    assert_allclose(lazy.ve, eager.ve, rtol=1e-12, atol=1e-300)
-    idle = lazy.ve[(d - 1) * K:d * K]
-    assert idle[0, 0] == 0.0 and idle[0, 1] == eta0[(d - 1) * K]    # 0/0 keeps eta
-    assert K == 1 or np.any(idle[1:, 0] != 0.0)
-    assert wl.n_adaptations == we.n_adaptations
-    assert 0.99 <= wl.min_factor <= wl.max_factor <= 0.9999 + 1e-15
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("alpha, eta0, b", [(0.02, 0.3, 3),   # closed form (eta <= eta_clip)
+                                            (0.2, 1.0, 2),    # replayed, then closed form
+                                            (5e-5, 0.5, 3)])  # the series rate rule
+def test_long_idle_windows_match_numpy(K, alpha, eta0, b):
+    """Features that rows touch rarely, so that blocks cross many whole idle
+    windows at once (tens of them), some weights exactly 0 (0/0 keeps eta):
+    the lazy catch-up == the dense Algorithm 1 within the float32 tolerance."""
+    rng = np.random.RandomState(11)
+    n, d = 400, 9
+    X = np.zeros((n, d))
+    X[:, :3] = rng.randn(n, 3) * (rng.rand(n, 3) < 0.6)     # frequent features
+    for j, gap in zip(range(3, d), (37, 60, 91, 150, 199, 400)):   # rare ones
+        X[rng.choice(n, max(1, n // gap), replace=False), j] = rng.randn(max(1, n // gap))
+    y = rng.randint(0, K, n).astype(float) if K > 1 else np.where(rng.rand(n) > .5, 1., -1.)
+    sw = np.ones(n)
+    loss = LOSSES["log_loss"]() if K == 1 else None
+    state = LazyStepState.zeros(d + 1, K, eta0)
+    psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state, PSAOptions(lam=alpha, period=b),
+               loss=loss, n_epochs=2, shuffle=False)
+    th, eta, t, _ = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
+                              n_epochs=2)
+    assert_matches_oracle(state, th, eta)
+    assert np.any(state.step_sizes < eta0 * 0.9999 ** 20)   # idle windows adapted
 
 
-@pytest.mark.parametrize("b, T", [(3, 400), (1200, 12000)])
-def test_row_events_equal_the_scalar_catch_up_bitwise(b, T):
-    """Multi-output blocks with every eta lam < 1e-4 run their events as vector
-    loops (row_events: _catch_up_rows, _block_ops.h). They give the scalar
-    catch-up's bits -- decays short and long, window ends, whole idle windows
-    in closed form (b = 3) and replayed where some weight is outside the
-    clipped regime (b = 1200), zero weights -- and the eager updates' values."""
-    rng = np.random.RandomState(7)
-    d, K, lam = 12, 6, 1e-4
-    size = (d + 1) * K
-    eta0 = rng.uniform(0.01, 0.95, size)      # eta lam < 1e-4; eta_clip(b=1200) = 0.88
-    v0 = rng.randn(size) * (rng.rand(size) > 0.3)
-    v0[(d - 1) * K:d * K] *= np.arange(K) % 2                  # zero and non-zero idle weights
-    states = [LazyStepState.zeros(d + 1, K, 0.0) for _ in range(3)]
-    for st in states:
-        st.ve[:, 1] = eta0
-        st.ve[:, 0] = v0
-    rows, scalar, eager = (LazyStepWeights(s, PSAOptions(lam=lam, period=b), unregularized=d)
-                           for s in states)
-    assert rows.row_events
-    scalar.row_events = eager.row_events = False
-    for t in range(T):
-        touched = np.flatnonzero(rng.rand(d - 1) < 3.0 / b).astype(np.int32)
-        g = rng.randn(touched.size, K) * (rng.rand(touched.size, K) > 0.3)
-        rows.py_step(t, touched, g.ravel())
-        scalar.py_step(t, touched, g.ravel())
-        g_all = np.zeros((d, K))
-        g_all[touched] = g
-        eager.py_step(t, np.arange(d, dtype=np.int32), g_all.ravel())
-    for w in (rows, scalar, eager):
-        w.py_catch_up_all(T)
-    assert_array_equal(states[0].ve, states[1].ve)
-    assert_array_equal(states[0].snaps, states[1].snaps)
-    assert rows.n_adaptations == scalar.n_adaptations == eager.n_adaptations > 0
-    assert (rows.min_factor, rows.max_factor) == (scalar.min_factor, scalar.max_factor)
-    assert_allclose(states[0].ve, states[2].ve, rtol=1e-10, atol=1e-300)
-    idle = states[0].ve[(d - 1) * K:d * K]
-    assert_array_equal(idle[::2, 1], eta0[(d - 1) * K:d * K:2])      # 0/0 keeps eta
-    assert np.all(idle[1::2, 1] < eta0[(d - 1) * K + 1:d * K:2])      # idle windows adapt
-
-
-def test_row_events_need_multi_output_series_regime_and_no_l1():
-    st = LazyStepState.zeros(4, 3, 0.5)
-    assert LazyStepWeights(st, PSAOptions(lam=1e-4, period=5)).row_events
-    assert not LazyStepWeights(st, PSAOptions(lam=1e-3, period=5)).row_events  # eta lam
-    assert not LazyStepWeights(st, PSAOptions(lam=1e-4, period=0)).row_events
-    assert not LazyStepWeights(LazyStepState.zeros(4, 1, 0.5),
-                               PSAOptions(lam=1e-4, period=5)).row_events
-
-
-@pytest.mark.parametrize("alpha, b, expected", [(1e-4, 4, True), (1e-3, 4, False),
-                                                 (1e-4, 40, False), (1e-4, 0, False)])
-def test_vectorised_sweep_only_where_its_series_are_exact(alpha, b, expected):
-    """taylor_ok: every decay over <= b steps is decay_factor's Taylor branch
-    (b eta alpha < 5e-4) and log_decay its series (eta alpha < 1e-4)."""
-    st = LazyStepState.zeros(5 + 1, 1, 0.2)
-    w = LazyStepWeights(st, PSAOptions(lam=alpha, period=b), unregularized=5)
-    assert w.taylor_ok is expected
-
-
-def test_vectorised_sweep_equals_the_scalar_sweep_bitwise():
-    """sweep_all's C loops (_sweep_k1.h, whichever CPU version runs) and the
-    scalar sweep give identical bits: same formulas, no fused multiply-add."""
-    rng = np.random.RandomState(3)
-    d, b, lam = 40, 5, 1e-4
-    states = [LazyStepState.zeros(d + 1, 1, 0.0) for _ in range(2)]
-    ve = np.column_stack([rng.randn(d + 1), rng.uniform(0.05, 0.5, d + 1)])
-    snaps = rng.randn(d + 1, 2)
-    ve[:3, 0] = snaps[:3] = 0.0              # never moved: 0/0 keeps eta
-    for st in states:
-        st.ve[:] = ve
-        st.snaps[:] = snaps
-    ws = [LazyStepWeights(st, PSAOptions(lam=lam, period=b), unregularized=d)
-          for st in states]
-    assert ws[0].taylor_ok
-    every = np.arange(d + 1, dtype=np.intp)
-    ev0 = 2 * b
-    last0 = ev0 - rng.randint(0, b + 1, d + 1)
-    for st in states:
-        st.last[:] = last0
-        st.next_event[:] = ev0
-    for ev in range(ev0, 12 * b, b):                 # window ends and mid-windows
-        ws[0].py_sweep_all(ev)
-        ws[1].py_sweep(ev, every)
-        for key in ("ve", "snaps", "last", "next_event"):
-            assert_array_equal(getattr(states[0], key), getattr(states[1], key))
-        # touches before the next event: some weights move and are current later
-        touched = rng.rand(d + 1) < 0.3
-        step, when = 0.1 * rng.randn(d + 1), ev + rng.randint(1, b + 1, d + 1)
-        for st in states:
-            st.ve[touched, 0] += step[touched]
-            st.last[touched] = when[touched]
-    assert ws[0].n_adaptations == ws[1].n_adaptations > 0
-    assert (ws[0].min_factor, ws[0].max_factor) == (ws[1].min_factor, ws[1].max_factor)
+def test_records_are_one_cache_line_or_half():
+    """A binary weight's record is 32 bytes (64 with L1), aligned so that it
+    never straddles a cache line; a wider block's record is whole cache lines,
+    its fields contiguous runs of its weights."""
+    assert record_dtype(1).itemsize == 32 and record_dtype(1, l1=True).itemsize == 64
+    wide = record_dtype(22)
+    assert wide.itemsize % 64 == 0 and wide.itemsize >= 24 * 22 + 8
+    assert wide.fields["last"][1] == 0 and wide.fields["eta"][1] == 8 + 8 * 22
+    for K, l1 in ((1, False), (1, True), (5, False), (5, True)):
+        st = LazyStepState.zeros(1000, K, 0.1, l1=l1)
+        assert st.records.ctypes.data % 64 == 0
+        st.insert_blocks(3, 5, period=4)
+        assert st.records.ctypes.data % 64 == 0 and st.n_blocks == 1005
+        assert st.weights.shape == (1005 * K,) and np.all(st.step_sizes == np.float32(0.1))
 
 
 def test_untouched_zero_coordinates_keep_their_step():
@@ -232,12 +153,11 @@ def test_untouched_zero_coordinates_keep_their_step():
     X, y, sw = _problem(1)
     X = sp.hstack([X, sp.csr_matrix((X.shape[0], 3))], format="csr")
     state = LazyStepState.zeros(X.shape[1] + 1, 1, 0.2)
-    state.t, state.seed = 0, 1
     psa_epochs(RowDataset(X, y, sw), state, PSAOptions(lam=0.01, period=2),
                loss=LOSSES["log_loss"](), n_epochs=2, shuffle=False)
-    assert_array_equal(state.ve[-4:-1, 1], 0.2)
-    assert_array_equal(state.ve[-4:-1, 0], 0.0)
-    assert np.all(state.ve[:-4, 1] < 0.2)
+    assert_array_equal(state.step_sizes[-4:-1], np.float32(0.2))
+    assert_array_equal(state.weights[-4:-1], 0.0)
+    assert np.all(state.step_sizes[:-4] < np.float32(0.2))
 
 
 def _data(n_classes=2, n=300, seed=0):
@@ -282,9 +202,11 @@ def test_dense_and_csr_give_the_same_model(loss, n_classes):
     kw = dict(loss=loss, alpha=1e-2, period=4, max_iter=2, random_state=3)
     a = PSAClassifier(**kw).fit(X, y)
     b = PSAClassifier(**kw).fit(sp.csr_matrix(X), y)
-    assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
-    assert_allclose(a.intercept_, b.intercept_, rtol=1e-9, atol=1e-12)
-    assert_allclose(a.eta_, b.eta_, rtol=1e-9)
+    # (dense rows step every weight, sparse ones decay the idle ones in closed
+    # form: rounding apart, and a float32 step size may round either way)
+    assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-9)
+    assert_allclose(a.intercept_, b.intercept_, rtol=1e-6, atol=1e-9)
+    assert_allclose(a.eta_, b.eta_, rtol=2e-7)
 
 
 def test_fit_equals_partial_fit_in_chunks():
@@ -294,8 +216,8 @@ def test_fit_equals_partial_fit_in_chunks():
     part = PSAClassifier(**kw)
     for chunk in np.array_split(np.arange(300), 7):  # chunk ends fall mid-window
         part.partial_fit(X[chunk], y[chunk], classes=[0, 1, 2])
-    assert_allclose(part.coef_, full.coef_, rtol=1e-12, atol=1e-14)
-    assert_allclose(part.eta_, full.eta_, rtol=1e-12)
+    assert_allclose(part.coef_, full.coef_, rtol=1e-9, atol=1e-12)
+    assert_allclose(part.eta_, full.eta_, rtol=2e-7)
     assert part.t_ == full.t_ == 300
 
 
@@ -307,8 +229,8 @@ def test_warm_start_reuses_the_weights_not_the_step_sizes(n_classes):
     coef, intercept = est.coef_.copy(), est.intercept_.copy()
     est.fit(X, y)
     ref = PSAClassifier(**kw).fit(X, y, coef_init=coef, intercept_init=intercept)
-    assert_allclose(est.coef_, ref.coef_, rtol=1e-12)
-    assert_allclose(est.eta_, ref.eta_, rtol=1e-12)     # step sizes start again at eta0
+    assert_allclose(est.coef_, ref.coef_, rtol=1e-9)
+    assert_allclose(est.eta_, ref.eta_, rtol=2e-7)      # step sizes start again at eta0
     assert est.t_ == 300
     cold = PSAClassifier(**kw).fit(X, y).fit(X, y)  # no warm start: starts over
     assert cold.t_ == 300
@@ -319,8 +241,9 @@ def test_step_sizes_adapt_within_bounds():
     est = PSAClassifier(period=10, eta0=0.5, random_state=0).fit(X, y)
     windows = 2000 // 20
     eta = est.eta_.ravel()
-    assert np.all(eta <= 0.5 * 0.9999 ** windows * (1 + 1e-12))
-    assert np.all(eta >= 0.5 * 0.99 ** windows * (1 - 1e-12))
+    # (float32 step sizes: a relative rounding of 6e-8 a window)
+    assert np.all(eta <= 0.5 * 0.9999 ** windows * (1 + 1e-7 * windows))
+    assert np.all(eta >= 0.5 * 0.99 ** windows * (1 - 1e-7 * windows))
     assert est.period_ == 10
 
 
@@ -373,24 +296,19 @@ def test_one_pass_near_the_optimum_on_real_data(name, target):
     assert est.score(Xte, yte) >= target
 
 
-def test_state_pickled_with_separate_time_arrays_loads():
-    """A ``LazyStepState`` pickled when ``last`` and ``next_event`` were two
-    arrays unpickles into the interleaved ``times`` and continues as the same
-    state: a further pass gives the bits of the uninterrupted model."""
-    import pickle
-
+def test_state_of_an_earlier_layout_is_refused():
+    """A PSA state pickled with the three-array layout (``ve``, ``snaps``,
+    ``times``) is refused with a message, not misread."""
     X, y = make_classification(200, 8, random_state=0)
-    ref = PSAClassifier(random_state=0, max_iter=1, period=5).fit(X, y)
-    model = pickle.loads(pickle.dumps(ref))
-    st = model._states[0].kernel
-    old = dict(vars(st))
-    times = old.pop("times")
-    old["last"], old["next_event"] = times[:, 0].copy(), times[:, 1].copy()
+    model = PSAClassifier(random_state=0, period=5).fit(X, y)
+    old = {"ve": np.zeros((9, 2)), "snaps": np.zeros((9, 2)), "times": np.zeros((9, 2)),
+           "n_outputs": 1, "t": 200, "seed": 1, "eta0": 0.1, "l1": None}
     restored = LazyStepState.__new__(LazyStepState)
-    restored.__setstate__(old)
-    assert_array_equal(restored.times, times)
-    assert_array_equal(restored.last, times[:, 0])
-    model._states[0].kernel = restored
-    ref.partial_fit(X, y)
+    with pytest.raises(ValueError, match="saved by an earlier version.*fit it again"):
+        restored.__setstate__(old)
+    import pickle
+    again = pickle.loads(pickle.dumps(model))      # the current layout round-trips
+    assert_array_equal(again.coef_, model.coef_)
+    again.partial_fit(X, y)
     model.partial_fit(X, y)
-    assert_array_equal(model.coef_, ref.coef_)
+    assert_array_equal(again.coef_, model.coef_)

@@ -1,301 +1,256 @@
-"""Periodic Step-size Adaptation (PSA) for CRFs, on the shared lazy core.
+"""Periodic Step-size Adaptation (PSA) for CRFs, on the lazy core.
 
 PSA (Hsu, Chang, Huang and Lee, NIPS 2009 workshop, Algorithm 1): SGD with a
 step size per parameter, ``theta <- (1 - eta lam) theta + eta o grad log p(y|x)``
 (the gradient of ``-log p(y|x) + lam/2 ||theta||^2``), one update per
 sequence; every ``2b`` updates, from the snapshots ``theta(t)``,
-``theta(t+b)``, ``theta(t+2b)``, each step size is adapted (Eqs. 6-10,
-``_psa_math.h``). Windows are aligned on the global update counter
-(``t = 0, 2b, 4b, ...``).
+``theta(t+b)``, ``theta(t+2b)``, each step size is adapted (Eqs. 6-10).
+Windows are aligned on the global update counter (``t = 0, 2b, 4b, ...``).
 
-The weights live in a ``LazyStepWeights`` (``_weights.pyx``: per-coordinate
-steps, exact lazy L2 decay, lazy window-end adaptation, whole idle windows in
-closed form), the same core as the linear PSA kernel (``_psa_fast.pyx``).
-Blocks of ``H = n_states`` weights share their touch times, in
-``CRFContext``'s layout: the ``A`` attribute rows, the ``H`` transition rows
-(``from``), then the bias. All of them carry the L2 (as CRFsuite's). An
-update on a sequence touches the rows of the attributes present, the
-transitions and (with ``fit_intercept``) the bias: they are caught up to
-``t`` as the emissions are read (``lazy_catch_up``), stepped, and their
-``last`` set to ``t + 1``; every block is caught up at the end of each pass
-(``catch_up_all``). The result is the dense algorithm's to rounding (tests
-compare with a NumPy re-implementation).
+The weights are a ``LazyStepState`` (``_lazy_steps``: one record per
+weight, the same core as the linear kernel ``_psa_fast``), in
+``CRFContext``'s layout: blocks of ``H = n_states`` records, the ``A``
+attribute rows, the ``H`` transition rows (``from``), then the bias. All of
+them carry the penalty (as CRFsuite's). An update brings the blocks it reads
+to ``t`` (``touch``) as the emissions are read, shrinks each at its first
+visit (``last == t``; then ``last = t + 1``), adds the tokens' gradient
+terms, and, at the end of a window's half, applies that event to the blocks
+it stepped (in cache), so that ``last`` always means "every event up to it
+applied". Every block is caught up at the end of each pass.
 
-The sweep. The transition and bias blocks, read by every sequence, are swept
-at each event (``LazyStepWeights.sweep``). The attribute rows are not: a
-sequence touches hundreds of them (``b`` sequences, thousands), most of them
-rare, so keeping them in a sweep list for a few idle sweeps costs more than it
-saves; they are caught up at their next touch, whole idle windows in closed
-form (the linear kernel's lazy schedule), and their state is prefetched a
-sequence ahead (``prefetch_block``). Both paths are ``catch_up``'s
-arithmetic, so the results do not depend on it.
-
-``LazyStepWeights`` stores each weight next to its step size (a strided
-buffer), so the emissions and transition scores are written into the
-``CRFContext`` buffers here rather than by ``load_emissions`` /
-``load_transitions`` (which read a contiguous ``ScaledWeights``); the rest
-of the inference (forward-backward, marginals) is the context's.
-
-The L1 penalty (``PSAOptions.l1``, CRFsuite's ``c1``): Tsuruoka et al.'s
-cumulative penalty on each weight's own steps (``LazyStepWeights``), on every
-block as the L2 (the bias and transitions included). A touched row is caught
-up (decay and penalty owed) as it is read; the step shrinks it and adds the
-step's penalty to what it is owed at its first visit, and clips it once the
-sequence's gradient terms are in (``_step`` with ``with_l1``). The transition and bias
-rows are then caught up lazily like the others (``_shared_rows_to_l1``: no
-sweep list, the sweep carries no L1).
+With the L1 penalty (CRFsuite's ``c1``) a row's first visit also owes the
+step's ``eta C``, and every weight the sequence touched is clipped once its
+gradient terms are in (clipping twice is clipping once).
 """
 from libc.math cimport isfinite
-from libc.stdlib cimport malloc, calloc, free
 
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
-from ._numeric cimport now_seconds
-from ._weights cimport (
-    LazyStepWeights,
+from ._lazy_steps cimport (
+    Block,
+    L2Only,
+    block_add,
+    block_emit,
+    block_shrink,
+    LazyCore,
+    Layout,
+    Log1pRate,
+    Penalty,
+    RateRule,
+    SeriesRate,
+    WithL1,
+    apply_event,
+    block_at,
+    catch_up_all,
     l1_clip,
-    lazy_catch_up,
-    lazy_catch_up_l1,
+    l1_owe,
+    last_event,
+    layout_of,
+    make_core,
     prefetch_block,
-    row_emit,
-    row_shrink,
-    row_step,
-    row_step_masked,
+    touch,
 )
-from ._weights import PSAResult
+from ._numeric cimport now_seconds
 
-# the swept blocks (transitions, bias) are touched by every update: a bias not
-# fitted leaves the sweep after MAX_IDLE + 1 sweeps (then caught up lazily)
-cdef int MAX_IDLE = 3
+from ._lazy_steps import PSAResult
 
-
-cdef struct SweepList:
-    # the swept blocks (transitions, bias): those due at the next event, and
-    # the buffer the kept ones are written to
-    Py_ssize_t* due
-    Py_ssize_t* keep
-    unsigned char* idle
-    Py_ssize_t n_due
-    long long next_sweep
+import numpy as np
 
 
-cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, LazyStepWeights w,
+cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, const Layout* L,
                                     Py_ssize_t A) noexcept nogil:
-    """Prefetch the state of the attribute rows a sequence will touch (mostly
-    cold: rare attributes)."""
+    """Prefetch the attribute rows a sequence will touch (mostly cold)."""
     cdef long long kk
     for kk in range(ds.indptr[ds.offsets[s]], ds.indptr[ds.offsets[s + 1]]):
         if ds.indices[kk] < A:
-            prefetch_block(w, ds.indices[kk])
+            prefetch_block(L, ds.indices[kk])
 
 
-cdef inline void _load_transitions(CRFContext ctx, const double* v) noexcept nogil:
-    """The transition scores from the strided weights ``v`` (value, step
-    interleaved), then their exponentials (``CRFContext.finish_transitions``)."""
-    cdef int i, H = ctx.n_states
-    for i in range(H * H):
-        ctx.trans[i] = v[2 * i]
-    ctx.finish_transitions()
+cdef inline void _shrink(Block r, Py_ssize_t n, double lam, double l1,
+                         const Penalty* pen) noexcept nogil:
+    """One update's shrink of ``n`` weights, ``v *= max(0, 1 - eta lam)``
+    (and, with the L1 penalty, the step's ``eta C`` owed; clipped later)."""
+    cdef Py_ssize_t h
+    cdef double f
+    if Penalty is L2Only:
+        block_shrink(r.v, r.eta, lam, n)
+    else:
+        for h in range(n):
+            f = 1.0 - r.eta[h] * lam
+            f = f if f > 0.0 else 0.0
+            r.v[h] *= f
+            l1_owe(r, h, f, r.eta[h] * l1)
 
 
-cdef void _shared_rows_to(LazyStepWeights w, SweepList* sw, CRFContext ctx, long long t,
-                          long long b) noexcept nogil:
-    """Bring the transition and bias rows to ``t`` (sweeping them at an event)
-    and load the transition scores (``CRFContext.load_transitions`` on the
-    strided weights)."""
-    cdef int H = ctx.n_states
-    cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
-    cdef Py_ssize_t* swap
-    cdef const double* v = w.v + 2 * trans_row * H
-    if t == sw.next_sweep:             # every listed block has next_event == t
-        sw.n_due = w.sweep(sw.due, sw.n_due, sw.keep, sw.idle, MAX_IDLE, t)
-        swap = sw.due
-        sw.due = sw.keep
-        sw.keep = swap
-        sw.next_sweep += b
-    for row in range(trans_row, bias_row + 1):   # (the bias is read even when not fitted)
-        if w.next_event[2 * row] <= t:
-            w.catch_up(row, t)
-            if sw.n_due <= H:
-                sw.due[sw.n_due] = row
-                sw.n_due += 1
-                sw.idle[row] = 0
-        else:
-            lazy_catch_up(w, row, t)
-    _load_transitions(ctx, v)
+cdef inline void _visit(Block r, Py_ssize_t H, long long t, double lam, double l1,
+                        const Penalty* pen, Py_ssize_t* stepped, Py_ssize_t* n_stepped,
+                        Py_ssize_t row) noexcept nogil:
+    """A row's first visit in update ``t``: its shrink, and it is listed as
+    stepped."""
+    if r.last[0] == t:
+        r.last[0] = t + 1
+        _shrink(r, H, lam, l1, pen)
+        stepped[n_stepped[0]] = row
+        n_stepped[0] += 1
 
 
-cdef void _shared_rows_to_l1(LazyStepWeights w, CRFContext ctx, long long t) noexcept nogil:
-    """``_shared_rows_to`` with the L1 penalty: the transition and bias rows
-    caught up lazily (``lazy_catch_up_l1``; no sweep list), the transition
-    scores loaded."""
-    cdef int H = ctx.n_states
-    cdef Py_ssize_t row, trans_row = ctx.n_attributes, bias_row = trans_row + H
-    cdef const double* v = w.v + 2 * trans_row * H
-    for row in range(trans_row, bias_row + 1):
-        lazy_catch_up_l1(w, row, t)
-    _load_transitions(ctx, v)
-
-
-cdef inline void _emissions_at(LazyStepWeights w, SequenceData ds, Py_ssize_t s,
-                               CRFContext ctx, long long t, bint with_l1) noexcept nogil:
-    """Emission scores at ``theta(t)``, catching each attribute row up to ``t``
-    as it is read (``CRFContext.load_emissions`` on the strided weights;
-    ``lazy_catch_up_l1`` with the L1 penalty, ``with_l1`` a caller constant)."""
-    cdef int H = ctx.n_states, tt, h
-    cdef Py_ssize_t j, A = ctx.n_attributes
-    cdef long long r, kk, first = ds.offsets[s]
-    cdef const double* vb = w.v + 2 * (A + H) * H
-    cdef double* em
-    ctx.T = <int>(ds.offsets[s + 1] - first)
-    for tt in range(ctx.T):
-        em = ctx.emit + <Py_ssize_t>tt * H
+cdef inline void _add(Block r, Py_ssize_t H, double x, const double* d,
+                      const unsigned char* mask) noexcept nogil:
+    """A token's gradient term on one row: ``v[h] += eta[h] x d[h]`` (only
+    the weights that exist, ``mask`` not NULL)."""
+    cdef Py_ssize_t h
+    if mask == NULL:
+        block_add(r.v, r.eta, x, d, H)
+    else:
         for h in range(H):
-            em[h] = vb[2 * h]
+            if mask[h]:
+                r.v[h] += r.eta[h] * x * d[h]
+
+
+cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext ctx,
+                    const LazyCore* c, const Penalty* pen, const RateRule* rule, long long t,
+                    bint fit_intercept, Py_ssize_t* stepped) noexcept nogil:
+    """One update on sequence ``s`` at time ``t``: the blocks read to ``t``,
+    ``-log p(y|x)`` at ``theta(t)``, then line 5 of Algorithm 1; returns the
+    loss (NaN at divergence)."""
+    cdef Py_ssize_t H = ctx.n_states, A = ctx.n_attributes, j, h, i, tt, n_stepped = 0
+    cdef Py_ssize_t trans_row = A, bias_row = A + H, T
+    cdef long long r, kk, first = ds.offsets[s], ev = last_event(c, t)
+    cdef const int* y = &ds.labels[0] + first
+    cdef double lam = c.lam, l1 = c.l1, ll
+    cdef double* d = ctx.tmp
+    cdef double* em
+    cdef const unsigned char* mk = ctx.allowed
+    cdef Block row, bias = block_at(L, bias_row)
+    # theta(t): the transitions (row i of H: from label i), the bias (read
+    # even when not fitted) and the sequence's attribute rows
+    for j in range(trans_row, bias_row + 1):
+        touch(block_at(L, j), H, t, ev, lam, l1, c, pen, rule)
+    for i in range(H):
+        row = block_at(L, trans_row + i)
+        for h in range(H):
+            ctx.trans[i * H + h] = row.v[h]
+    ctx.finish_transitions()
+    T = ds.offsets[s + 1] - first
+    ctx.T = <int>T
+    for tt in range(T):
+        em = ctx.emit + tt * H
+        for h in range(H):
+            em[h] = bias.v[h]
         r = first + tt
         for kk in range(ds.indptr[r], ds.indptr[r + 1]):
             j = ds.indices[kk]
-            if j >= A:                 # attribute unknown to the model
+            if j >= A:                 # an attribute unknown to the model
                 continue
-            if with_l1:
-                lazy_catch_up_l1(w, j, t)
-            else:
-                lazy_catch_up(w, j, t)
-            row_emit(em, w.v + 2 * j * H, ds.data[kk], H)
-
-
-cdef inline void _step(LazyStepWeights w, SequenceData ds, Py_ssize_t s, CRFContext ctx,
-                       long long t, bint fit_intercept, bint with_l1) noexcept nogil:
-    """``theta(t+1) = (1 - eta lam) theta(t) + eta o grad log p`` (Algorithm 1,
-    line 5), after ``loglik``: each row's shrink at its first visit in this
-    update (``last == t``), then its tokens' terms; the transitions last.
-
-    With ``with_l1`` (a constant at each caller, so the L2 path compiles
-    without it), a row's first visit also adds the step's ``eta C`` to what it
-    is owed (``u`` and ``q`` shrinking with it, ``_shrink_row_l1``), and after
-    every gradient term of the sequence each touched weight is clipped
-    (``l1_clip``; clipping twice is clipping once).
-    """
-    cdef int H = ctx.n_states, T = ctx.T, tt, h, i
-    cdef Py_ssize_t j, p, A = ctx.n_attributes, bias_row = A + H, p0 = A * H
-    cdef long long r, kk, first = ds.offsets[s]
-    cdef const int* y = &ds.labels[0] + first
-    cdef double lam = w.lam, c, e, l1 = w.l1
-    cdef double* v = w.v
-    cdef double* dl = w.l1d
-    cdef double* d = ctx.tmp
-    cdef const double* eta = w.eta
-    cdef long long* last = w.last
-    # the weights that exist (CRFContext.set_allowed; NULL: all): the others
-    # get no gradient term, so they stay 0 (their shrink and window ends are
-    # of 0, and 0/0 keeps their step)
-    cdef const unsigned char* mk = ctx.allowed
+            row = block_at(L, j)
+            touch(row, H, t, ev, lam, l1, c, pen, rule)
+            block_emit(em, row.v, ds.data[kk], H)
+    ctx.finish_emissions(NULL)
+    ll = ctx.loglik(y)
+    if not isfinite(ll):
+        return ll
+    # the step: each row shrunk at its first visit, then the tokens' terms;
+    # the weights that do not exist (mask 0) get no gradient term and stay 0
     for tt in range(T):
         for h in range(H):
-            d[h] = -ctx.marg[<Py_ssize_t>tt * H + h]
+            d[h] = -ctx.marg[tt * H + h]
         d[y[tt]] += 1.0
         r = first + tt
         for kk in range(ds.indptr[r], ds.indptr[r + 1]):
             j = ds.indices[kk]
             if j >= A:
                 continue
-            if last[2 * j] == t:
-                last[2 * j] = t + 1
-                _shrink_row(w, j * H, H, lam, l1, with_l1)
-            if mk != NULL:
-                row_step_masked(v + 2 * j * H, ds.data[kk], d, mk + j * H, H)
-            else:
-                row_step(v + 2 * j * H, ds.data[kk], d, H)
+            row = block_at(L, j)
+            _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
+            _add(row, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
         if fit_intercept:
-            if last[2 * bias_row] == t:
-                last[2 * bias_row] = t + 1
-                _shrink_row(w, bias_row * H, H, lam, l1, with_l1)
-            if mk != NULL:
-                row_step_masked(v + 2 * bias_row * H, 1.0, d, mk + bias_row * H, H)
-            else:
-                row_step(v + 2 * bias_row * H, 1.0, d, H)   # (x = 1: the product eta d)
-    for i in range(H * H):
-        p = p0 + i
-        e = eta[2 * p]
-        c = 1.0 - e * lam
-        c = c if c > 0.0 else 0.0
-        v[2 * p] = c * v[2 * p] - e * (ctx.edge[i] if mk == NULL else ctx.edge[i] * mk[p])
-        if with_l1:
-            dl[2 * p] = dl[2 * p] * c + e * l1
-            dl[2 * p + 1] = dl[2 * p + 1] * c + e * l1
-    for tt in range(1, T):
-        p = p0 + y[tt - 1] * H + y[tt]
-        v[2 * p] += eta[2 * p] if mk == NULL else eta[2 * p] * mk[p]
-    for j in range(A, A + H):
-        last[2 * j] = t + 1
-    if not with_l1:
-        return
-    # the clips, after every gradient term of the sequence
-    for i in range(H * H):
-        l1_clip(w, p0 + i)
-    if fit_intercept:
+            _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
+            _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
+    # the transitions: shrink and the edge marginals, then the observed pairs
+    for i in range(H):
+        row = block_at(L, trans_row + i)
+        _shrink(row, H, lam, l1, pen)
         for h in range(H):
-            l1_clip(w, bias_row * H + h)
-    for kk in range(ds.indptr[first], ds.indptr[first + T]):
-        j = ds.indices[kk]
-        if j < A:
+            row.v[h] -= row.eta[h] * (ctx.edge[i * H + h] if mk == NULL
+                                      else ctx.edge[i * H + h] * mk[(A + i) * H + h])
+        row.last[0] = t + 1
+        stepped[n_stepped] = trans_row + i
+        n_stepped += 1
+    for tt in range(1, T):
+        row = block_at(L, trans_row + y[tt - 1])
+        h = y[tt]
+        row.v[h] += row.eta[h] if mk == NULL else row.eta[h] * mk[(A + y[tt - 1]) * H + h]
+    if Penalty is WithL1:            # the clips, after every gradient term
+        for i in range(n_stepped):
+            row = block_at(L, stepped[i])
             for h in range(H):
-                l1_clip(w, j * H + h)
+                l1_clip(row, h)
+    if c.b > 0 and (t + 1) % c.b == 0:   # the stepped rows take the event at once
+        for i in range(n_stepped):
+            apply_event(block_at(L, stepped[i]), H, ((t + 1) // c.b) & 1, c)
+    return -ll
 
 
-cdef inline void _shrink_row(LazyStepWeights w, Py_ssize_t p0, int H, double lam, double l1,
-                             bint with_l1) noexcept nogil:
-    if with_l1:
-        _shrink_row_l1(w, p0, H, lam, l1)
-    else:
-        row_shrink(w.v + 2 * p0, lam, H)
-
-
-cdef inline void _shrink_row_l1(LazyStepWeights w, Py_ssize_t p0, int H, double lam,
-                                double l1) noexcept nogil:
-    """One step's shrink of the ``H`` weights from ``p0`` (``row_shrink``) and its
-    penalty added to what they are owed (clipped later)."""
-    cdef int h
-    cdef Py_ssize_t p
-    cdef double c
-    for h in range(H):
-        p = p0 + h
-        c = 1.0 - w.eta[2 * p] * lam
-        c = c if c > 0.0 else 0.0
-        w.v[2 * p] *= c
-        w.l1d[2 * p] = w.l1d[2 * p] * c + w.eta[2 * p] * l1
-        w.l1d[2 * p + 1] = w.l1d[2 * p + 1] * c + w.eta[2 * p] * l1
-
-
-cdef double _pass(SequenceData ds, LazyStepWeights w, CRFContext ctx, SweepList* sw,
-                  long long* t, long long b, bint fit_intercept) noexcept nogil:
+cdef double _pass(SequenceData ds, const Layout* L, CRFContext ctx, const LazyCore* c,
+                  const Penalty* pen, const RateRule* rule, long long* t, bint fit_intercept,
+                  Py_ssize_t* stepped) noexcept nogil:
     """One pass in the current order; returns the summed ``-log p(y|x)``, or
     NaN at divergence."""
     cdef Py_ssize_t k, s, A = ctx.n_attributes
-    cdef double ll, loss_sum = 0.0
-    if ds.n_sequences > 0:
-        _prefetch_sequence(ds, ds.order[0], w, A)
+    cdef double loss, loss_sum = 0.0
     for k in range(ds.n_sequences):
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
-            _prefetch_sequence(ds, ds.order[k + 1], w, A)
-        if w.has_l1:
-            _shared_rows_to_l1(w, ctx, t[0])
-            _emissions_at(w, ds, s, ctx, t[0], True)
-        else:
-            _shared_rows_to(w, sw, ctx, t[0], b)
-            _emissions_at(w, ds, s, ctx, t[0], False)
-        ctx.finish_emissions(NULL)
-        ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
-        if not isfinite(ll):
-            return ll
-        loss_sum -= ll
-        if w.has_l1:
-            _step(w, ds, s, ctx, t[0], fit_intercept, True)
-        else:
-            _step(w, ds, s, ctx, t[0], fit_intercept, False)
+            _prefetch_sequence(ds, ds.order[k + 1], L, A)
+        loss = _update(L, ds, s, ctx, c, pen, rule, t[0], fit_intercept, stepped)
+        if not isfinite(loss):
+            return loss
+        loss_sum += loss
         t[0] += 1
     return loss_sum
+
+
+cdef Py_ssize_t _max_row_nnz(SequenceData ds):
+    """The most non-zeros a sequence has (its tokens' attributes)."""
+    cdef Py_ssize_t s, most = 0
+    for s in range(ds.n_sequences):
+        most = max(most, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])
+    return most
+
+
+cdef object _epochs(SequenceData ds, const Layout* L, const Penalty* pen, const RateRule* rule,
+                    state, LazyCore c, CRFContext ctx, int n_epochs, bint shuffle,
+                    bint fit_intercept):
+    """``psa_epochs`` for one penalty kind and rate rule."""
+    cdef long long t = state.t
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef Py_ssize_t H = state.n_outputs, n_blocks = state.n_blocks
+    cdef int _epoch, epochs_run = 0
+    cdef double loss_sum = 0.0, t_start, t_flush
+    cdef bint diverged = False
+    # the rows an update steps: at most its non-zeros, the transitions, the bias
+    cdef Py_ssize_t[::1] stepped = np.zeros(_max_row_nnz(ds) + H + 1, dtype=np.intp)
+    result = PSAResult(epochs=0, diverged=False)
+    with nogil:
+        for _epoch in range(n_epochs):
+            t_start = now_seconds()
+            if shuffle:
+                ds.shuffle(&rng)
+            loss_sum = _pass(ds, L, ctx, &c, pen, rule, &t, fit_intercept, &stepped[0])
+            diverged = not isfinite(loss_sum)
+            t_flush = now_seconds()
+            diverged |= not catch_up_all(L, n_blocks, -1, t, &c, pen, rule)
+            with gil:
+                result.flush_seconds.append(now_seconds() - t_flush)
+            if diverged:
+                break
+            epochs_run += 1
+            with gil:
+                result.seconds.append(now_seconds() - t_start)
+    state.t, state.seed = t, rng
+    result.epochs, result.diverged = epochs_run, diverged
+    result.mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
+    return result
 
 
 def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
@@ -312,7 +267,7 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     options : PSAOptions
         ``lam`` (L2 on every weight, bias and transitions included),
         ``period`` (``b``), ``psa_alpha``, ``psa_beta``, ``kappa``, and
-        ``l1`` (the L1 strength; the state then needs its ``l1`` array).
+        ``l1`` (the L1 strength; the state then needs L1 records).
     n_epochs : int
     shuffle, fit_intercept : bool
     allowed : uint8 ndarray of shape (n_weights,) or None
@@ -329,53 +284,28 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         raise ValueError("labels are required for training")
     if not options.period >= 1:
         raise ValueError("period must be >= 1")
-    cdef int H = state.n_outputs
-    cdef LazyStepWeights w = LazyStepWeights(state, options, -1)
-    if w.n_blocks < H + 1:
+    cdef Py_ssize_t H = state.n_outputs
+    state.prepare()
+    if state.n_blocks < H + 1:
         raise ValueError("state does not match n_states")
-    cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, w.n_blocks - H - 1)
+    if options.l1 > 0 and not state.has_l1:
+        raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    cdef LazyCore c = make_core(options, state)
+    cdef Layout L = layout_of(state)
+    cdef SeriesRate series
+    cdef Log1pRate general
+    cdef L2Only plain
+    cdef WithL1 with_l1
+    cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, state.n_blocks - H - 1)
     ctx.set_allowed(allowed)
-    cdef long long t = state.t, b = options.period
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    cdef SweepList sw
-    sw.due = <Py_ssize_t*>malloc((H + 1) * sizeof(Py_ssize_t))
-    sw.keep = <Py_ssize_t*>malloc((H + 1) * sizeof(Py_ssize_t))
-    sw.idle = <unsigned char*>calloc(w.n_blocks, sizeof(unsigned char))
-    sw.n_due = 0
-    sw.next_sweep = (t // b + 1) * b
-    cdef int _epoch, epochs_run = 0
-    cdef double loss_sum = 0.0, t_start, t_flush
-    cdef bint diverged = False
-    result = PSAResult.of(w, 0, False)
-    try:
-        if sw.due == NULL or sw.keep == NULL or sw.idle == NULL:
-            raise MemoryError()
-        with nogil:
-            for _epoch in range(n_epochs):
-                t_start = now_seconds()
-                if shuffle:
-                    ds.shuffle(&rng)
-                loss_sum = _pass(ds, w, ctx, &sw, &t, b, fit_intercept)
-                diverged = not isfinite(loss_sum)
-                t_flush = now_seconds()
-                # every block current at t; its next event the first multiple of b > t
-                w.catch_up_all(t)
-                with gil:
-                    result.flush_seconds.append(now_seconds() - t_flush)
-                sw.next_sweep = (t // b + 1) * b
-                if diverged:
-                    break
-                epochs_run += 1
-                with gil:
-                    result.seconds.append(now_seconds() - t_start)
-                if not w.is_finite():
-                    diverged = True
-                    break
-    finally:
-        free(sw.due)
-        free(sw.keep)
-        free(sw.idle)
-    state.t, state.seed = t, rng
-    mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
-    return PSAResult.of(w, epochs_run, diverged, mean_loss=mean_loss, seconds=result.seconds,
-                        flush_seconds=result.flush_seconds)
+    cdef bint small = c.rate_max < 1e-4
+    if state.has_l1:
+        if small:
+            return _epochs(ds, &L, &with_l1, &series, state, c, ctx, n_epochs, shuffle,
+                           fit_intercept)
+        return _epochs(ds, &L, &with_l1, &general, state, c, ctx, n_epochs, shuffle,
+                       fit_intercept)
+    if small:
+        return _epochs(ds, &L, &plain, &series, state, c, ctx, n_epochs, shuffle,
+                       fit_intercept)
+    return _epochs(ds, &L, &plain, &general, state, c, ctx, n_epochs, shuffle, fit_intercept)

@@ -189,11 +189,6 @@ cdef class SequenceData:
         return np.asarray(self.order).copy()
 
 
-def make_dataset(X, y, sample_weight):
-    """Wrap ``X`` (dense or CSR), ``y`` and ``sample_weight`` as a RowDataset."""
-    return RowDataset(X, y, sample_weight)
-
-
 def stream_rows(RowDataset ds, int n_epochs=1):
     """Read every stored value once per epoch (in the current order) and return
     their sum: the memory-bandwidth floor of an epoch, for the benchmarks."""

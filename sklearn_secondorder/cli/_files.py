@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FORMATS = ("svmlight", "vw", "conll")
+from ._parser import FORMATS  # noqa: F401  (the formats, named where they are read)
 
 
 class DataError(ValueError):
@@ -163,40 +163,90 @@ def text_size(path):
     return isize
 
 
-def first_lines(path, n=20):
-    """Up to ``n`` non-blank, non-comment lines of the first 64 KiB of ``path``."""
+def first_lines(path, n=20, *, numbered=False):
+    """Up to ``n`` non-blank, non-comment lines of the first 64 KiB of ``path``
+    (``numbered``: ``(line number, line)`` pairs)."""
     src = _Source(path)
     try:
         head = src.read(1 << 16)
     finally:
         src.close()
     lines = head.decode("utf-8", errors="replace").splitlines()
-    return [ln for ln in lines[:n] if ln.strip() and not ln.lstrip().startswith("#")][:n]
+    if len(head) == 1 << 16 and lines:      # the last line may be cut:
+        if len(lines) > 1:
+            lines.pop()                     # drop it,
+        else:                               # or its last (maybe cut) token
+            lines[0] = lines[0].rsplit(None, 1)[0]
+    out = [(i, ln) for i, ln in enumerate(lines, 1)
+           if ln.strip() and not ln.lstrip().startswith("#")][:n]
+    return out if numbered else [ln for _, ln in out]
 
 
-def detect_format(path):
-    """``'svmlight'``, ``'vw'`` or ``'conll'`` from the first lines of ``path``.
+def _misfits(fmt, lines):
+    """The lines that are not in format ``fmt``: ``[(line number, reason),
+    ...]`` (CoNLL: lines with another number of columns than most)."""
+    bad = []
+    if fmt == "vw":
+        for i, ln in lines:
+            if "|" not in ln:
+                bad.append((i, "has no '|' (a VW line is 'label |namespace features')"))
+    elif fmt == "svmlight":
+        for i, ln in lines:
+            tokens = ln.split("#", 1)[0].split()
+            if not tokens or not _is_number(tokens[0]):
+                bad.append((i, "does not start with a numeric label"))
+                continue
+            pairs = [t for t in tokens[1:] if not _is_svmlight_pair(t)]
+            if pairs:
+                bad.append((i, f"has {pairs[0][:30]!r}, not 'index:value'"))
+    else:
+        counts = [len(ln.split()) for _, ln in lines]
+        n_cols = max(counts, key=counts.count)          # the most frequent (ties: first)
+        for (i, _), n in zip(lines, counts):
+            if n < 2:
+                bad.append((i, "has 1 column (a CoNLL line is 'feature columns... label')"))
+            elif n != n_cols:
+                bad.append((i, f"has {n} columns, most lines {n_cols}"))
+    return bad
+
+
+def detect_format(path, n_lines=20):
+    """``'vw'``, ``'svmlight'`` or ``'conll'``: the first format (in that
+    order) that at least half of the first non-blank lines of ``path`` fit.
+
+    Half, not all: a file with a bad line among good ones is read in the
+    format of the good ones, whose parser then names the bad line and what
+    is wrong with it (a garbage first line does not turn an svmlight file
+    into CoNLL columns).
 
     Raises
     ------
     DataError
-        If no format fits the first non-blank line.
+        If no format fits half the lines: the message names, for each format
+        tried, the first line that does not fit it and why.
     """
-    lines = first_lines(path)
+    lines = first_lines(path, n_lines, numbered=True)
     if not lines:
         raise DataError(f"{path}: empty file (no data line)")
-    first = lines[0]
-    if "|" in first:
-        return "vw"
-    tokens = first.split()
-    if len(tokens) >= 1 and all(":" in t for t in tokens[1:]) and _is_number(tokens[0]):
-        if all(_is_svmlight_pair(t) for t in tokens[1:]):
-            return "svmlight"
-    if len(tokens) >= 2:
-        return "conll"
-    raise DataError(f"{path}, line 1: cannot tell the format of {first[:80]!r}: expected "
-                    "svmlight ('label index:value ...'), Vowpal Wabbit ('label |ns f ...') or "
-                    "CoNLL columns ('word ... label'); pass --format")
+    why = {}
+    for fmt in ("vw", "svmlight", "conll"):
+        why[fmt] = _misfits(fmt, lines)
+        if 2 * len(why[fmt]) <= len(lines):
+            return fmt
+    text = dict(lines)
+    tried = "; ".join(f"{_FORMAT_NAMES[f]}: line {bad[0][0]} {bad[0][1]} "
+                      f"({text[bad[0][0]][:60]!r})" for f, bad in why.items())
+    raise DataError(f"{path}: cannot tell the format: no format fits half of the first "
+                    f"{len(lines)} data line(s). Tried {tried}. Pass --format to read the "
+                    "file in one format (its parser names the first bad line)")
+
+
+_FORMAT_NAMES = {"vw": "Vowpal Wabbit", "svmlight": "svmlight", "conll": "CoNLL columns"}
+
+
+def describe_format(fmt):
+    """The format's name for messages (``'svmlight'``, ``'Vowpal Wabbit'``...)."""
+    return _FORMAT_NAMES.get(fmt, fmt)
 
 
 def _is_number(s):

@@ -3,19 +3,42 @@
 The subcommands stream the files in chunks through the estimators' public
 API (``partial_fit``, ``predict``, ``predict_proba``): no second
 implementation of any learner lives here. ``main`` parses the command line
-(``_parser``) and runs a command: ``train`` (``_train``), or ``predict``,
-``evaluate``, ``info`` (``_model_commands``).
+(``_parser``), checks the paths it will read and write, and only then
+imports the command (``_train``, or ``_model_commands`` for ``predict``,
+``evaluate``, ``info``) and with it scikit-learn: a wrong path fails at once,
+not after seconds of imports or hours of training.
 """
 import os
 import sys
 
-from ._files import DataError
-from ._model_commands import cmd_evaluate, cmd_info, cmd_predict
-from ._parser import EXIT_OK, EXIT_USAGE, UsageError, build_parser
-from ._train import cmd_train
+from ._parser import EXIT_OK, EXIT_USAGE, UsageError, build_parser, check_output_path
 
-COMMANDS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate,
-            "info": cmd_info}
+
+def _check_paths(args):
+    """The cheap checks of the command line's paths (no import of NumPy)."""
+    out = getattr(args, "out", None)
+    if out is not None:
+        check_output_path(out)
+    if args.command == "train":
+        if args.resume is None and args.model is None:
+            raise UsageError("--model is required (or --resume MODEL to continue a model)")
+        for p in [*args.data, *([args.resume] if args.resume else [])]:
+            if not os.path.isfile(p):
+                raise UsageError(f"{p}: no such file")
+    else:
+        if not os.path.isfile(args.model):
+            raise UsageError(f"{args.model}: no such model file")
+        data = getattr(args, "data", None)
+        if data is not None and not os.path.isfile(data):
+            raise UsageError(f"{data}: no such file")
+
+
+def _command(name):
+    if name == "train":
+        from ._train import cmd_train
+        return cmd_train
+    from . import _model_commands
+    return getattr(_model_commands, f"cmd_{name}")
 
 
 def main(argv=None, *, stdout=None, stderr=None):
@@ -47,16 +70,17 @@ def main(argv=None, *, stdout=None, stderr=None):
     finally:
         sys.stdout, sys.stderr = old
     try:
-        if args.command == "train":
-            return cmd_train(args, stderr)
-        return COMMANDS[args.command](args, stdout)
+        _check_paths(args)
+        command = _command(args.command)
+        # train reports on stderr (stdout stays free); the others print results
+        return command(args, stderr if args.command == "train" else stdout)
     except BrokenPipeError:     # e.g. 'skso predict ... | head'
         try:
             sys.stdout = open(os.devnull, "w")      # (no second error at exit)
         except OSError:   # pragma: no cover
             pass
         return EXIT_OK
-    except (UsageError, DataError, ValueError, TypeError, OSError) as e:
+    except (ValueError, TypeError, OSError) as e:   # UsageError, DataError among them
         print(f"skso {args.command}: error: {e}", file=stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:   # pragma: no cover

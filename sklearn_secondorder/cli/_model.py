@@ -15,9 +15,21 @@ A model file is ``joblib.dump`` of a dict with two keys:
     - ``featurizer``: how rows are read (``format`` -- ``svmlight``, ``vw``
       or ``conll`` -- and ``n_features``, ``zero_based``, ``hash_bits``,
       ``n_columns``, ``template`` as they apply);
-    - ``classes``: the labels; ``training``: files, rows, passes, seconds.
+    - ``classes``: the labels; ``training``: files, rows, passes, seconds,
+      the regularisation used;
+    - ``contents``: ``"deployment"`` (what prediction needs: the default
+      of ``skso train``) or ``"training-state"`` (``--keep-state``: what
+      ``skso train --resume`` continues).
 ``"estimator"``
-    The fitted estimator (a scikit-learn estimator of this package).
+    With ``"training-state"``, the fitted estimator of this package, as
+    training left it. With ``"deployment"``, a linear estimator after
+    ``strip_training_state()`` (and ``sparsify()`` when smaller), or for
+    a tagger a ``CompactTagger`` (``_deployed``: the hashed columns with a
+    non-zero weight, their weights, the transitions). Both predict as the
+    trained estimator does.
+
+Version 1 files (before ``contents``) hold the whole estimator: they read as
+``"training-state"``.
 
 Like every pickle, a model file runs code when loaded: load only files you
 trust. ``jsonable`` turns the values written into a header into plain ones.
@@ -28,11 +40,16 @@ import tempfile
 import joblib
 import numpy as np
 
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2
+
+#: ``header["contents"]`` values: prediction only, or resumable.
+DEPLOYMENT, TRAINING_STATE = "deployment", "training-state"
 
 
 class SavedModel:
     """A model file's estimator and header (``load_model``'s result).
+
+    It unpacks as a pair: ``estimator, header = load_model(path)``.
 
     Parameters
     ----------
@@ -52,6 +69,14 @@ class SavedModel:
     def __init__(self, estimator, header):
         self.estimator = estimator
         self.header = header
+
+    def __iter__(self):
+        return iter((self.estimator, self.header))
+
+    @property
+    def contents(self):
+        """``'deployment'`` (prediction only) or ``'training-state'`` (resumable)."""
+        return self.header.get("contents", TRAINING_STATE)
 
     @property
     def featurizer(self):
@@ -122,8 +147,9 @@ def load_model(path):
     Returns
     -------
     model : SavedModel
-        ``model.estimator`` (a fitted scikit-learn estimator) and
-        ``model.header`` (the format version, parameters, featurizer...).
+        ``model.estimator`` (the fitted model: see the module docstring) and
+        ``model.header`` (the format version, parameters, featurizer...);
+        it also unpacks as ``estimator, header = load_model(path)``.
 
     Raises
     ------

@@ -10,11 +10,14 @@ import os
 import tempfile
 
 import numpy as np
+import scipy.sparse as sp
 
+from .._core._text_readers import scan_svmlight
 from ..metrics import extract_chunks
+from ._deployed import CompactTagger
 from ._featurizers import featurizer_from_dict
-from ._files import DataError
-from ._model import jsonable, load_model
+from ._files import DataError, describe_format, detect_format
+from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model
 from ._parser import EXIT_OK, UsageError
 from ._progress import chunk_scores, has_proba
 from ._stream import iter_chunks
@@ -29,6 +32,68 @@ def _load(path):
 def _check_data(path):
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file")
+
+
+def _holds(fmt):
+    return "CoNLL sentences" if fmt == "conll" else f"{describe_format(fmt)} rows"
+
+
+def check_model_data(model, path):
+    """Refuse a data file in another format than the model's, before reading it.
+
+    The file's format is detected from its first lines; when no format fits
+    them, the model's own parser reads the file and names the bad line.
+
+    Raises
+    ------
+    DataError
+        If the file's format is not the one the model reads (rows against a
+        tagger, sentences against a linear model, svmlight against VW).
+    """
+    fmt = model.header["featurizer"]["format"]
+    try:
+        found = detect_format(path)
+    except DataError:
+        return
+    if found != fmt:
+        what = "a sequence tagger" if fmt == "conll" else "a linear model"
+        raise DataError(f"{path}: the file holds {_holds(found)}, but the model "
+                        f"({model.header['estimator']}, {what}) reads {_holds(fmt)}")
+
+
+class FeatureRange:
+    """svmlight: refuse feature indices beyond the model's columns (a file
+    in another feature space would otherwise be scored without them,
+    silently).
+
+    Parameters
+    ----------
+    featurizer : object
+        The model's featurizer.
+    ignore : bool
+        ``--ignore-unseen-features``: no check.
+    """
+
+    def __init__(self, featurizer, ignore=False):
+        self.on = featurizer.format == "svmlight" and not ignore
+        if self.on:
+            self.n_features, self.zero_based = featurizer.n_features, featurizer.zero_based
+            self.last = self.n_features - 1 if self.zero_based else self.n_features
+
+    def check(self, block):
+        """Raise a ``DataError`` naming the first line of ``block`` with an
+        index beyond the model's."""
+        if not self.on or scan_svmlight(block.data, block.first_line)[2] <= self.last:
+            return
+        for k, line in enumerate(block.data.split(b"\n")):
+            hi = scan_svmlight(line + b"\n")[2] if line.strip() else -1
+            if hi > self.last:
+                first = 0 if self.zero_based else 1
+                raise DataError(
+                    f"{block.path}, line {block.first_line + k}: feature index {hi} is beyond "
+                    f"the model's {self.n_features} features (indices {first} to "
+                    f"{self.last}): the file is not in the model's feature space; pass "
+                    "--ignore-unseen-features to score its rows without those features")
 
 
 def format_label(v):
@@ -71,8 +136,10 @@ class _AtomicOutput:
 def cmd_predict(args, stdout):
     model = _load(args.model)
     _check_data(args.data)
+    check_model_data(model, args.data)
     est, kind = model.estimator, model.header["kind"]
     featurizer = featurizer_from_dict(model.header["featurizer"])
+    feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
     classes = est.classes_
     if args.proba and kind == "linear" and not has_proba(est):
         raise UsageError(f"--proba: the model ({model.header['estimator']}, loss "
@@ -81,7 +148,8 @@ def cmd_predict(args, stdout):
     with _AtomicOutput(args.out, stdout) as f:
         if args.proba:
             f.write("# labels: " + " ".join(names) + "\n")
-        for chunk, _ in iter_chunks([args.data], featurizer, args.chunk_size):
+        for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
+            feature_range.check(block)
             if kind == "tagger":
                 X, _ = chunk.sequences()
                 if args.proba:
@@ -133,14 +201,17 @@ class _Confusion:
 def cmd_evaluate(args, stdout):
     model = _load(args.model)
     _check_data(args.data)
+    check_model_data(model, args.data)
     est, kind = model.estimator, model.header["kind"]
     featurizer = featurizer_from_dict(model.header["featurizer"])
+    feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
     conf = _Confusion(est.classes_)
     loss_sum = weight = 0.0
     n_rows = n_sent = 0
     ok = n_pred = n_true = 0
     probabilistic = kind == "linear" and has_proba(est)
     for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
+        feature_range.check(block)
         if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
             raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
                             "labels (evaluate needs every row's label)")
@@ -182,24 +253,48 @@ def cmd_evaluate(args, stdout):
     return EXIT_OK
 
 
+def _weights(est, n_features):
+    """``(n_weights, stored_weights, nonzero_weights)`` of the state weights:
+    all of them (``n_features`` columns per class or state), those the file
+    holds, and the non-zero ones."""
+    if isinstance(est, CompactTagger):
+        return (n_features * est.state.shape[1], int(est.state.size),
+                int(np.count_nonzero(est.state)))
+    coef = est.coef_
+    if sp.issparse(coef):
+        return int(np.prod(coef.shape)), int(coef.nnz), int(coef.count_nonzero())
+    coef = np.asarray(coef)
+    return int(coef.size), int(coef.size), int(np.count_nonzero(coef))
+
+
+CONTENTS = {
+    DEPLOYMENT: "deployment: what prediction needs (skso train --keep-state keeps the "
+                "training state)",
+    TRAINING_STATE: "training state: skso train --resume continues it",
+}
+
+
 def cmd_info(args, stdout):
     model = _load(args.model)
     h, est = model.header, model.estimator
-    coef = np.asarray(getattr(est, "coef_", np.zeros(0)))
+    n_weights, stored, nonzero = _weights(est, h["featurizer"]["n_features"])
     res = {
         "file": args.model, "bytes": os.path.getsize(args.model),
+        "contents": model.contents,
         "format_version": h["format_version"], "package_version": h["package_version"],
         "estimator": h["estimator"], "model": h["model"], "params": h["params"],
         "data_format": h["featurizer"]["format"], "featurizer": h["featurizer"],
         "n_features": h["featurizer"]["n_features"], "classes": h["classes"],
-        "n_weights": int(coef.size), "nonzero_weights": int(np.count_nonzero(coef)),
+        "n_weights": n_weights, "stored_weights": stored, "nonzero_weights": nonzero,
         "training": h.get("training", {}),
     }
     if args.json:
         stdout.write(json.dumps(res, default=repr) + "\n")
         return EXIT_OK
-    for k in ("file", "bytes", "format_version", "package_version", "estimator", "model",
-              "data_format", "n_features", "n_weights", "nonzero_weights"):
+    stdout.write(f"{'file':16s} {args.model}\n")
+    stdout.write(f"{'contents':16s} {CONTENTS[model.contents]}\n")
+    for k in ("bytes", "format_version", "package_version", "estimator", "model",
+              "data_format", "n_features", "n_weights", "stored_weights", "nonzero_weights"):
         stdout.write(f"{k:16s} {res[k]}\n")
     stdout.write(f"{'classes':16s} {' '.join(map(format_label, h['classes']))}\n")
     feat = {k: v for k, v in h["featurizer"].items() if k != "template"}

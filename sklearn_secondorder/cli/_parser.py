@@ -1,40 +1,72 @@
 """The ``skso`` command line: its ``--model`` names, exit codes and argument parser.
 
-``MODELS`` maps a ``--model`` name to its estimator class and kind;
-``build_parser`` builds the ``argparse`` parser of ``train``, ``predict``,
-``evaluate`` and ``info``; ``UsageError`` is a bad command line (exit code 2).
+``MODEL_KINDS`` maps a ``--model`` name to its estimator's class name and
+kind (``model_class`` imports the class); ``build_parser`` builds the
+``argparse`` parser of ``train``, ``predict``, ``evaluate`` and ``info``;
+``UsageError`` is a bad command line (exit code 2). This module imports
+neither NumPy nor scikit-learn, so that a bad command line fails at once.
 """
 import argparse
+import os
 
-from .. import (
-    ASFSequenceTagger,
-    PlainSGDClassifier,
-    PSAClassifier,
-    PSASequenceTagger,
-    SBMLogisticRegression,
-    SGDQNLinearSVC,
-    SGDSequenceTagger,
-    __version__,
-)
-from ._files import FORMATS
-from ._templates import BUILTIN_TEMPLATES
+from .. import __version__
 
-#: ``--model`` name -> (estimator class, kind).
-MODELS = {
-    "psa": (PSAClassifier, "linear"),
-    "sgdqn": (SGDQNLinearSVC, "linear"),
-    "sbm": (SBMLogisticRegression, "linear"),
-    "sgd": (PlainSGDClassifier, "linear"),
-    "psa-tagger": (PSASequenceTagger, "tagger"),
-    "asf-tagger": (ASFSequenceTagger, "tagger"),
-    "sgd-tagger": (SGDSequenceTagger, "tagger"),
+#: The data formats (``_files`` reads them).
+FORMATS = ("svmlight", "vw", "conll")
+
+#: The built-in CoNLL templates (``_templates.BUILTIN_TEMPLATES``).
+TEMPLATE_NAMES = ("chunking", "words")
+
+#: ``--model`` name -> (estimator class name, kind).
+MODEL_KINDS = {
+    "psa": ("PSAClassifier", "linear"),
+    "sgdqn": ("SGDQNLinearSVC", "linear"),
+    "sbm": ("SBMLogisticRegression", "linear"),
+    "sgd": ("PlainSGDClassifier", "linear"),
+    "psa-tagger": ("PSASequenceTagger", "tagger"),
+    "asf-tagger": ("ASFSequenceTagger", "tagger"),
+    "sgd-tagger": ("SGDSequenceTagger", "tagger"),
 }
+
+
+def model_class(name):
+    """The estimator class of the ``--model`` name ``name``."""
+    import sklearn_secondorder
+    return getattr(sklearn_secondorder, MODEL_KINDS[name][0])
+
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(ValueError):
     """A bad command line (exit code 2)."""
+
+
+def check_output_path(path, option="--out"):
+    """Refuse an output file that cannot be written, before any work.
+
+    Parameters
+    ----------
+    path : str
+        The file to write.
+    option : str, default='--out'
+        The option named in the message.
+
+    Raises
+    ------
+    UsageError
+        If ``path`` is a directory, or its directory is missing, not a
+        directory or not writable (the message names the directory).
+    """
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory (give a file name)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        raise UsageError(f"{option} {path}: the directory {folder} does not exist")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the directory {folder} is not writable")
 
 
 # ---- argument parsing -----------------------------------------------------------------
@@ -76,11 +108,22 @@ def build_parser():
                     "The files are scanned once first (labels, rows, feature range) so that "
                     "classes and size-dependent parameters come from the whole data.")
     tr.add_argument("data", nargs="+", help="data files (plain or gzip)")
-    tr.add_argument("--model", required=True, choices=sorted(MODELS),
+    tr.add_argument("--model", choices=sorted(MODEL_KINDS),
                     help="the estimator: psa=PSAClassifier, sgdqn=SGDQNLinearSVC, "
                          "sbm=SBMLogisticRegression, sgd=PlainSGDClassifier, and the "
-                         "sequence taggers (CoNLL data)")
-    tr.add_argument("--out", "-o", required=True, help="the model file to write")
+                         "sequence taggers (CoNLL data); required unless --resume")
+    tr.add_argument("--out", "-o", required=True,
+                    help="the model file to write (its folder is checked before any work)")
+    tr.add_argument("--keep-state", action="store_true",
+                    help="keep the training state in the model file (step sizes, averages: "
+                         "several times the weights), so that 'skso train --resume' can "
+                         "continue it; default: only what prediction needs (taggers: the "
+                         "weights of the features seen, as CRFsuite stores them; linear "
+                         "models: sparse weights when that is smaller)")
+    tr.add_argument("--resume", metavar="MODEL",
+                    help="continue training a model written with --keep-state on more data "
+                         "(the model's format, features, classes and parameters; options "
+                         "given here override its parameters)")
     _add_format_args(tr)
     tr.add_argument("--passes", type=_positive_int, default=1,
                     help="passes over the files (each re-reads them; default 1)")
@@ -94,14 +137,19 @@ def build_parser():
     tr.add_argument("--shuffle-buffer", type=int, default=0, metavar="N",
                     help="shuffle rows (CoNLL: sentences) through a buffer of N, for files in "
                          "a bad order (default 0: file order)")
-    est = tr.add_argument_group("estimator parameters (default: the estimator's)")
-    est.add_argument("--alpha", "--l2", type=float, help="L2 strength")
+    est = tr.add_argument_group("estimator parameters (default: the estimator's, except alpha)")
+    est.add_argument("--alpha", "--l2", type=float,
+                     help="L2 strength (default 1/n, n the rows of the data from the pre-scan, "
+                          "sentences for the taggers: the regularisation of "
+                          "LogisticRegression(C=1) and of CRFsuite's c2=0.5, so that it "
+                          "weakens as the data grow; with --classes n is estimated from the "
+                          "first chunk)")
     est.add_argument("--loss", help="loss (linear models with a loss parameter)")
     est.add_argument("--eta0", help="initial step size, or 'auto'")
     est.add_argument("--period", type=int,
                      help="PSA's period b (default for psa: the paper's 0.5 n / 1000, at "
                           "least 10, with n the rows of the whole data)")
-    est.add_argument("--random-state", type=int, default=0,
+    est.add_argument("--random-state", type=int, default=None,
                      help="seed of the estimator and the shuffle buffer (default 0)")
     est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="any other constructor parameter, e.g. --param psa_kappa=0.5 "
@@ -130,6 +178,7 @@ def build_parser():
                          "the order of the '# labels:' first line")
     pr.add_argument("--chunk-size", type=_positive_int, default=10000,
                     help="lines per chunk (default 10000)")
+    _add_unseen_arg(pr)
 
     ev = sub.add_parser("evaluate", help="score a model on a labelled data file",
                         description="Accuracy, log-loss (probabilistic models) and F1; for "
@@ -140,6 +189,7 @@ def build_parser():
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--chunk-size", type=_positive_int, default=10000,
                     help="lines per chunk (default 10000)")
+    _add_unseen_arg(ev)
 
     info = sub.add_parser("info", help="describe a model file",
                           description="Estimator, parameters, classes, features, size.")
@@ -161,5 +211,12 @@ def _add_format_args(p):
                     help="svmlight indices start at 1 (default: detected)")
     g.add_argument("--template", metavar="NAME_OR_FILE",
                    help="CoNLL feature templates: a CRF++ template file, or a built-in "
-                        f"({', '.join(sorted(BUILTIN_TEMPLATES))}; default: chunking with 2 "
+                        f"({', '.join(TEMPLATE_NAMES)}; default: chunking with 2 "
                         "or more feature columns, else words)")
+
+
+def _add_unseen_arg(p):
+    p.add_argument("--ignore-unseen-features", action="store_true",
+                   help="svmlight: drop feature indices beyond the model's range (default: "
+                        "an error naming the line, as the file is then not in the model's "
+                        "feature space)")

@@ -1,10 +1,11 @@
 """What ``skso train`` shows while it runs: progress and progressive validation.
 
-``Feedback`` is the progress bar (tqdm, when installed) or plain lines;
-``RunningLoss`` the running averages of progressive validation (VW's
-"average loss" and "since last"); ``chunk_scores`` the loss and error of a
-labelled chunk under the current model, before training on it (and the
-per-chunk scores ``skso evaluate`` sums).
+``Feedback`` is the progress bar (tqdm, when installed) or plain lines, with
+the fraction done and the time left; ``RunningLoss`` the running averages of
+progressive validation (VW's "average loss" and "since last");
+``chunk_scores`` the loss and error of a labelled chunk under the current
+model, before training on it (and the per-chunk scores ``skso evaluate``
+sums).
 """
 import sys
 import time
@@ -14,11 +15,25 @@ import numpy as np
 
 class Feedback:
     """The progress bar (tqdm, when installed) or plain lines, and the
-    progressive-validation lines at doubling row counts."""
+    progressive-validation lines at doubling row counts.
 
-    def __init__(self, mode, total_bytes, out=None):
+    Parameters
+    ----------
+    mode : {'auto', 'bar', 'lines', 'none'}
+        ``--progress``.
+    total : int
+        What a finished run has done: rows (all passes) when the files were
+        scanned, else bytes of text (the rows are not known).
+    unit : {'rows', 'bytes'}
+        The unit of ``total`` and of ``update``.
+    out : file-like, default=None
+        Where to write (standard error).
+    """
+
+    def __init__(self, mode, total, unit="rows", out=None):
         self.out = out if out is not None else sys.stderr
-        self.total = total_bytes
+        self.total = total
+        self.unit = unit
         self.bar = None
         self.quiet = mode == "none"
         if mode == "bar" or (mode == "auto" and getattr(self.out, "isatty", lambda: False)()):
@@ -30,11 +45,13 @@ class Feedback:
                     self.write("skso: tqdm is not installed (pip install "
                                "'sklearn-secondorder[cli]'): plain progress lines")
             if tqdm is not None:
-                self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True,
-                                unit_divisor=1024, file=self.out, leave=False,
-                                dynamic_ncols=True)
+                scale = {"unit": "B", "unit_scale": True, "unit_divisor": 1024} \
+                    if unit == "bytes" else {"unit": " rows", "unit_scale": True}
+                self.bar = tqdm(total=total, file=self.out, leave=False,
+                                dynamic_ncols=True, **scale)
         self.start = time.perf_counter()
         self.next_report = 1
+        self.next_tenth = 0.1
         self.done = 0
 
     def write(self, text):
@@ -45,24 +62,59 @@ class Feedback:
         else:
             print(text, file=self.out, flush=True)
 
-    def update(self, done_bytes, rows):
+    def update(self, done, rows):
+        """``done`` (in ``unit``) and ``rows`` trained so far."""
         if self.bar is not None:
-            self.bar.update(max(0, done_bytes - self.done))
+            self.bar.update(max(0, done - self.done))
             elapsed = max(time.perf_counter() - self.start, 1e-9)
             self.bar.set_postfix(rows=rows, rows_s=f"{rows / elapsed:,.0f}", refresh=False)
-        self.done = done_bytes
+        self.done = done
+
+    def due(self, rows):
+        """Whether a progressive-validation row is due after ``rows`` rows:
+        at doubling row counts (as VW's) and at every tenth of the run (so
+        that a long run whose first chunk is large still reports as it goes)."""
+        due = False
+        if rows >= self.next_report:
+            while self.next_report <= rows:
+                self.next_report *= 2
+            due = True
+        frac = self.fraction()
+        if frac is not None and frac >= self.next_tenth:
+            while self.next_tenth <= frac:
+                self.next_tenth += 0.1
+            due = True
+        return due
+
+    def fraction(self):
+        """The fraction done (None when unknown)."""
+        if self.total <= 0:
+            return None
+        return min(self.done / self.total, 1.0)
 
     def eta(self):
-        elapsed = time.perf_counter() - self.start
-        if self.total <= 0 or self.done <= 0:
+        """``(fraction done, seconds left)`` as printed: '12.3%', '4.5s'."""
+        frac = self.fraction()
+        if not frac:
             return "", ""
-        frac = min(self.done / self.total, 1.0)
+        elapsed = time.perf_counter() - self.start
         left = elapsed * (1 - frac) / frac
-        return f"{100 * frac:5.1f}%", f"{left:7.1f}s"
+        return f"{100 * frac:5.1f}%", format_seconds(left)
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def format_seconds(t):
+    """``t`` seconds as a short duration: '0.04s', '12.3s', '4m05s', '2h13m'."""
+    if t < 10:
+        return f"{t:.2f}s"
+    if t < 60:
+        return f"{t:.1f}s"
+    if t < 3600:
+        return f"{int(t // 60)}m{int(t % 60):02d}s"
+    return f"{int(t // 3600)}h{int(t % 3600 // 60):02d}m"
 
 
 class RunningLoss:
@@ -103,16 +155,62 @@ def has_proba(est):
         return False
 
 
-def chunk_scores(est, kind, chunk, sequences=None):
-    """``(loss_sum, error_sum, weight_sum, y_pred, proba)`` of a labelled chunk:
-    the log-loss when the model has probabilities, else the error rate
-    (``sequences``: the chunk's ``Chunk.sequences()`` when already cut)."""
+#: Margin losses ``f(z)``, ``z = y * score`` with ``y`` in {-1, +1}: the
+#: losses of the linear models that have no probabilities.
+MARGIN_LOSSES = {
+    "hinge": lambda z: np.maximum(0.0, 1.0 - z),
+    "squared_hinge": lambda z: np.maximum(0.0, 1.0 - z) ** 2,
+    "perceptron": lambda z: np.maximum(0.0, -z),
+    "modified_huber": lambda z: np.where(z >= -1.0, np.maximum(0.0, 1.0 - z) ** 2, -4.0 * z),
+    "log_loss": lambda z: np.logaddexp(0.0, -z),
+}
+
+
+def loss_name(est, kind, n_classes):
+    """What the loss column of ``est`` is (printed above the table)."""
+    if kind == "tagger":
+        return "-log p(labels | sentence), per token"
+    if has_proba(est):
+        return "log-loss"
+    name = getattr(est, "loss", None)
+    if name in MARGIN_LOSSES:
+        return name + (" summed over the one-vs-rest classes" if n_classes > 2 else "")
+    return "0/1 error"
+
+
+def chunk_scores(est, kind, chunk, tagger=None):
+    """``(loss_sum, error_sum, weight_sum, y_pred, proba)`` of a labelled chunk.
+
+    The loss is the model's own: the log-loss when the model has
+    probabilities, else its margin loss (``MARGIN_LOSSES``; one-vs-rest:
+    summed over the classes); for a tagger ``-log p(labels | sentence)``
+    (the weight is then the tokens: the average is per token).
+
+    Parameters
+    ----------
+    est : estimator
+        The model (a tagger, a ``CompactTagger``, or a linear estimator).
+    kind : {'linear', 'tagger'}
+        The kind of model.
+    chunk : Chunk
+        Labelled rows.
+    tagger : CompactTagger, default=None
+        For a tagger: its compact form, when already made (it scores the
+        chunk; ``est`` is then unused).
+    """
     w = np.ones(chunk.n_rows) if chunk.w is None else chunk.w
     if kind == "tagger":
-        X, _ = chunk.sequences() if sequences is None else sequences
-        pred = np.concatenate([np.asarray(s) for s in est.predict(X)])
+        if tagger is None:
+            from ._deployed import CompactTagger
+            tagger = est if isinstance(est, CompactTagger) else \
+                CompactTagger.from_estimator(est, chunk.X.shape[1])
+        pred = tagger.decode(chunk.X, chunk.offsets)
         err = (pred != chunk.y) * w
-        return float(err.sum()), float(err.sum()), float(w.sum()), pred, None
+        known = np.isin(chunk.y, tagger.classes_)
+        loss = np.inf
+        if known.all():
+            loss = tagger.neg_log_likelihood(chunk.X, chunk.offsets, chunk.y)
+        return float(loss), float(err.sum()), float(w.sum()), pred, None
     classes = est.classes_
     if has_proba(est):
         P = est.predict_proba(chunk.X)
@@ -123,7 +221,15 @@ def chunk_scores(est, kind, chunk, sequences=None):
         loss = -np.log(p_true) * w
     else:
         P = None
-        pred = est.predict(chunk.X)
-        loss = (pred != chunk.y) * w
+        scores = est.decision_function(chunk.X)
+        if scores.ndim == 1:
+            pred = classes[(scores > 0).astype(int)]
+            Y = np.where(chunk.y == classes[1], 1.0, -1.0)[:, None]
+            scores = scores[:, None]
+        else:
+            pred = classes[scores.argmax(axis=1)]
+            Y = np.where(chunk.y[:, None] == classes[None, :], 1.0, -1.0)
+        f = MARGIN_LOSSES.get(getattr(est, "loss", None))
+        loss = (f(Y * scores).sum(axis=1) if f is not None else (pred != chunk.y)) * w
     err = (pred != chunk.y) * w
     return float(loss.sum()), float(err.sum()), float(w.sum()), pred, P

@@ -1,9 +1,11 @@
 """``skso train``: the estimator of the command line, trained over chunks of the files.
 
 ``make_estimator`` builds the ``--model`` estimator with the command line's
-parameters (size-dependent ones from the whole data); ``cmd_train`` scans the
-files (or takes ``--classes``), streams them in chunks through
-``partial_fit`` with progressive validation, and writes the model file.
+parameters (size-dependent ones, the L2 strength among them, from the whole
+data); ``cmd_train`` scans the files (or takes ``--classes``), streams them
+in chunks through ``partial_fit`` with progressive validation, and writes
+the model file: what prediction needs, or with ``--keep-state`` the whole
+training state, which ``--resume`` continues.
 """
 import ast
 import os
@@ -13,10 +15,12 @@ import warnings
 import numpy as np
 
 from .. import __version__
-from ._files import DataError, detect_format, file_size, iter_blocks, text_size
-from ._model import jsonable, save_model
-from ._parser import EXIT_OK, MODELS, UsageError
-from ._progress import Feedback, RunningLoss, chunk_scores
+from ._deployed import deploy
+from ._featurizers import featurizer_from_dict
+from ._files import DataError, describe_format, detect_format, iter_blocks, text_size
+from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model, save_model
+from ._parser import EXIT_OK, MODEL_KINDS, UsageError, model_class
+from ._progress import Feedback, RunningLoss, chunk_scores, loss_name
 from ._stream import ScanResult, iter_chunks, make_featurizer, scan, shuffled
 
 
@@ -27,10 +31,8 @@ def _literal(text):
         return text
 
 
-def make_estimator(args, n):
-    """The estimator of ``--model`` with the command line's parameters, the
-    size-dependent ones set from the rows of the whole data (``n``)."""
-    cls, kind = MODELS[args.model]
+def explicit_params(args, cls):
+    """The estimator parameters the command line sets (checked against ``cls``)."""
     names = set(cls().get_params())
     params = {}
     for name, value in (("alpha", args.alpha), ("loss", args.loss), ("period", args.period),
@@ -48,6 +50,29 @@ def make_estimator(args, n):
     if unknown:
         raise UsageError(f"--model {args.model} ({cls.__name__}) has no parameter(s) "
                          f"{', '.join(unknown)}; its parameters: {', '.join(sorted(names))}")
+    return params
+
+
+def make_estimator(args, n, n_units=None):
+    """The estimator of ``--model`` with the command line's parameters, the
+    size-dependent ones set from the whole data: ``n`` rows (tokens),
+    ``n_units`` sentences for the taggers.
+
+    The L2 strength defaults to ``alpha = 1/n`` (sentences for the taggers):
+    the regularisation of ``LogisticRegression(C=1)`` (CRFsuite's ``c2 =
+    0.5``), which weakens as the data grow, where a fixed ``alpha`` would
+    over-regularise a stream of millions of rows.
+
+    Returns
+    -------
+    est : estimator
+    kind : {'linear', 'tagger'}
+    """
+    cls, kind = model_class(args.model), MODEL_KINDS[args.model][1]
+    params = explicit_params(args, cls)
+    params.setdefault("random_state", 0)
+    if "alpha" not in params:
+        params["alpha"] = 1.0 / max(n_units if kind == "tagger" and n_units else n, 1)
     if args.model == "psa" and "period" not in params:
         # the paper's guideline (Sec. 5.1.4), b ~ 0.5 |D| / 1000, from the
         # whole file: the estimator would take |D| from the first chunk only
@@ -55,11 +80,6 @@ def make_estimator(args, n):
     if args.model == "sbm" and "eta" not in params and params.get("update", "paper") == "paper":
         params["eta"] = 1.0 / n          # SBM's default eta = 1/n, n the whole data
     return cls(**params), kind
-
-
-def _check_model_data(kind, fmt):
-    if kind == "tagger" and fmt != "conll":
-        raise UsageError(f"the sequence taggers read CoNLL files, not {fmt}")
 
 
 def _resolve_format(args, paths):
@@ -100,70 +120,145 @@ def _first_data_line(path):
     raise DataError(f"{path}: empty file (no data line)")
 
 
+def _resumed(args, fmt):
+    """The model ``--resume`` continues, checked against the command line
+    and the data format before any work."""
+    saved = load_model(args.resume)
+    h = saved.header
+    if saved.contents != TRAINING_STATE:
+        raise UsageError(f"--resume {args.resume}: a deployment model (what prediction "
+                         "needs, without the training state): continuing needs a model "
+                         "written by 'skso train --keep-state'")
+    if args.model is not None and args.model != h["model"]:
+        raise UsageError(f"--resume {args.resume}: the model is --model {h['model']}, "
+                         f"not {args.model}")
+    args.model = h["model"]
+    model_fmt = h["featurizer"]["format"]
+    if fmt != model_fmt:
+        raise UsageError(f"--resume {args.resume}: the model reads "
+                         f"{describe_format(model_fmt)} files, the data are "
+                         f"{describe_format(fmt)}")
+    return saved
+
+
+def _check_resumed_data(saved, scanned, featurizer):
+    """Refuse data the resumed model cannot learn from: labels it has no
+    weights for, svmlight features beyond its columns."""
+    classes = saved.estimator.classes_
+    if scanned.classes is not None:
+        new = np.setdiff1d(scanned.classes, classes)
+        if new.size:
+            raise DataError(f"the data have label(s) {', '.join(map(str, new[:5].tolist()))} "
+                            f"that the model (classes {', '.join(map(str, classes.tolist()))}) "
+                            "has no weights for")
+    if featurizer.format == "svmlight" and scanned.max_index >= 0:
+        top = scanned.max_index + (1 if featurizer.zero_based else 0)
+        if top > featurizer.n_features:
+            raise DataError(f"the data have feature index {scanned.max_index}, beyond the "
+                            f"model's {featurizer.n_features} features")
+
+
+def _at_least_two(chunks):
+    """The chunks, the first cut in two halves when it is the only one: the
+    first chunk trains (and calibrates) the model, so a file of one chunk
+    would otherwise get no progressive validation."""
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
+        return
+    second = next(it, None)
+    chunk, block = first
+    if second is None and chunk.n_units >= 2:
+        half = chunk.n_units // 2
+        yield chunk.take(np.arange(half)), block
+        yield chunk.take(np.arange(half, chunk.n_units)), block
+        return
+    yield first
+    if second is not None:
+        yield second
+        yield from it
+
+
 def cmd_train(args, out):
     paths = [str(p) for p in args.data]
-    for p in paths:
-        if not os.path.isfile(p):
-            raise UsageError(f"{p}: no such file")
     fmt = _resolve_format(args, paths)
-    kind = MODELS[args.model][1]
-    _check_model_data(kind, fmt)
+    saved = _resumed(args, fmt) if args.resume else None
+    kind = MODEL_KINDS[args.model][1]
+    if kind == "tagger" and fmt != "conll":
+        raise UsageError(f"the sequence taggers read CoNLL files (sentences), not "
+                         f"{describe_format(fmt)} rows")
+    if kind == "linear" and fmt == "conll":
+        raise UsageError(f"--model {args.model} learns from rows (svmlight or Vowpal Wabbit "
+                         "files), not CoNLL sentences: use a tagger (psa-tagger, asf-tagger, "
+                         "sgd-tagger)")
     t0 = time.perf_counter()
-    if args.classes is None:
-        scanned = scan(paths, fmt)
+    scanned = scan(paths, fmt) if args.classes is None else _no_scan(args, paths, fmt)
+    if saved is None:
+        featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
+                                     zero_based=args.zero_based, template=args.template)
     else:
-        scanned = _no_scan(args, paths, fmt)
-    featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
-                                 zero_based=args.zero_based, template=args.template)
+        featurizer = featurizer_from_dict(saved.header["featurizer"])
+        _check_resumed_data(saved, scanned, featurizer)
     t_scan = time.perf_counter() - t0
-    classes = scanned.classes
+    classes = scanned.classes if saved is None else saved.estimator.classes_
     if classes.size < 2:
         raise DataError(f"the data have a single label ({classes[0]!r}): nothing to learn")
-    cls = MODELS[args.model][0]
-    sizes = [file_size(p) for p in paths]
-    total = sum(sizes) * args.passes
-    fb = Feedback(args.progress, total, out)
+    cls = model_class(args.model)
+    texts = [text_size(p) for p in paths]
+    if scanned.n_rows:
+        fb = Feedback(args.progress, scanned.n_rows * args.passes, "rows", out)
+    else:
+        fb = Feedback(args.progress, sum(texts) * args.passes, "bytes", out)
     unit = "sentences" if fmt == "conll" else "rows"
     size = (f"{scanned.n_rows:,} rows" if scanned.n_rows else "rows not scanned")
     fb.write(f"skso train: {args.model} ({cls.__name__}) on {size}"
              + (f" ({scanned.n_units:,} sentences)" if fmt == "conll" and scanned.n_rows
                 else "")
              + f", {featurizer.n_features:,} features, {classes.size} classes, "
-               f"{fmt}; scan {t_scan:.2f}s")
+               f"{fmt}; scan {t_scan:.2f}s"
+             + (f"; resuming {args.resume}" if saved is not None else ""))
     if args.chunk_size is None:
         args.chunk_size = max(10_000, min(100_000, featurizer.n_features // 10))
     est = None
-    if scanned.n_rows:
-        est, kind = make_estimator(args, scanned.n_rows)
-    if not args.no_progressive:
-        fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} {'since last':>10} "
-                 f"{'rows':>11} {'rows/s':>10} {'done':>6} {'left':>8}")
-    rng = np.random.default_rng(args.random_state)
+    if saved is not None:
+        est = saved.estimator
+        est.set_params(**explicit_params(args, cls))
+    elif scanned.n_rows:
+        est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+    rng = np.random.default_rng(0 if args.random_state is None else args.random_state)
     progressive = RunningLoss()
     rows = units = 0
-    fitted = False
+    fitted = saved is not None
     t_train = time.perf_counter()
     fb.start = t_train
+    header_written = False
     for p in range(args.passes):
         chunks = iter_chunks(paths, featurizer, args.chunk_size,
                              first_chunk_size=None if fitted else args.first_chunk_size)
         if args.shuffle_buffer > 0:
             chunks = shuffled(chunks, args.shuffle_buffer, rng)
+        if p == 0 and not fitted and not args.no_progressive:
+            chunks = _at_least_two(chunks)
         for chunk, block in chunks:
             if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
                 raise DataError(f"{block.path}, lines from {block.first_line}: a row without "
                                 "a label (training needs labels)")
             if est is None:
-                # no scan: the rows of the whole data estimated from this
-                # first block's rows per byte
-                scanned.n_rows = max(1, int(round(
-                    chunk.n_rows * sum(map(text_size, paths)) / max(block.end, 1))))
-                est, kind = make_estimator(args, scanned.n_rows)
+                # no scan: the rows (sentences) of the whole data estimated
+                # from this first block's rows per byte
+                ratio = sum(texts) / max(block.end, 1)
+                scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
+                scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
+                est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
                 fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
-            # the sentences are cut once, for the validation and the training
-            seqs = chunk.sequences() if kind == "tagger" else None
+            if not header_written and not args.no_progressive:
+                fb.write(f"loss: {loss_name(est, kind, classes.size)}")
+                fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
+                         f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
+                         f"{'left':>8}")
+                header_written = True
             if fitted and p == 0 and not args.no_progressive:
-                progressive.add(*chunk_scores(est, kind, chunk, seqs)[:3])
+                progressive.add(*chunk_scores(est, kind, chunk)[:3])
             # (classes on the first call only: later calls are checked against it)
             first = {} if fitted else {"classes": classes}
             with warnings.catch_warnings():
@@ -171,49 +266,82 @@ def cmd_train(args, out):
                 # for a regression target: the labels here are the data's
                 warnings.filterwarnings("ignore", message="The number of unique classes")
                 if kind == "tagger":
-                    est.partial_fit(*seqs, **first)
+                    est.partial_fit(*chunk.sequences(), **first)
                 else:
                     est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
             fitted = True
             rows += chunk.n_rows
             units += chunk.n_units
-            done = p * sum(sizes) + sum(sizes[:paths.index(block.path)]) + block.position
-            fb.update(done, rows)
-            if rows >= fb.next_report and not args.no_progressive:
-                while fb.next_report <= rows:
-                    fb.next_report *= 2
-                if progressive.w:
-                    a, b, c, d = progressive.row()
-                    elapsed = time.perf_counter() - t_train
-                    pct, left = fb.eta()
-                    fb.write(f"{a:10.6f} {b:10.6f} {c:8.4f} {d:10.4f} {rows:11,d} "
-                             f"{rows / elapsed:10,.0f} {pct:>6} {left:>8}")
+            if fb.unit == "rows":
+                fb.update(rows, rows)
+            else:
+                i = paths.index(block.path)
+                fb.update(p * sum(texts) + sum(texts[:i]) + block.end, rows)
+            if fb.due(rows) and progressive.last_w and not args.no_progressive:
+                _report(fb, progressive, rows, t_train)
+    if progressive.last_w:           # the rows since the last report (small files too)
+        _report(fb, progressive, rows, t_train)
     fb.close()
     seconds = time.perf_counter() - t_train
+    params = est.get_params()
+    previous = saved.header["training"] if saved is not None else None
+    training = {"files": paths, "rows": rows, unit: units, "passes": args.passes,
+                "scanned": args.classes is None, "seconds": seconds, "scan_seconds": t_scan,
+                "alpha": jsonable(params.get("alpha")),
+                "alpha_rule": "1/n" if saved is None and not _alpha_given(args) else "given",
+                "progressive_loss": progressive.loss / progressive.w if progressive.w
+                else None,
+                "progressive_error": progressive.err / progressive.w if progressive.w
+                else None,
+                "loss": loss_name(est, kind, classes.size)}
+    if previous is not None:
+        training["resumed_from"] = {"file": args.resume, "training": previous}
     header = {
         "package_version": __version__, "model": args.model,
         "estimator": type(est).__name__, "kind": kind,
-        "params": {k: jsonable(v) for k, v in est.get_params().items()},
+        "params": {k: jsonable(v) for k, v in params.items()},
         "featurizer": featurizer.to_dict(),
         "classes": [jsonable(c) for c in est.classes_],
-        "training": {"files": paths, "rows": rows, unit: units, "passes": args.passes,
-                     "scanned": args.classes is None,
-                     "seconds": seconds, "scan_seconds": t_scan,
-                     "progressive_loss": progressive.loss / progressive.w
-                     if progressive.w else None,
-                     "progressive_error": progressive.err / progressive.w
-                     if progressive.w else None},
+        "training": training,
+        "contents": TRAINING_STATE if args.keep_state else DEPLOYMENT,
     }
-    save_model(args.out, est, header)
+    model = est if args.keep_state else deploy(est, kind, featurizer.n_features)
+    save_model(args.out, model, header)
     if fb.quiet:
         return EXIT_OK
     summary = [f"finished: {rows:,} rows in {args.passes} pass(es), {seconds:.2f}s "
                f"({rows / max(seconds, 1e-9):,.0f} rows/s; scan {t_scan:.2f}s)"]
+    if "alpha" in params:
+        n_reg = "sentences" if kind == "tagger" else "rows"
+        if training["alpha_rule"] == "1/n":
+            n = scanned.n_units if kind == "tagger" else scanned.n_rows
+            how = "from the scan" if args.classes is None else "estimated"
+            summary.append(f"L2: alpha = 1/n = {params['alpha']:.4g} (n = {n:,} {n_reg}, "
+                           f"{how}; --alpha sets it)")
+        else:
+            summary.append(f"L2: alpha = {params['alpha']:.4g}"
+                           + (" (the resumed model's)" if saved is not None
+                              and args.alpha is None else " (given)"))
     if progressive.w:
         summary.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows): "
                        f"average loss {progressive.loss / progressive.w:.6f}, "
                        f"error {progressive.err / progressive.w:.4f}")
-    summary.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes)")
+    what = ("with the training state, for --resume" if args.keep_state else
+            "for prediction; --keep-state keeps the training state, for --resume")
+    summary.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes): {what}")
     for line in summary:
         fb.write(line)
     return EXIT_OK
+
+
+def _alpha_given(args):
+    return args.alpha is not None or any(item.partition("=")[0].strip() == "alpha"
+                                         for item in args.param)
+
+
+def _report(fb, progressive, rows, t_train):
+    a, b, c, d = progressive.row()
+    elapsed = max(time.perf_counter() - t_train, 1e-9)
+    pct, left = fb.eta()
+    fb.write(f"{a:10.6f} {b:10.6f} {c:8.4f} {d:10.4f} {rows:11,d} "
+             f"{rows / elapsed:10,.0f} {pct:>6} {left:>8}")

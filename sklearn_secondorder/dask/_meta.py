@@ -109,8 +109,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
     model_bytes_ : int
         Size of the pickled model a worker sends back per pass (the largest);
         the start it receives is about as large. The exported arrays
-        (``coef_``...) and, between mixing steps, PSA's window arrays are left
-        out: they are rebuilt from the state.
+        (``coef_``...) are left out: they are rebuilt from the state.
     resolved_params_ : dict
         The ``'auto'`` settings as resolved before the first pass.
 
@@ -316,7 +315,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         mixing = len(workers) > 1
         for _ in range(max_iter):
             tic = time.perf_counter()
-            [start_f] = client.scatter([_slim(model, windows=mixing)], broadcast=True, hash=False)
+            [start_f] = client.scatter([_slim(model)], broadcast=True, hash=False)
             tasks = [client.submit(_worker_pass, start_f, classes, tagger, b, mixing,
                                    workers=[w], allow_other_workers=False, pure=False)
                      for w, b in zip(workers, batches)]

@@ -45,24 +45,6 @@ def _geomean(arrays, p):
     return np.exp(out)
 
 
-def _restart_window(kernel, period):
-    """Restart PSA's adaptation window at the current weights: every block current
-    at ``t``, its next event the first multiple of ``period`` after ``t`` (the
-    kernels' sweep expects that alignment), both snapshots the weights. If the
-    next event ends a window, its ratio is then the rule's ``x/0`` case: one
-    factor in ``[psa_beta, psa_alpha]`` (at most a 1% change with the defaults)."""
-    t = kernel.t
-    if kernel.snaps is None:   # (dropped for the transfer: _slim)
-        n_blocks = kernel.ve.shape[0] // kernel.n_outputs
-        kernel.snaps = np.empty((kernel.ve.shape[0], 2))
-        kernel.times = np.empty((n_blocks, 2), dtype=np.int64)
-    kernel.writable()
-    kernel.last[:] = t
-    kernel.next_event[:] = (t // period + 1) * period
-    kernel.snaps[:, 0] = kernel.weights
-    kernel.snaps[:, 1] = kernel.weights
-
-
 def _mix_sgd_state(states, p, start, est):
     """``LinearSGDState``: weights averaged; averaging sums, counts and ``t`` summed."""
     out = copy.deepcopy(states[0])
@@ -82,13 +64,13 @@ def _mix_sgd_state(states, p, start, est):
 
 def _mix_psa_kernel(kernels, p, start, period):
     """``LazyStepState``: weights averaged, step sizes geometric mean, ``t`` summed,
-    window restarted."""
+    a window started at the mixed weights (``LazyStepState.set_weights``). If the
+    next event ends a window, its ratio is then the rule's ``x/0`` case: one
+    factor in ``[psa_beta, psa_alpha]`` (at most a 1% change with the defaults)."""
     out = copy.deepcopy(kernels[0])
-    out.ve = np.require(out.ve, requirements=["C", "W"])
-    out.ve[:, 0] = _wavg([k.weights for k in kernels], p)
-    out.ve[:, 1] = _geomean([k.step_sizes for k in kernels], p)
     out.t = int(_sum_increments([k.t for k in kernels], 0 if start is None else start.t))
-    _restart_window(out, period)
+    out.set_weights(_wavg([k.weights for k in kernels], p),
+                    _geomean([k.step_sizes for k in kernels], p))
     return out
 
 

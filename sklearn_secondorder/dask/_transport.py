@@ -12,8 +12,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..linear import PSAClassifier
-from ..sequence import PSASequenceTagger
 from ..sequence._base import _BaseSequenceTagger
 from ..sequence._input import (
     KIND_DICTS,
@@ -23,7 +21,6 @@ from ..sequence._input import (
     stack_arrays,
     vectorize_dicts,
 )
-from ._rules import _restart_window
 
 # ---- what travels ---------------------------------------------------------------------
 #: What a pass recomputes from the state (partial_fit exports it again), and the
@@ -31,34 +28,16 @@ from ._rules import _restart_window
 _EXPORTS = ("coef_", "intercept_", "eta_", "B_", "_model", "vocabulary_")
 
 
-def _psa_windows(model):
-    """``(LazyStepState, period)`` of each PSA state of ``model`` (none for other methods)."""
-    if isinstance(model, PSAClassifier):
-        return [(s.kernel, s.period) for s in getattr(model, "_states", ())
-                if s.kernel is not None]
-    if isinstance(model, PSASequenceTagger) and getattr(model, "_state", None) is not None \
-            and model._state.psa is not None:
-        return [(model._state.psa, model.period)]
-    return []
-
-
-def _slim(model, windows=True):
-    """Drop, in place, what need not travel: the exported arrays, and after a
-    mixing step PSA's window arrays (restarted there: ``_restart_window`` rebuilds
-    them from the weights and ``t``). A third of PSA's state and the exports of
-    every method. ``windows=False`` keeps the windows (a model that was not mixed)."""
+def _slim(model):
+    """Drop, in place, what need not travel: the exported arrays (a pass
+    recomputes them)."""
     for name in _EXPORTS:
         vars(model).pop(name, None)
-    for kernel, _ in (_psa_windows(model) if windows else ()):
-        kernel.snaps = kernel.times = None
     return model
 
 
 def _rehydrate(model, export):
-    """Undo ``_slim``: the restarted PSA windows, and (``export``) the exports."""
-    for kernel, period in _psa_windows(model):
-        if kernel.snaps is None:
-            _restart_window(kernel, period)
+    """Undo ``_slim``: (``export``) the exports."""
     if export:
         if isinstance(model, _BaseSequenceTagger):
             model._model = model._final_flat()

@@ -7,9 +7,9 @@ import numpy as np
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
+from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
-from .._core._weights import LazyStepState, PSAOptions
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
@@ -40,10 +40,13 @@ class PSAClassifier(LinearClassifierBase):
     One pass (``max_iter=1``) is the point: the paper's claim is that it
     lands near the empirical optimum.
 
-    The update is `sklearn_secondorder._core._psa_fast.psa_epochs`
-    (``_step``, Algorithm 1 line 5) on ``LazyStepWeights`` (``_weights.pyx``);
-    the step-size adaptation (Eqs. 6-10) is ``skso_psa_factor`` in
-    ``_core/_psa_math.h``.
+    The update is `sklearn_secondorder._core._psa_fast.psa_epochs` on the
+    lazy core ``_core/_lazy_steps.pxd`` (one record per weight: the weight,
+    its step size, the window's snapshots; ``step_weight`` is Algorithm 1's
+    line 5, ``apply_event`` lines 6-10); the step-size factor (Eqs. 6-10) is
+    ``skso_psa_factor`` in ``_core/_psa_math.h``. The step sizes and the
+    first half-window's move are kept in float32: one pass gives the same
+    accuracy as in float64 (``benchmarks/psa_accuracy.py``).
 
     Parameters
     ----------
@@ -230,19 +233,15 @@ class PSAClassifier(LinearClassifierBase):
         check_psa_factors(self)
 
     def _bytes_per_weight(self, n_features, n_outputs):
-        # LazyStepState: (weight, eta) and two snapshots, 32 bytes; coef_, 8;
-        # the last-visit times, 16 per feature (counted per weight: a bound);
-        # the L1 totals, 16
-        return 56 + 16 * (l1_share(self) > 0)
+        # LazyStepState's record per feature (its weights, step sizes,
+        # snapshots and time; 32 bytes a binary weight, 64 with L1), and coef_
+        record = record_dtype(n_outputs, l1=l1_share(self) > 0).itemsize
+        return -(-record // n_outputs) + 8
 
     def _set_problem_weights(self, state, coef, intercept):
-        # LazyStepState: the intercept after the coefficients; the first
-        # window's snapshots theta(0) are the initial weights
-        w = state.kernel.weights
-        w[:coef.size] = coef
-        w[coef.size:] = intercept
-        state.kernel.snaps[:, 0] = w
-        state.kernel.snaps[:, 1] = w
+        # LazyStepState: the intercept after the coefficients; a window
+        # starts at the initial weights
+        state.kernel.set_weights(np.concatenate([np.ravel(coef), np.ravel(intercept)]))
 
     def _init_problem(self, n_features, n_outputs, seed):
         return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
@@ -264,10 +263,10 @@ class PSAClassifier(LinearClassifierBase):
                     random_state=np.random.RandomState(problem.seed),
                     l1_ratio=l1_share(self))
             problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
-                                                 seed=problem.seed)
+                                                 seed=problem.seed, l1=l1_share(self) > 0)
         lam, l1 = split_alpha(self)
-        if l1 > 0 and problem.kernel.l1 is None:    # (an L2 state, now with L1)
-            problem.kernel.l1 = np.zeros_like(problem.kernel.ve)
+        if l1 > 0:
+            problem.kernel.with_l1()                # (an L2 state, now with L1)
         options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(RowDataset(X, y, sample_weight), problem.kernel, options,

@@ -5,8 +5,8 @@ import numpy as np
 
 from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
-from .._core._weights import LazyStepState, PSAOptions
-from .._penalty import PENALTY_CONSTRAINTS, split_alpha
+from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
+from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger
 
@@ -29,20 +29,21 @@ class PSASequenceTagger(_BaseSequenceTagger):
     ``[psa_beta, psa_alpha]``. A weight that did not move (``0/0``) keeps its
     step size; ``x/0`` counts as ``g_i = sign(x) inf``.
 
-    Weights not in the current sequence catch up lazily (the shared
-    ``LazyStepWeights`` core of ``PSAClassifier``): within a window they only
+    Weights not in the current sequence catch up lazily (the lazy core of
+    ``PSAClassifier``, ``_core/_lazy_steps.pxd``): within a window they only
     shrink, ``(1 - eta_i alpha)^k`` in closed form, and a whole idle window
     has the shrink's ratio ``(1 - eta_i alpha)^b`` (clipped to kappa, after
     which ``K`` idle windows are one closed-form step). A pass therefore
     costs O(nnz) like plain SGD, not the paper implementation's O(n_weights)
-    every ``2b`` updates, and gives the dense algorithm's result to
-    rounding. The paper's defaults for CRFs are the defaults here;
+    every ``2b`` updates, and gives the dense algorithm's result within the
+    float32 rounding of the step sizes (relative 1e-6 on small problems,
+    the same F1 after one pass). The paper's defaults for CRFs are the defaults here;
     the method aims at a good model in a single pass (``max_iter=1``).
 
-    The update is `sklearn_secondorder._core._crf_psa.psa_epochs` (``_step``,
-    Algorithm 1 line 5) on ``LazyStepWeights`` (``_weights.pyx``); the
-    step-size adaptation (Eqs. 6-10) is ``skso_psa_factor`` in
-    ``_core/_psa_math.h``.
+    The update is `sklearn_secondorder._core._crf_psa.psa_epochs` (``_update``,
+    Algorithm 1 line 5) on the lazy core ``_core/_lazy_steps.pxd`` (one
+    record per weight); the step-size factor (Eqs. 6-10) is
+    ``skso_psa_factor`` in ``_core/_psa_math.h``.
 
     Parameters
     ----------
@@ -166,8 +167,11 @@ class PSASequenceTagger(_BaseSequenceTagger):
         check_psa_factors(self)
 
     def _bytes_per_weight(self):
-        # besides the CRF's: LazyStepState's (weight, eta), snapshots, times
-        return super()._bytes_per_weight() + 48
+        # besides the CRF's: LazyStepState's record per attribute (weights,
+        # step sizes, snapshots, time)
+        H = self._n_states()
+        record = record_dtype(H, l1=l1_share(self) > 0).itemsize
+        return super()._bytes_per_weight() + -(-record // H)
 
     def _grow(self, n_attributes):
         old = self._state.crf.n_attributes
@@ -180,12 +184,13 @@ class PSASequenceTagger(_BaseSequenceTagger):
         check_eta0(self, self.eta0_)
         if st.psa is None:
             st.psa = LazyStepState.zeros(st.crf.n_attributes + self.classes_.size + 1,
-                                         self.classes_.size, self.eta0_)
+                                         self.classes_.size, self.eta0_,
+                                         l1=l1_share(self) > 0)
         lam, l1 = split_alpha(self)
-        if l1 > 0 and st.psa.l1 is None:     # (an L2 state, now with L1)
-            st.psa.l1 = np.zeros_like(st.psa.ve)
-        st.psa.writable()
-        st.psa.weights[:] = st.crf.coef
+        if l1 > 0:
+            st.psa.with_l1()                  # (an L2 state, now with L1)
+        st.psa.prepare()
+        st.psa.set_values(st.crf.coef)
         st.psa.t, st.psa.seed = st.crf.t, st.crf.seed
         options = PSAOptions(lam=lam, period=self.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
