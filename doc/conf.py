@@ -70,15 +70,19 @@ _MATHJAX_STATIC = DOC / "_mathjax"
 
 
 def _copy_mathjax():
-    """Copy MathJax's es5 build (tex-chtml.js and its fonts) to ``doc/_mathjax/mathjax``."""
+    """Copy MathJax's es5 build (tex-svg.js and its components) to ``doc/_mathjax/mathjax``."""
     target = _MATHJAX_STATIC / "mathjax"
-    if not (target / "tex-chtml.js").exists():
+    if not (target / "tex-svg.js").exists():
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(_MATHJAX_ES5, target)
 
 
 _copy_mathjax()
-mathjax_path = "mathjax/tex-chtml.js"   # relative: served from _static/
+# SVG output: every glyph is drawn as a path in the page, so symbols such as
+# \top render the same in every browser and from file:// URLs, where the
+# CHTML output's web fonts may not load and a system font stands in (its
+# thin ⊤ read as a bar)
+mathjax_path = "mathjax/tex-svg.js"     # relative: served from _static/
 
 # ---- HTML ----------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -95,6 +99,11 @@ html_sidebars = {"index": [], "getting_started": [], "choosing": [], "results": 
 html_show_sourcelink = False
 
 # ---- gallery -------------------------------------------------------------------------
+# the thumbnails of the examples that draw no figure (``_thumbnails.py``)
+from _thumbnails import make_thumbnails  # noqa: E402
+
+make_thumbnails(DOC / "_static" / "thumbnails")
+
 # Examples whose name starts with ``plot_`` run at every build (each in seconds);
 # the others (the full sklearn-crfsuite tutorial, the Dask cluster, the PSA
 # paper's CRF table on all of CoNLL-2000, the demo) are rendered, not run.

@@ -3,11 +3,12 @@
     python -m sphinx -W -b html doc doc/_build/html
     python doc/screenshots.py [--build doc/_build/html] [--out doc/_screenshots]
 
-Opens the built index, a user-guide page with equations (PSA) and a gallery
-page through ``file://`` URLs (no server, no network: MathJax is served from
-the site itself) and writes one PNG per page. Needs a Chromium binary
-(``chromium``, ``chromium-browser`` or ``google-chrome`` on the PATH; on
-Debian ``apt-get install chromium``).
+Opens the built index, the "choosing an estimator" page (its decision
+table), the gallery's cards, user-guide pages with equations (PSA, SBM), a
+gallery page and the results page through ``file://`` URLs (no server, no
+network: MathJax is served from the site itself) and writes one PNG per
+page. Needs a Chromium binary (``chromium``, ``chromium-browser`` or
+``google-chrome`` on the PATH; on Debian ``apt-get install chromium``).
 """
 import argparse
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 # page -> (path in the build, window height: the gallery page down to its figure)
 PAGES = {
     "index": ("index.html", 1600),
+    "choosing": ("choosing.html", 4000),
+    "gallery": ("auto_examples/index.html", 2000),
     "user_guide_psa": ("user_guide/psa.html", 1600),
     "user_guide_sbm": ("user_guide/sbm.html", 1600),
     "gallery_single_pass": ("auto_examples/plot_single_pass_curves.html", 4200),

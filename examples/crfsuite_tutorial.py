@@ -25,6 +25,7 @@ depart from the tutorial, printed when it happens.
     python examples/crfsuite_tutorial.py           # the tutorial's search (50 x 3 fits)
     python examples/crfsuite_tutorial.py --quick   # a 4-candidate search
 """
+# sphinx_gallery_thumbnail_path = "_static/thumbnails/crfsuite_tutorial.png"
 import argparse
 import gzip
 import sys

@@ -18,6 +18,7 @@ the single machine's accuracy within 0.03 points for PSA, plain SGD and
 SGD-QN; on the shared 2-core machine of that run, two workers were not faster
 in wall time (see :doc:`/results`).
 """
+# sphinx_gallery_thumbnail_path = "_static/thumbnails/dask_parameter_mixing.png"
 import dask.array as da
 import numpy as np
 from distributed import Client, LocalCluster

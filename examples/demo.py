@@ -12,6 +12,7 @@ Part 2 (sequence tagging) runs when ``../shared/data/conll2000`` is present:
 PSA (one pass) and ASF taggers on CoNLL-2000 chunking with word/POS window
 features, scored by conlleval chunk F1.
 """
+# sphinx_gallery_thumbnail_path = "_static/thumbnails/demo.png"
 import time
 import warnings
 from pathlib import Path

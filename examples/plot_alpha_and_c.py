@@ -21,6 +21,7 @@ for a few ``C``, on scikit-learn's bundled breast-cancer data (standardised).
 Then a ``GridSearchCV`` over ``alpha`` with the same code one writes for
 ``SGDClassifier``.
 """
+import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
@@ -44,13 +45,24 @@ def objective(coef, intercept, alpha):
 
 print(f"{'C':>6} {'alpha=1/(Cn)':>13} {'objective LR':>13} {'PSA 5 passes':>13} "
       f"{'test acc LR':>12} {'PSA':>7}")
-for C in (0.01, 0.1, 1.0):
+Cs, lr_objective, psa_objective = (0.01, 0.1, 1.0), [], []
+for C in Cs:
     alpha = 1.0 / (C * n)
     lr = LogisticRegression(C=C, max_iter=5000).fit(X, y)
     psa = PSAClassifier(alpha=alpha, max_iter=5, random_state=0).fit(X, y)
-    print(f"{C:6g} {alpha:13.3g} {objective(lr.coef_[0], lr.intercept_[0], alpha):13.5f} "
-          f"{objective(psa.coef_[0], psa.intercept_[0], alpha):13.5f} "
+    lr_objective.append(objective(lr.coef_[0], lr.intercept_[0], alpha))
+    psa_objective.append(objective(psa.coef_[0], psa.intercept_[0], alpha))
+    print(f"{C:6g} {alpha:13.3g} {lr_objective[-1]:13.5f} {psa_objective[-1]:13.5f} "
           f"{lr.score(Xt, yt):12.4f} {psa.score(Xt, yt):7.4f}")
+
+fig, ax = plt.subplots(figsize=(5, 3.5))
+ax.plot(Cs, lr_objective, "o-", label="LogisticRegression(C) (optimum)")
+ax.plot(Cs, psa_objective, "s--", label="PSAClassifier(alpha=1/(C n)), 5 passes")
+ax.set(xscale="log", xlabel="C", ylabel="objective at alpha = 1/(C n)",
+       title="One objective: alpha = 1 / (C n)")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
 
 # %%
 # Same problem, same ``alpha``: five passes of PSA reach an objective within

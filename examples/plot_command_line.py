@@ -12,6 +12,7 @@ Here the files are a9a from ``../shared/data`` when present, else scikit-learn's
 bundled breast-cancer data written to svmlight files in a temporary folder.
 Each command is the line you would type in a shell.
 """
+# sphinx_gallery_thumbnail_path = "_static/thumbnails/plot_command_line.png"
 import shlex
 import subprocess
 import sys

@@ -119,5 +119,5 @@ plt.show()
 # %%
 # ``SGDQNLinearSVC``'s ``t0='auto'`` runs trial passes on a 10 % sample
 # before the first epoch: that search is part of its fit time.
-# ``benchmarks/RESULTS.md`` and issue 16 track SGD-QN's cost against a
+# ``benchmarks/RESULTS.md`` (the papers' claims) tracks SGD-QN's cost against a
 # 1-pass ``PlainSGDClassifier`` fit.

@@ -17,6 +17,7 @@ from ._core._crf_sgd import CRFState, SGDOptions, sgd_epochs
 from ._core._dataset import RowDataset
 from ._core._sgd_fast import trial_pass
 from ._core._weights import ScaledWeights
+from ._validation import user_stacklevel
 
 
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
@@ -195,5 +196,5 @@ def search_step(objective, *, eta_start=0.1, factor=2.0, max_trials=20):
             f"step-size calibration stopped at its limit of {max_trials} trials (eta="
             f"{best_eta:.3g}, still improving): the features are probably badly scaled "
             "(e.g. use StandardScaler), or pass eta0 explicitly.", UserWarning,
-            stacklevel=3)
+            stacklevel=user_stacklevel())
     return best_eta

@@ -6,9 +6,12 @@ the rollback of a failed ``fit`` / ``partial_fit``.
 """
 import contextlib
 import dataclasses
+import os
+import sys
 import warnings
 
 import numpy as np
+import sklearn
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 from sklearn.model_selection import StratifiedShuffleSplit
@@ -17,6 +20,109 @@ from sklearn.utils.validation import column_or_1d
 
 #: Exclusive upper bound of the seeds drawn for the kernels' shuffling RNG.
 MAX_SEED = np.iinfo(np.int32).max
+
+
+#: Frames in these directories are ours or scikit-learn's (``_fit_context``,
+#: ``Pipeline``, ``GridSearchCV``): a warning names the first frame outside them.
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                      for m in (sys.modules[__package__], sklearn))
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that attributes a warning to the user's line.
+
+    Called by the function that warns, it counts the frames from there to the
+    first one outside this package and scikit-learn, so the warning points at
+    the user's ``est.fit(...)`` (or ``pipeline.fit(...)``) whatever the depth
+    of the calls in between: a fixed number would name ``sklearn/base.py``.
+
+    Returns
+    -------
+    stacklevel : int
+        For ``warnings.warn`` called by the caller of this function.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+#: The compiled core indexes features with int32 (as scikit-learn's SGD).
+MAX_FEATURES = int(np.iinfo(np.int32).max)
+
+
+def available_memory():
+    """Bytes this process can still allocate, or None where unknown.
+
+    Linux's ``MemAvailable`` (``/proc/meminfo``), capped by what the cgroup
+    (a container's limit) leaves; elsewhere the free physical pages.
+    """
+    available = None
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                left = int(limit) - int(f.read())
+            available = left if available is None else min(available, left)
+    if available is None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return available
+
+
+def _gib(n_bytes):
+    return f"{n_bytes / 2 ** 30:.1f} GiB"
+
+
+def check_model_memory(est, n_features, n_outputs, bytes_per_weight):
+    """Refuse, before anything is allocated, a model that cannot fit.
+
+    The model holds ``n_features x n_outputs`` weights of ``bytes_per_weight``
+    bytes of training state each (the weight, the estimator's per-weight
+    state, the exported ``coef_``). NumPy's allocation of more than the
+    memory available either fails late or, with Linux's overcommit, succeeds
+    and gets the process killed when the pages are written; and the core
+    indexes at most ``MAX_FEATURES`` features. Either way the remedy is to
+    hash the features to fewer columns.
+
+    Parameters
+    ----------
+    est : estimator
+        The estimator about to allocate (named in the message).
+    n_features : int
+        Rows of the weight block: features (a tagger adds its bias and
+        transition rows).
+    n_outputs : int
+        Weights per feature: classes, problems or label states.
+    bytes_per_weight : int
+        Bytes of training state per weight (the estimator's
+        ``_bytes_per_weight``).
+
+    Raises
+    ------
+    ValueError
+        Naming the bytes needed and available, and the hashing remedies.
+    """
+    need = int(n_features) * int(n_outputs) * int(bytes_per_weight)
+    available = available_memory()
+    too_big = available is not None and need > available
+    if not (too_big or n_features > MAX_FEATURES):
+        return
+    reason = (f"more than the {_gib(available)} of memory available" if too_big else
+              f"and the compiled core indexes at most {MAX_FEATURES} (2**31 - 1) features")
+    raise ValueError(
+        f"{type(est).__name__}: a model of {n_features} features x {n_outputs} output(s) "
+        f"needs {_gib(need)} ({need} bytes: {bytes_per_weight} bytes of state per weight), "
+        f"{reason}. Hash the features to fewer columns: "
+        "sklearn.feature_extraction.text.HashingVectorizer(n_features=2**20) (or "
+        "FeatureHasher) in Python, skso train --hash-bits 20 on the command line.")
 
 
 def draw_seed(rng):
@@ -107,7 +213,7 @@ def warn_if_implausible(est, penalty, cost_of_zero, advice):
             f"{type(est).__name__}: the weights are implausibly large (alpha/2 ||w||^2 "
             f"= {penalty:.3g}, while the cost of w = 0 is at most {cost_of_zero:.3g}): "
             f"the steps were too large for the scale of the features. {advice}",
-            UserWarning, stacklevel=5)
+            UserWarning, stacklevel=user_stacklevel())
         return True
     return False
 
@@ -136,7 +242,7 @@ def unfit_on_error(est, private, continued=False):
         raise
 
 
-# ---- stopping, initialisation, deployment (issue 13) --------------------------
+# ---- stopping, initialisation, deployment --------------------------------
 
 def _margin_losses(name, z):
     """Per-row margin loss at ``z = y p`` (the equations of ``_losses.pyx``,
@@ -215,7 +321,8 @@ def warn_if_worse_than_constant(est, loss, constant_loss, accuracy, majority):
         f"{majority:.3f}; mean loss {loss:.4g}, against {constant_loss:.4g} for the best "
         "intercept-only model). The features are probably on very different scales: "
         "scale them (e.g. make_pipeline(StandardScaler(), ...), or MaxAbsScaler for "
-        "sparse data), or train longer (max_iter).", UserWarning, stacklevel=5)
+        "sparse data), or train longer (max_iter).", UserWarning,
+        stacklevel=user_stacklevel())
 
 
 def validation_split(y, sample_weight, validation_fraction, random_state):

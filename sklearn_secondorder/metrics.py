@@ -371,23 +371,26 @@ def sequence_accuracy_score(y_true, y_pred):
     """Compute the fraction of sequences whose labels are all correct.
 
     As ``sklearn_crfsuite.metrics.sequence_accuracy_score``, 0 for no
-    sequences; unlike it, sequences of equal lengths are still compared
-    whole (sklearn-crfsuite compares them token by token when every sequence
-    has the same length, and can return more than 1).
+    sequences, and a predicted sequence of another length than its gold one
+    is simply wrong; unlike it, sequences of equal lengths are still
+    compared whole (sklearn-crfsuite compares them token by token when
+    every sequence has the same length, and can return more than 1).
 
     Parameters
     ----------
     y_true : list of list of str
         The gold label sequences (a single sequence of labels is also accepted).
     y_pred : list of list of str
-        The predicted label sequences, of the same lengths as ``y_true``.
+        The predicted label sequences, as many as in ``y_true``.
 
     Returns
     -------
     accuracy : float
         The fraction of sequences predicted without a single error.
     """
-    y_true, y_pred = _check_pair(y_true, y_pred)
+    y_true, y_pred = _as_sequences(y_true), _as_sequences(y_pred)
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}.")
     if not y_true:
         return 0.0
     return float(np.mean([list(a) == list(b) for a, b in zip(y_true, y_pred)]))

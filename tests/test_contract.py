@@ -1,4 +1,4 @@
-"""SGDClassifier's contract on every linear estimator (issue 13): stopping,
+"""SGDClassifier's contract on every linear estimator: stopping,
 initialisation, sparsify / densify / strip_training_state, verbose, defaults,
 and the regression tests of the bugs of the trial run.
 
@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDClassifier
-from sklearn.model_selection import StratifiedShuffleSplit
+from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -28,6 +28,7 @@ from sklearn_secondorder import (
     PSAClassifier,
     SBMLogisticRegression,
     SGDQNLinearSVC,
+    _validation,
 )
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._validation import _margin_losses, best_constant_loss
@@ -215,11 +216,13 @@ def test_zero_coef_init_is_the_default_start(make, fmt):
 
 
 def _numpy_constant_sgd(X, y, w, b, eta, alpha):
-    """Plain SGD with a constant step on the log loss, rows in order."""
+    """Plain SGD with a constant step on the log loss, rows in order; the
+    shrink clipped at 0 (``SGDClassifier``'s ``w.scale(max(0, 1 - eta
+    alpha))``, ``sklearn/linear_model/_sgd_fast.pyx.tp``)."""
     w, b = w.copy(), float(b)
     for x, t in zip(X, np.where(y == 1, 1.0, -1.0)):
         g = -t / (1.0 + np.exp(t * (x @ w + b)))
-        w = (1 - eta * alpha) * w - eta * g * x
+        w = max(0.0, 1 - eta * alpha) * w - eta * g * x
         b -= eta * g
     return w, b
 
@@ -270,17 +273,138 @@ def test_coef_init_errors(make):
         make().fit(X, y, coef_init=np.full(10, np.nan))
 
 
-def test_warm_start_continues_the_schedule(make):
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_warm_start_reuses_the_coefficients_not_the_schedule(make, n_classes):
+    """As SGDClassifier (run beside): a warm-started fit is the fit from
+    ``coef_init=coef_, intercept_init=intercept_``, and ``t_`` restarts."""
+    X, y = _data(n_classes)
+    X2, y2 = _data(n_classes, seed=1)
+    peers = [(make, {}), (SGDClassifier, {"tol": None, "random_state": 0})]
+    for Est, kw in peers:
+        warm = Est(max_iter=3, warm_start=True, **kw).fit(X, y)
+        coef, intercept, t_first = warm.coef_.copy(), warm.intercept_.copy(), warm.t_
+        warm.fit(X2, y2)
+        ref = Est(max_iter=3, **kw).fit(X2, y2, coef_init=coef, intercept_init=intercept)
+        assert_allclose(warm.coef_, ref.coef_, rtol=1e-12, atol=1e-15)
+        assert_allclose(warm.intercept_, ref.intercept_, rtol=1e-12, atol=1e-15)
+        assert warm.t_ == ref.t_ == t_first          # the schedule starts over
+        assert not np.allclose(warm.coef_, Est(max_iter=3, **kw).fit(X2, y2).coef_)
+
+
+def test_warm_start_with_other_classes_starts_afresh(make):
+    X, y = _data(2)
+    X3, y3 = _data(3)
+    est = make(max_iter=2, warm_start=True).fit(X, y).fit(X3, y3)
+    assert_allclose(est.coef_, make(max_iter=2).fit(X3, y3).coef_, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("Est,kw", [
+    (PlainSGDClassifier, {"learning_rate": "constant", "eta0": 1.0}),
+    (PSAClassifier, {"eta0": 1.0}),
+])
+def test_eta0_alpha_at_least_one_fits_as_sgdclassifier(Est, kw):
+    """SGDClassifier clips the shrink ``1 - eta alpha`` at 0 rather than
+    refusing: so do we, and a grid over a wide alpha range fits every fold."""
     X, y = _data()
-    a = make(max_iter=1, warm_start=True, shuffle=False).fit(X, y)
-    a.fit(X, y)
-    b = make(max_iter=2, shuffle=False).fit(X, y)
-    if isinstance(b, SBMLogisticRegression):
-        # SBM's n_t counts the rows of each call once: a later fit's rows are
-        # new rows of the stream, as with partial_fit
-        b = make(shuffle=False).partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
-    assert a.t_ == b.t_ == 400
-    assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-13)
+    for alpha in (1.0, 10.0):
+        est = Est(alpha=alpha, max_iter=1, shuffle=False, **kw).fit(X, y)
+        assert np.all(np.isfinite(est.coef_))
+        if Est is PlainSGDClassifier:
+            w, b = _numpy_constant_sgd(X, y, np.zeros(10), 0.0, 1.0, alpha)
+            assert_allclose(est.coef_.ravel(), w, rtol=1e-10, atol=1e-12)
+            assert_allclose(est.intercept_, [b], rtol=1e-10)
+    grid = {"alpha": np.logspace(-4, 2, 4)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)     # (the scale warning at large alpha)
+        ours = GridSearchCV(Est(random_state=0, **kw), grid, cv=3, error_score="raise")
+        ours.fit(X, y)
+        peer = GridSearchCV(SGDClassifier(learning_rate="constant", eta0=1.0, tol=None,
+                                          max_iter=5, random_state=0),
+                            grid, cv=3, error_score="raise").fit(X, y)
+    assert np.all(np.isfinite(ours.cv_results_["mean_test_score"]))
+    assert np.all(np.isfinite(peer.cv_results_["mean_test_score"]))
+    assert ours.best_params_["alpha"] < 1.0     # the zeroing steps lose, as the peer's
+
+
+def test_scale_warning_names_the_users_line():
+    """The weight-scale warning points at the caller's line, not at
+    sklearn/base.py (directly and through a Pipeline)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    est = PlainSGDClassifier(learning_rate="constant", eta0=1.0, random_state=0)
+    for model in (est, make_pipeline(est)):
+        with pytest.warns(UserWarning, match="implausibly large") as record:
+            model.fit(X, y)
+        assert {w.filename for w in record} == {__file__}
+
+
+# ---- refusing a model that cannot fit in memory -------------------------------------
+_HUGE = 2 ** 31 + 10
+
+
+def _huge_csr(n_rows=4):
+    """A tiny CSR whose columns go past 2**31 (a hashed or id-keyed input gone wrong)."""
+    cols = [0, 5, 2 ** 31 + 3, 7][:n_rows]
+    return sp.csr_matrix((np.ones(n_rows), (np.arange(n_rows), cols)), shape=(n_rows, _HUGE))
+
+
+def _all_estimators():
+    from sklearn_secondorder import (
+        AROWSequenceTagger,
+        ASFSequenceTagger,
+        AveragedPerceptronSequenceTagger,
+        LBFGSSequenceTagger,
+        PassiveAggressiveSequenceTagger,
+        PSASequenceTagger,
+        SGDSequenceTagger,
+    )
+    return [PlainSGDClassifier, PSAClassifier, SGDQNLinearSVC, SBMLogisticRegression,
+            ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger, LBFGSSequenceTagger,
+            AveragedPerceptronSequenceTagger, PassiveAggressiveSequenceTagger,
+            AROWSequenceTagger]
+
+
+def _fit_huge(est):
+    X = _huge_csr()
+    if "Tagger" in type(est).__name__:
+        return est.fit([X[:2], X[2:]], [["a", "b"], ["a", "b"]])
+    return est.fit(X, np.array([0, 1, 0, 1]))
+
+
+@pytest.mark.parametrize("Est", _all_estimators())
+def test_a_model_too_big_is_refused_before_allocation(Est, monkeypatch):
+    """Every estimator refuses a 2**31+-column model up front, naming the
+    bytes and the hashing remedies: with this machine's memory (whatever
+    it is: past 2**31 features the int32 index refuses it too), with 1 GiB
+    available (the memory branch) and with unlimited memory (the index)."""
+    remedy = r"Hash the features.*HashingVectorizer.*skso train --hash-bits"
+    bytes_ = rf"a model of {_HUGE + (3 if 'Tagger' in Est.__name__ else 0)} features x "
+    with pytest.raises(ValueError, match=rf"{Est.__name__}: {bytes_}.*GiB.*{remedy}"):
+        _fit_huge(Est())
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 ** 30)
+    with pytest.raises(ValueError, match=r"\(\d+ bytes: \d+ bytes of state per weight\), "
+                                         r"more than the 1\.0 GiB of memory available"):
+        _fit_huge(Est())
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 ** 62)
+    with pytest.raises(ValueError, match="indexes at most 2147483647"):
+        _fit_huge(Est())
+
+
+def test_the_memory_estimate_is_features_x_outputs_x_state(monkeypatch):
+    """The bytes named are n_features x n_outputs x the per-weight state, and
+    the check sits just at the limit."""
+    X, y = _data(n_classes=3)
+    est = PlainSGDClassifier(average=True)              # weight, coef_, average: 24
+    need = 10 * 3 * 24
+    monkeypatch.setattr(_validation, "available_memory", lambda: need - 1)
+    with pytest.raises(ValueError, match=f"10 features x 3 output.*{need} bytes: 24 bytes"):
+        est.fit(X, y)
+    monkeypatch.setattr(_validation, "available_memory", lambda: need)
+    est.fit(X, y)
+
+
+def test_available_memory_is_read():
+    available = _validation.available_memory()
+    assert available is None or 0 < available < 2 ** 50
 
 
 # ---- sparsify / densify / deployment -------------------------------------------
@@ -321,8 +445,10 @@ def test_strip_training_state(make, fmt):
     with pytest.raises(ValueError, match="strip_training_state.*partial_fit cannot"):
         small.partial_fit(X, y)
     assert_array_equal(small.coef_, coef)             # still the same model
-    small.set_params(warm_start=True).fit(X, y)      # fit trains afresh
-    assert_allclose(small.coef_, make(max_iter=2).fit(X, y).coef_, rtol=1e-12)
+    intercept = small.intercept_.copy()
+    small.set_params(warm_start=True).fit(X, y)      # from coef_, as SGDClassifier
+    ref = make(max_iter=2).fit(X, y, coef_init=coef, intercept_init=intercept)
+    assert_allclose(small.coef_, ref.coef_, rtol=1e-12)
 
 
 def test_strip_training_state_size_on_wide_data():
@@ -422,10 +548,10 @@ def test_mmap_loaded_model_continues_training(make, fmt, tmp_path):
     assert_array_equal(loaded.coef_, copy.coef_)
     assert loaded.t_ == 400
     assert np.memmap not in {type(a) for a in vars(state).values()}
-    # warm_start fit continues too
+    # a warm_start fit starts from the loaded coef_
     loaded = joblib.load(path, mmap_mode="r")
     loaded.set_params(warm_start=True, max_iter=1).fit(X, y)
-    assert loaded.t_ == 400
+    assert loaded.t_ == 200
 
 
 def test_no_unique_classes_warning_with_many_classes(make):

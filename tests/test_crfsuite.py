@@ -94,6 +94,40 @@ def test_every_item_sequence_form_reads_as_pycrfsuite():
     assert _token_dicts([pycrfsuite.ItemSequence(s) for s in FORMS]) == theirs
 
 
+# tokens given as bare strings: pycrfsuite iterates them (each character an
+# attribute of value 1; "John" is J, o, h, n), and so does sklearn-crfsuite
+WORDS_X = [["John", "runs", "fast"], ["Mary", "walks"], ["he", "runs"], ["Mary", "runs"]]
+WORDS_Y = [["N", "V", "A"], ["N", "V"], ["N", "V"], ["N", "V"]]
+
+
+def test_bare_string_tokens_read_as_pycrfsuite():
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    theirs = [d for seq in WORDS_X for d in pycrfsuite.ItemSequence(seq).items()]
+    assert _token_dicts(WORDS_X) == theirs
+    assert _token_dicts(WORDS_X)[0] == {"J": 1.0, "o": 1.0, "h": 1.0, "n": 1.0}
+    # mixed with the other forms in one sequence
+    mixed = [["ab", {"w": "x"}, ["c"]]]
+    assert _token_dicts(mixed) == [d for d in pycrfsuite.ItemSequence(mixed[0]).items()]
+
+
+def test_bare_string_tokens_fit_as_sklearn_crfsuite():
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", max_iterations=50).fit(WORDS_X, WORDS_Y)
+    ours = CRF(algorithm="lbfgs", max_iterations=50).fit(WORDS_X, WORDS_Y)
+    assert ours.attributes_ == ref.attributes_
+    assert set(ours.state_features_) == set(ref.state_features_)
+    assert [list(p) for p in ours.predict(WORDS_X)] == [list(p) for p in ref.predict(WORDS_X)]
+    assert ours.predict_single(["Jo"]) == ref.predict_single(["Jo"])
+    # the taggers read them the same way: as the lists of their characters
+    as_lists = [[list(w) for w in seq] for seq in WORDS_X]
+    for Tagger in (ASFSequenceTagger, PSASequenceTagger, SGDSequenceTagger):
+        a = Tagger(random_state=0, max_iter=3).fit(WORDS_X, WORDS_Y)
+        b = Tagger(random_state=0, max_iter=3).fit(as_lists, WORDS_Y)
+        assert a.attributes_ == b.attributes_
+        assert_allclose(a.coef_, b.coef_, rtol=0, atol=0)
+        assert list(a.predict(WORDS_X)) == list(b.predict(as_lists))
+
+
 def test_bad_values_and_names_are_named():
     with pytest.raises(TypeError, match="feature 'w' has a value of type NoneType"):
         vectorize_dicts([[{"w": None}]], {}, True)
@@ -549,6 +583,15 @@ def test_metrics_equal_sklearn_crfsuites(name, kwargs):
 def test_metric_edge_cases():
     theirs = pytest.importorskip("sklearn_crfsuite.metrics")
     assert metrics.sequence_accuracy_score([], []) == theirs.sequence_accuracy_score([], [])
+    # sequences of other lengths than their gold ones are wrong, not an error
+    y_true, y_pred = [[1, 2], [3]], [[3], [1, 2]]
+    assert (metrics.sequence_accuracy_score(y_true, y_pred)
+            == theirs.sequence_accuracy_score(y_true, y_pred) == 0)
+    # (sklearn-crfsuite gives 0 here too: its NumPy comparison of a ragged
+    # array with a (2, 1) one broadcasts; sequence 0 is right)
+    assert metrics.sequence_accuracy_score([["a"], ["b", "c"]], [["a"], ["b"]]) == 0.5
+    with pytest.raises(ValueError, match="y_true has 2 sequences but y_pred has 1"):
+        metrics.sequence_accuracy_score([["a"], ["b"]], [["a"]])
     with pytest.raises(ValueError):
         theirs.flat_accuracy_score([], [])
     with pytest.raises(ValueError):

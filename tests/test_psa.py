@@ -222,15 +222,16 @@ def test_fit_equals_partial_fit_in_chunks():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_warm_start_continues_the_state(n_classes):
+def test_warm_start_reuses_the_weights_not_the_step_sizes(n_classes):
     X, y = _data(n_classes)
     kw = dict(period=5, eta0=0.2, shuffle=False)
     est = PSAClassifier(warm_start=True, **kw).fit(X, y)
+    coef, intercept = est.coef_.copy(), est.intercept_.copy()
     est.fit(X, y)
-    ref = PSAClassifier(max_iter=2, **kw).fit(X, y)
+    ref = PSAClassifier(**kw).fit(X, y, coef_init=coef, intercept_init=intercept)
     assert_allclose(est.coef_, ref.coef_, rtol=1e-9)
-    assert_allclose(est.eta_, ref.eta_, rtol=2e-7)
-    assert est.t_ == 600
+    assert_allclose(est.eta_, ref.eta_, rtol=2e-7)      # step sizes start again at eta0
+    assert est.t_ == 300
     cold = PSAClassifier(**kw).fit(X, y).fit(X, y)  # no warm start: starts over
     assert cold.t_ == 300
 

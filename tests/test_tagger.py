@@ -505,7 +505,7 @@ def test_prediction_refuses_overflowing_token_scores():
 
 
 @pytest.mark.parametrize("X, message", [
-    ([["a", {"w": "b"}]], "token 0 of sequence 0 is a str"),
+    ([[b"a", {"w": "b"}]], "token 0 of sequence 0 is a bytes"),   # (a str token is valid)
     ([[("w", 1.0), ("w", "b")]], "feature name 1.0 is a float"),
     (["ab"], "sequence 0 of X is a str"),
     ((s for s in [[{"w": "a"}]]), "X is a generator")])

@@ -181,7 +181,7 @@ register_algorithm(Algorithm(
     summary="CRFsuite's l2sgd: SGD with eta = 1 / (alpha (t0 + t)), t0 from a calibrated "
             "eta0 (Bottou); max_iterations passes, 10 by default"))
 
-# CRFsuite's own trainers (issue 15): the taggers generate CRFsuite's features
+# CRFsuite's own trainers: the taggers generate CRFsuite's features
 # themselves and run all their iterations in one call (one log record)
 _CRFSUITE_FEATURES = {"all_possible_states": "all_possible_states",
                       "all_possible_transitions": "all_possible_transitions"}

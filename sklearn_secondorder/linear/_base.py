@@ -43,6 +43,7 @@ from .._validation import (
     check_classes_arg,
     check_init_weights,
     check_label_types,
+    check_model_memory,
     check_not_stripped,
     draw_seed,
     own_arrays,
@@ -97,6 +98,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         """Whether more than two classes are fitted jointly (default: never)."""
         return False
 
+    def _bytes_per_weight(self, n_features, n_outputs):
+        """Bytes of training state per weight, for the memory check before
+        allocation (``check_model_memory``): by default the weight and its
+        copy in ``coef_``."""
+        return 16
+
     def _more_validate_params(self, for_partial_fit=False):
         """Cross-parameter checks, after the constraints (none by default)."""
 
@@ -120,12 +127,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
 
         Input that is refused leaves a fitted model as it was; if the weights
         overflow during training the estimator is left unfitted. With
-        ``warm_start=True`` (same classes and features) ``fit`` continues the
-        whole training state: the weights, the step sizes and the update
-        counter ``t_``, so the step schedule continues where it stopped and
-        ``k`` such fits make the passes of one ``fit(max_iter=k)``
-        (``SGDClassifier`` instead restarts its schedule at ``t_ = 1`` from
-        ``coef_``; for ``SBMLogisticRegression`` see its ``warm_start``).
+        ``warm_start=True`` (same classes and features) ``fit`` starts from
+        the current ``coef_`` and ``intercept_``, as ``SGDClassifier``: the
+        coefficients are reused, not the schedule, so the fit equals
+        ``fit(X, y, coef_init=coef_, intercept_init=intercept_)`` (step
+        sizes chosen again, ``t_`` counted from 0). ``partial_fit`` is the
+        call that continues the whole training state.
 
         Parameters
         ----------
@@ -155,8 +162,11 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         """
         self._more_validate_params()
         init = coef_init is not None or intercept_init is not None
-        keep_state = self.warm_start and hasattr(self, "_states") and not init
-        old = (self.classes_, self.coef_.shape[1]) if keep_state else None
+        # SGDClassifier's warm start: the fitted coefficients become
+        # coef_init / intercept_init (read now: a refused call keeps them)
+        previous = None
+        if self.warm_start and not init and hasattr(self, "coef_"):
+            previous = (self.classes_, self._dense_coef(), self.intercept_.copy())
         saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in vars(self)}
         try:
@@ -165,6 +175,11 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             self._check_n_classes(classes)
             sample_weight = self._weights_for(X, y, sample_weight, classes,
                                               allow_balanced=True)
+            if (previous is not None and np.array_equal(classes, previous[0])
+                    and previous[1].shape[1] == X.shape[1]):
+                coef_init = previous[1]
+                intercept_init = previous[2] if self.fit_intercept else None
+                init = True
             if init:
                 init = check_init_weights(coef_init, intercept_init, classes.size,
                                           X.shape[1], self.fit_intercept)
@@ -178,12 +193,8 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             vars(self).update(saved)
             raise
         with unfit_on_error(self, self._private_state):
-            if keep_state:
-                own_arrays(self._states)      # e.g. loaded with mmap_mode='r'
             self.classes_ = classes
-            if not (old is not None and np.array_equal(classes, old[0])
-                    and old[1] == X.shape[1]):
-                self._reset_state(X.shape[1])
+            self._reset_state(X.shape[1])
             if validation is not None:
                 Xv, yv, swv = X[validation], y[validation], sample_weight[validation]
                 X, y, sample_weight = X[~validation], y[~validation], sample_weight[~validation]
@@ -271,6 +282,11 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             self._fit_epochs(X, y, sample_weight, 1)
         return self
 
+    def _dense_coef(self):
+        """A float64 copy of ``coef_``, dense also after ``sparsify()``."""
+        coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_
+        return np.array(coef, dtype=np.float64)
+
     def _check_classes(self, classes):
         """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
         at least two."""
@@ -321,6 +337,8 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
 
     def _reset_state(self, n_features):
         n_problems, n_outputs = self._problem_count()
+        check_model_memory(self, n_features, n_problems * n_outputs,
+                           self._bytes_per_weight(n_features, n_outputs))
         rng = check_random_state(self.random_state)
         self._states = []
         for _ in range(n_problems):

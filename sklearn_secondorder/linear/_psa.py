@@ -7,11 +7,11 @@ import numpy as np
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
-from .._core._lazy_steps import LazyStepState, PSAOptions
+from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._validation import check_eta0, check_psa_factors, diverged_error
+from .._validation import check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
 
 
@@ -77,7 +77,10 @@ class PSAClassifier(LinearClassifierBase):
     eta0 : 'auto' or float, default='auto'
         Initial step size of every weight. ``'auto'`` calibrates it on 1000
         rows (Bottou's recipe: constant-step trial passes, doubling or
-        halving, best halved), as the paper does for linear models.
+        halving, best halved), as the paper does for linear models. A weight
+        whose ``eta alpha >= 1`` decays to zero at each step (the factor
+        ``1 - eta alpha`` is clipped at 0, as ``SGDClassifier``'s shrink), so
+        any ``alpha`` fits.
     psa_alpha : float, default=0.9999
         The paper's ``alpha``: the largest step-size factor.
     psa_beta : float, default=0.99
@@ -102,9 +105,12 @@ class PSAClassifier(LinearClassifierBase):
         ``n_samples / (n_classes * count(label))`` (``fit`` only). None gives
         every class weight 1.
     warm_start : bool, default=False
-        Whether ``fit`` continues from the current weights, step sizes and
-        update counter when the classes and the number of features are
-        unchanged, instead of starting afresh.
+        Whether ``fit`` starts from the current ``coef_`` and ``intercept_``
+        (when the classes and the number of features are unchanged), as
+        ``SGDClassifier``: the coefficients are reused, not the schedule; the
+        fit equals one given ``coef_init=coef_, intercept_init=intercept_``
+        and ``t_`` counts from 0 again. ``partial_fit`` continues the whole
+        state.
     n_jobs : int, default=None
         Threads for the one-vs-rest problems (the kernel releases the GIL).
         None means 1 unless in a ``joblib.parallel_config`` context; -1
@@ -224,13 +230,13 @@ class PSAClassifier(LinearClassifierBase):
         return self.loss == "log_loss"
 
     def _more_validate_params(self, for_partial_fit=False):
-        check_eta0(self)
         check_psa_factors(self)
 
-    def _check_state_params(self):
-        for state in self._states:
-            if state.kernel is not None:
-                check_eta0(self, state.kernel.eta0)
+    def _bytes_per_weight(self, n_features, n_outputs):
+        # LazyStepState's record per feature (its weights, step sizes,
+        # snapshots and time; 32 bytes a binary weight, 64 with L1), and coef_
+        record = record_dtype(n_outputs, l1=l1_share(self) > 0).itemsize
+        return -(-record // n_outputs) + 8
 
     def _set_problem_weights(self, state, coef, intercept):
         # LazyStepState: the intercept after the coefficients; a window

@@ -174,9 +174,12 @@ class SBMLogisticRegression(LinearClassifierBase):
         ``{label: weight}``, or ``'balanced'`` for
         ``n_samples / (n_classes * count(label))`` (``fit`` only).
     warm_start : bool, default=False
-        Keep the state (weights, ``M``, ``mu``) across calls to ``fit``; the
-        rows of a later call count as new rows for ``n_t``, as with
-        ``partial_fit`` (the passes of one ``fit`` count them once).
+        Whether ``fit`` starts from the current ``coef_`` and ``intercept_``
+        (when the classes and the number of features are unchanged), as
+        ``SGDClassifier``: the coefficients are reused, not the schedule; the
+        fit equals one given ``coef_init=coef_, intercept_init=intercept_``
+        and ``t_`` counts from 0 again. ``partial_fit`` continues the whole
+        state.
     verbose : int, default=0
         Above 0, print one line per pass: the pass, the rows, the update
         counter ``T``, the mean training loss at the end of the pass,
@@ -360,6 +363,16 @@ class SBMLogisticRegression(LinearClassifierBase):
             return self.rank
         P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
         return None if 8 * P * P <= AUTO_FULL_RANK_MAX_BYTES else AUTO_RANK
+
+    def _bytes_per_weight(self, n_features, n_outputs):
+        if self._rank(n_features, n_outputs) is not None:
+            # LowRankState: theta, mu, D; coef_; slots and tau per feature (12,
+            # counted per weight: a bound)
+            return 44
+        # full rank: a row of M (and of Sigma and its factor when refactored)
+        P = FullRankState.n_params(n_features, n_outputs, self.fit_intercept)
+        copies = 3 if batch_route(self.batch_size, n_outputs, P) == "refactor" else 1
+        return 8 * P * copies + 32
 
     def _init_problem(self, n_features, n_outputs, seed):
         rank = self._rank(n_features, n_outputs)

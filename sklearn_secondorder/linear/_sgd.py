@@ -9,7 +9,7 @@ from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 from .._penalty import PENALTY_CONSTRAINTS, l1_share
-from .._validation import check_eta0, diverged_error
+from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
 
@@ -62,7 +62,10 @@ class PlainSGDClassifier(LinearClassifierBase):
         ``'optimal'``: ``eta_t = 1 / (alpha (t + t0))``; ``'constant'``: ``eta0``.
     eta0 : 'auto' or float, default='auto'
         Start step size; ``'auto'`` calibrates it on 1000 rows (Bottou's
-        recipe: doubling/halving trial passes, best halved).
+        recipe: doubling/halving trial passes, best halved). As in
+        ``SGDClassifier``, a step with ``eta alpha >= 1`` shrinks the
+        weights to zero before its gradient step (the shrink factor
+        ``1 - eta alpha`` is clipped at 0), so any ``alpha`` fits.
     average : bool, default=False
         Return the average of all iterates (averaged SGD, Polyak-Ruppert),
         kept lazily in O(nnz) per step.
@@ -77,9 +80,12 @@ class PlainSGDClassifier(LinearClassifierBase):
         ``n_samples / (n_classes * count(label))`` (``fit`` only). None gives
         every class weight 1.
     warm_start : bool, default=False
-        Whether ``fit`` continues from the current weights, average and
-        update counter when the classes and the number of features are
-        unchanged, instead of starting afresh.
+        Whether ``fit`` starts from the current ``coef_`` and ``intercept_``
+        (when the classes and the number of features are unchanged), as
+        ``SGDClassifier``: the coefficients are reused, not the schedule; the
+        fit equals one given ``coef_init=coef_, intercept_init=intercept_``
+        and ``t_`` counts from 0 again. ``partial_fit`` continues the whole
+        state.
     n_jobs : int, default=None
         Threads for the one-vs-rest problems (the kernel releases the GIL).
         None means 1 unless in a ``joblib.parallel_config`` context; -1
@@ -183,16 +189,9 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _is_multinomial(self):
         return self.loss == "log_loss"
 
-    def _more_validate_params(self, for_partial_fit=False):
-        if self.learning_rate == "constant":
-            # ('optimal': eta_t = 1/(alpha (t + t0)) keeps every later shrink
-            # positive; only the first step, on zero weights, can reach 0)
-            check_eta0(self)
-
-    def _check_state_params(self):
-        if self.learning_rate == "constant":
-            for state in self._states:
-                check_eta0(self, state.eta0)
+    def _bytes_per_weight(self, n_features, n_outputs):
+        # the weight, coef_, and the running average and L1 total when kept
+        return 8 * (2 + bool(self.average) + (l1_share(self) > 0))
 
     def _loss_object(self, n_outputs):
         return LOSSES[self.loss]() if n_outputs == 1 else None

@@ -177,7 +177,12 @@ class SGDQNLinearSVC(LinearClassifierBase):
     class_weight : dict, 'balanced' or None, default=None
         Multiplies the sample weights per class.
     warm_start : bool, default=False
-        Continue from the previous state (weights, ``B``, counters) in ``fit``.
+        Whether ``fit`` starts from the current ``coef_`` and ``intercept_``
+        (when the classes and the number of features are unchanged), as
+        ``SGDClassifier``: the coefficients are reused, not the schedule; the
+        fit equals one given ``coef_init=coef_, intercept_init=intercept_``
+        and ``t_`` counts from 0 again. ``partial_fit`` continues the whole
+        state.
     n_jobs : int, default=None
         Threads for the one-vs-rest problems (the kernel releases the GIL).
     verbose : int, default=0
@@ -314,6 +319,10 @@ class SGDQNLinearSVC(LinearClassifierBase):
         if state.v is not None:                 # the secant anchor starts there too
             state.v[:coef.size] = coef
             state.v[coef.size:] = intercept
+
+    def _bytes_per_weight(self, n_features, n_outputs):
+        # SGDQNState: coef, B, invB and v; and coef_
+        return 40
 
     def _init_problem(self, n_features, n_outputs, seed):
         # one binary problem per state: one-vs-rest for more than two classes

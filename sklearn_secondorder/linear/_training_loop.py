@@ -20,6 +20,7 @@ from .._penalty import split_alpha
 from .._validation import (
     best_constant_loss,
     mean_margin_loss,
+    user_stacklevel,
     warn_if_implausible,
     warn_if_worse_than_constant,
 )
@@ -156,7 +157,8 @@ class TrainingLoopMixin:
                 f"{type(self).__name__}: maximum number of passes (max_iter="
                 f"{self.max_iter}) reached before convergence (tol={self.tol}, "
                 f"n_iter_no_change={self.n_iter_no_change}). Consider increasing "
-                "max_iter to improve the fit.", ConvergenceWarning, stacklevel=4)
+                "max_iter to improve the fit.", ConvergenceWarning,
+                stacklevel=user_stacklevel())
 
     def _warn_if_worse_than_constant(self, X, y, sample_weight):
         """Warn when the fitted model's training accuracy is below the

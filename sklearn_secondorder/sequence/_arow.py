@@ -125,6 +125,9 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _bytes_per_weight(self):
+        return super()._bytes_per_weight() + 8      # the diagonal covariance
+
     def _options(self):
         return OnlineOptions(method=AROW, gamma=self.gamma, epsilon=self.epsilon,
                              shuffle=self.shuffle, fit_intercept=self.fit_intercept)

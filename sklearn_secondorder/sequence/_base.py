@@ -23,6 +23,7 @@ from .._penalty import l1_share
 from .._validation import (
     check_classes_arg,
     check_eta0,
+    check_model_memory,
     diverged_error,
     draw_seed,
     remove_fitted,
@@ -123,7 +124,19 @@ class _BaseSequenceTagger(BaseEstimator):
             return lambda size: rng.normal(scale=0.1, size=size)
         return None
 
+    def _bytes_per_weight(self):
+        """Bytes of training state per weight, for the memory check before
+        allocation: the weight, its exported copy, the running average."""
+        return 8 * (2 + bool(self._averaged))
+
+    def _check_memory(self, n_attributes):
+        """``check_model_memory`` for a CRF of ``n_attributes``: a row of
+        ``n_states`` weights per attribute, the bias row and the transitions."""
+        H = self._n_states()
+        check_model_memory(self, n_attributes + H + 1, H, self._bytes_per_weight())
+
     def _new_state(self, n_attributes, rng, allowed=None):
+        self._check_memory(n_attributes)
         crf = CRFState.new(n_attributes, self._n_states(), averaged=self._averaged, seed=0,
                            init=self._latent_init(rng))
         crf.seed = draw_seed(rng)       # (drawn after the weights, as always)
@@ -135,6 +148,7 @@ class _BaseSequenceTagger(BaseEstimator):
         """New attributes (a later ``partial_fit``): new rows, learned from now on."""
         crf = self._state.crf
         if n_attributes > crf.n_attributes:
+            self._check_memory(n_attributes)
             n_new, cut = n_attributes - crf.n_attributes, crf.n_attributes * crf.n_states
             crf.add_attributes(n_new, self._latent_init(self._state.rng))
             allowed = getattr(crf, "allowed", None)

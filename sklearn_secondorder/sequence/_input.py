@@ -9,7 +9,8 @@ sequence) and ``y`` a list of label lists. A sequence is
   (``str -> float | int | bool | str | bytes | dict | list``; a string value
   ``v`` of key ``k`` is the one-hot attribute ``"k:v"``, a nested dict
   ``{"d": {"e": 1}}`` the attribute ``"d:e"``) or lists of attribute names
-  (value 1 each), or a ``pycrfsuite.ItemSequence``, or
+  (value 1 each; a bare str token is the list of its characters, as
+  pycrfsuite reads it), or a ``pycrfsuite.ItemSequence``, or
 * a 2-D array or sparse matrix of shape ``(n_tokens, n_features)``.
 
 A plain 2-D array or sparse matrix ``X`` is read as independent one-token
@@ -74,8 +75,10 @@ def input_kind(X):
     if isinstance(first, (list, tuple)):
         if len(first) == 0:
             raise ValueError("sequence 0 of X is empty: every sequence needs at least one token.")
-        if isinstance(first[0], (Mapping, list, tuple, set, frozenset)):
-            return KIND_DICTS     # feature dicts, or tokens as lists of attribute names
+        if isinstance(first[0], (Mapping, list, tuple, set, frozenset, str)):
+            # feature dicts, or tokens as lists of attribute names (a bare
+            # str too: pycrfsuite reads it as the list of its characters)
+            return KIND_DICTS
         if not isinstance(first[0], (Number, np.number, np.bool_)):
             raise TypeError(
                 f"token 0 of sequence 0 is a {type(first[0]).__name__}; each token must be a "
@@ -138,6 +141,24 @@ def _is_item_sequence(seq):
     return type(seq).__name__ == "ItemSequence" and hasattr(seq, "items")
 
 
+def _str_tokens_as_lists(X):
+    """``X`` with each bare str token replaced by the list of its characters.
+
+    pycrfsuite (and so sklearn-crfsuite) iterates a token given as a str:
+    ``[["John", "runs"]]`` has the attributes ``J``, ``o``, ``h``, ``n`` (value 1
+    each) at token 0, not the attribute ``John``. The compiled loop takes
+    lists; only the sequences holding a str token are copied (the scan is
+    ``str in map(type, seq)``, a C loop).
+    """
+    out = None
+    for i, seq in enumerate(X):
+        if isinstance(seq, (list, tuple)) and str in map(type, seq):
+            if out is None:
+                out = list(X)
+            out[i] = [list(tok) if type(tok) is str else tok for tok in seq]
+    return X if out is None else out
+
+
 def vectorize_dicts(X, vocabulary, grow):
     """Token features (pycrfsuite's forms) -> CSR arrays, growing ``vocabulary`` when ``grow``.
 
@@ -145,7 +166,8 @@ def vectorize_dicts(X, vocabulary, grow):
     names: a token is a dict (values str, bytes, int, float, bool, or nested
     dicts / lists / sets: ``{"d": {"e": 1}}`` is attribute ``d:e``, a str
     value ``{"w": "x"}`` is ``w:x`` with value 1) or a list of attribute
-    names (value 1 each); a sequence may be a ``pycrfsuite.ItemSequence``.
+    names (value 1 each), a bare str being the list of its characters (as
+    pycrfsuite iterates it); a sequence may be a ``pycrfsuite.ItemSequence``.
 
     Parameters
     ----------
@@ -163,8 +185,8 @@ def vectorize_dicts(X, vocabulary, grow):
     The loop is compiled (``_core/_vectorize.pyx``); the forms other than a
     dict of str / number values go through ``_flat_item``.
     """
-    data, indices, indptr, offsets = vectorize(X, vocabulary, grow, _flat_item,
-                                               _is_item_sequence, SEP)
+    data, indices, indptr, offsets = vectorize(_str_tokens_as_lists(X), vocabulary, grow,
+                                               _flat_item, _is_item_sequence, SEP)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite feature values.")
     return data, indices, indptr, offsets

@@ -225,6 +225,11 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
         """
         raise AttributeError("partial_fit")   # pragma: no cover - hidden by available_if
 
+    def _bytes_per_weight(self):
+        # besides the CRF's: the iterate, the gradient and its previous
+        # value, and num_memories (s, y) pairs
+        return super()._bytes_per_weight() + 8 * (3 + 2 * self.num_memories)
+
     def _effective_l1_ratio(self):
         return {"l2": 0.0, "l1": 1.0}.get(self.penalty, self.l1_ratio)
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
-from .._core._lazy_steps import LazyStepState, PSAOptions
+from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger
@@ -165,6 +165,13 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     def _more_validate_params(self, for_partial_fit=False):
         check_psa_factors(self)
+
+    def _bytes_per_weight(self):
+        # besides the CRF's: LazyStepState's record per attribute (weights,
+        # step sizes, snapshots, time)
+        H = self._n_states()
+        record = record_dtype(H, l1=l1_share(self) > 0).itemsize
+        return super()._bytes_per_weight() + -(-record // H)
 
     def _grow(self, n_attributes):
         old = self._state.crf.n_attributes
