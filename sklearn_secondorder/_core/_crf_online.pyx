@@ -271,6 +271,7 @@ cdef double arow_step(Step* st, Delta* dl, double margin, int d, int T) noexcept
 
 
 cdef step_fn pick_step(int method, int pa_type):
+    """The method's step, chosen once per call (PA's by ``pa_type``)."""
     if method == AP:
         return ap_step
     if method == AROW:
