@@ -3,8 +3,11 @@
 Choromanska & Jebara, "Stochastic Bound Majorization" (arXiv 2013):
 Algorithm 1 (the quadratic bound on a partition function, Theorem 1) is in
 ``_sbm_bound.pxd``, inlined into the two kernels: ``_sbm_full`` (Algorithm 2,
-full rank) and ``_sbm_lowrank`` (Section 3.2). This module holds their
-options and result types and the test hooks of the bound.
+full rank) and ``_sbm_lowrank`` (Section 3.2). This module holds what both
+kernels share at the Python level: the options and result types, the
+states' common part (``SBMState``), the entry checks (``check_rows``), the
+owner of a call's work buffers (``Workspace``, ``example_init``), and the
+test hooks of the bound.
 
 Model. A linear model with ``K`` outputs over the augmented row
 ``xt = (x, 1)`` (the 1 only with an intercept); parameters ``theta`` are the

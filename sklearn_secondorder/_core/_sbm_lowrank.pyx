@@ -1427,11 +1427,13 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     Per example (``lowrank_example``): the tail coordinates of the row are
     caught up (``advance_tail``), Algorithm 1 runs at the current weights,
     the example's curvature is split between the low-rank head
-    (``merge_head``) and the diagonal tail (``bound_tail``), and its gradient
-    enters ``mu`` (``add_gradient``); on the lazy head the row's head
-    coordinates are made explicit for the example and lazy again after it.
+    (``HeadOps.merge``) and the diagonal tail (``bound_tail``), and its
+    gradient enters ``mu`` (``add_gradient``, ``HeadOps.regularise``); on
+    the lazy head the row's head coordinates are made explicit for the
+    example and lazy again after it (``HeadOps.enter``, ``HeadOps.leave``).
     After every ``batch_size`` examples (and the last of a pass) the head
-    steps by Woodbury (``head_step``).
+    steps by Woodbury (``HeadOps.step``). The head's form (``HeadOps``) is
+    chosen once per call from ``state.lazy_head`` (``head_ops``).
 
     Parameters
     ----------
