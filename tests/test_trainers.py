@@ -417,6 +417,28 @@ def test_epsilon_stops_the_passes():
     assert ap.n_iter_ < 20
 
 
+def test_one_stopping_test_for_every_online_method():
+    """One rule: a pass's mean loss below ``epsilon``, or a pass without an
+    update when nothing is averaged (the later passes would repeat it). PA
+    without averaging stops like AROW; an averaged model keeps counting
+    iterates, so its passes go on."""
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]] * 3
+    y = [["A", "B"], ["B", "A"]] * 3
+    plain = PassiveAggressiveSequenceTagger(averaging=False, max_iter=30, random_state=0)
+    plain.fit(X, y)
+    assert plain.n_iter_ < 30 and plain.loss_[-1] == 0.0
+    assert all(loss > 0 for loss in plain.loss_[:-1])
+    averaged = PassiveAggressiveSequenceTagger(max_iter=12, random_state=0).fit(X, y)
+    assert averaged.n_iter_ == 12
+    # a positive epsilon: strictly below, as for AP and PA
+    arow = AROWSequenceTagger(max_iter=30, random_state=0).fit(X, y)
+    first = arow.loss_[0] / len(X)
+    capped = AROWSequenceTagger(max_iter=30, random_state=0, epsilon=first).fit(X, y)
+    assert capped.n_iter_ > 1
+    over = AROWSequenceTagger(max_iter=30, random_state=0, epsilon=first * 1.0001).fit(X, y)
+    assert over.n_iter_ == 1
+
+
 @pytest.mark.parametrize("dense", [False, True])
 def test_online_trainers_match_crfsuite_on_one_sequence(dense):
     """With a single training sequence the visiting order cannot differ:

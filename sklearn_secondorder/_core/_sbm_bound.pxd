@@ -4,7 +4,6 @@
 # example inside their nogil loops. The Python-level pieces (test hooks,
 # options, result) are in ``_sbm_bound.pyx``.
 from libc.math cimport INFINITY, exp, fabs, log1p, sqrt, tanh
-from libc.stdlib cimport calloc, free, malloc
 
 from ._dataset cimport RowDataset, fetch_row
 
@@ -91,6 +90,16 @@ cdef inline double partition_bound(int n_y, int dim, const double* F, const doub
     return logz
 
 
+cdef class Workspace:
+    # The work buffers of one kernel call, owned by this object: NumPy arrays
+    # allocated before the nogil section (as scikit-learn's ``_sag_fast``),
+    # freed with it; nothing to free by hand, no NULL to test.
+    cdef list arrays
+    cdef double* doubles(self, Py_ssize_t n) except NULL
+    cdef int* ints(self, Py_ssize_t n) except NULL
+    cdef unsigned char* flags(self, Py_ssize_t n) except NULL
+
+
 # One example of the linear model with ``K`` outputs over ``xt = (x, 1)``:
 # ``f(y) = F[y] (x) xt`` for the small table ``F`` (``n_y x K``), so Algorithm 1
 # runs on the ``K`` coefficients and the example's curvature is
@@ -115,47 +124,7 @@ cdef struct Example:
     int K
 
 
-cdef inline int example_alloc(Example* ex, Py_ssize_t n_features, int K) noexcept nogil:
-    """Allocate the buffers of ``ex`` for rows of ``n_features`` and ``K``
-    outputs and fill ``F``: ``f(-1) = 0, f(+1) = xt`` (``K = 1``) or
-    ``f(y) = e_y (x) xt``. Returns 0 when out of memory (``example_free``
-    still frees what was allocated, if ``ex`` was zeroed first)."""
-    cdef int a
-    ex.K = K
-    ex.n_y = 2 if K == 1 else K
-    ex.idx = <int*>malloc((n_features + 1) * sizeof(int))
-    ex.val = <double*>malloc((n_features + 1) * sizeof(double))
-    ex.Lt = <double*>malloc(ex.n_y * K * sizeof(double))
-    ex.gcoef = <double*>malloc(K * sizeof(double))
-    ex.scores = <double*>malloc(K * sizeof(double))
-    ex.F = <double*>calloc(ex.n_y * K, sizeof(double))
-    ex.la = <double*>malloc(ex.n_y * sizeof(double))
-    ex.c = <double*>malloc(K * sizeof(double))
-    ex.U = <double*>malloc(ex.n_y * K * sizeof(double))
-    ex.beta = <double*>malloc(ex.n_y * sizeof(double))
-    if (ex.idx == NULL or ex.val == NULL or ex.Lt == NULL or ex.gcoef == NULL
-            or ex.scores == NULL or ex.F == NULL or ex.la == NULL or ex.c == NULL
-            or ex.U == NULL or ex.beta == NULL):
-        return 0
-    if K == 1:
-        ex.F[1] = 1.0
-    else:
-        for a in range(K):
-            ex.F[a * K + a] = 1.0
-    return 1
-
-
-cdef inline void example_free(Example* ex) noexcept nogil:
-    free(ex.idx)
-    free(ex.val)
-    free(ex.Lt)
-    free(ex.gcoef)
-    free(ex.scores)
-    free(ex.F)
-    free(ex.la)
-    free(ex.c)
-    free(ex.U)
-    free(ex.beta)
+cdef int example_init(Example* ex, Workspace ws, Py_ssize_t n_features, int K) except -1
 
 
 cdef inline int read_row(RowDataset ds, Py_ssize_t i, Example* ex, Py_ssize_t n_features,
@@ -231,3 +200,4 @@ cdef inline PassTotals start_totals(long long t) noexcept nogil:
 
 cdef object finish_passes(object state, PassTotals tot, unsigned int rng, int epochs_run,
                           bint diverged)
+cpdef Py_ssize_t check_rows(ds, state, Py_ssize_t start, object stop) except -1

@@ -3,8 +3,11 @@
 Choromanska & Jebara, "Stochastic Bound Majorization" (arXiv 2013):
 Algorithm 1 (the quadratic bound on a partition function, Theorem 1) is in
 ``_sbm_bound.pxd``, inlined into the two kernels: ``_sbm_full`` (Algorithm 2,
-full rank) and ``_sbm_lowrank`` (Section 3.2). This module holds their
-options and result types and the test hooks of the bound.
+full rank) and ``_sbm_lowrank`` (Section 3.2). This module holds what both
+kernels share at the Python level: the options and result types, the
+states' common part (``SBMState``), the entry checks (``check_rows``), the
+owner of a call's work buffers (``Workspace``, ``example_init``), and the
+test hooks of the bound.
 
 Model. A linear model with ``K`` outputs over the augmented row
 ``xt = (x, 1)`` (the 1 only with an intercept); parameters ``theta`` are the
@@ -34,6 +37,52 @@ a proximal term and keeps the quadratic an upper bound.
 from dataclasses import dataclass
 
 import numpy as np
+
+
+@dataclass(kw_only=True)
+class SBMState:
+    """What the states of both kernels share (``FullRankState``,
+    ``LowRankState``; picklable, built by keyword).
+
+    Attributes
+    ----------
+    n_features, n_outputs : int
+    fit_intercept : bool
+    theta : ndarray of shape (P,)
+        The weights, the C-order ``(n_features + fit_intercept, n_outputs)``
+        block (``P`` entries): coordinate ``i * n_outputs + a`` is feature
+        ``i``, output ``a``; the intercept is the last row.
+    t : int
+        Examples processed so far.
+    seed : int
+        The shuffling RNG state.
+    n_ref, lam, eta : int, float, float or None
+        ``n`` in ``lam = n alpha`` (the rows of the first data), the paper's
+        lambda (Eq. 1) and the step ``theta -= eta phi``, fixed by ``start``
+        (None before).
+    """
+
+    n_features: int
+    n_outputs: int
+    fit_intercept: bool
+    theta: np.ndarray
+    t: int = 0
+    seed: int = 1
+    n_ref: object = None
+    lam: object = None
+    eta: object = None
+
+    @property
+    def started(self):
+        """Whether ``start`` fixed the regulariser (and the low-rank head)."""
+        return self.n_ref is not None
+
+    def weights(self):
+        """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
+        ``(n_outputs,)`` (zeros without an intercept)."""
+        n_coef = self.n_features * self.n_outputs
+        intercept = self.theta[n_coef:] if self.fit_intercept else np.zeros(self.n_outputs)
+        return self.theta[:n_coef], intercept
 
 
 @dataclass
@@ -96,6 +145,70 @@ class SBMResult:
     epochs: int
     mean_loss: float
     diverged: bool
+
+
+cdef class Workspace:
+    """The work buffers of one kernel call (``_sbm_bound.pxd``): each request
+    is a zeroed NumPy array kept alive by this object, so a kernel takes all
+    its buffers before its nogil section and frees none by hand."""
+
+    def __cinit__(self):
+        self.arrays = []
+
+    cdef double* doubles(self, Py_ssize_t n) except NULL:
+        cdef double[::1] a = np.zeros(max(n, 1))
+        self.arrays.append(a)
+        return &a[0]
+
+    cdef int* ints(self, Py_ssize_t n) except NULL:
+        cdef int[::1] a = np.zeros(max(n, 1), dtype=np.intc)
+        self.arrays.append(a)
+        return &a[0]
+
+    cdef unsigned char* flags(self, Py_ssize_t n) except NULL:
+        cdef unsigned char[::1] a = np.zeros(max(n, 1), dtype=np.uint8)
+        self.arrays.append(a)
+        return &a[0]
+
+
+cdef int example_init(Example* ex, Workspace ws, Py_ssize_t n_features, int K) except -1:
+    """Give ``ex`` its buffers for rows of ``n_features`` and ``K`` outputs
+    and fill ``F``: ``f(-1) = 0, f(+1) = xt`` (``K = 1``) or ``f(y) = e_y (x)
+    xt``."""
+    cdef int a
+    ex.K = K
+    ex.n_y = 2 if K == 1 else K
+    ex.idx = ws.ints(n_features + 1)
+    ex.val = ws.doubles(n_features + 1)
+    ex.Lt = ws.doubles(ex.n_y * K)
+    ex.gcoef = ws.doubles(K)
+    ex.scores = ws.doubles(K)
+    ex.F = ws.doubles(ex.n_y * K)
+    ex.la = ws.doubles(ex.n_y)
+    ex.c = ws.doubles(K)
+    ex.U = ws.doubles(ex.n_y * K)
+    ex.beta = ws.doubles(ex.n_y)
+    if K == 1:
+        ex.F[1] = 1.0
+    else:
+        for a in range(K):
+            ex.F[a * K + a] = 1.0
+    return 0
+
+
+cpdef Py_ssize_t check_rows(ds, state, Py_ssize_t start, object stop) except -1:
+    """The checks both kernels make on entry: the data match the state, the
+    state is started, ``start:stop`` is a block of the rows. Returns ``stop``
+    (the number of rows when None)."""
+    if ds.n_features != state.n_features:
+        raise ValueError(f"the data have {ds.n_features} features, the state "
+                         f"{state.n_features}")
+    if not state.started:
+        raise ValueError(f"{type(state).__name__}.start must be called before the first pass")
+    cdef Py_ssize_t stop_ = ds.n_samples if stop is None else stop
+    if not 0 <= start <= stop_ <= ds.n_samples:
+        raise ValueError(f"rows {start}:{stop_} out of the data's {ds.n_samples}")
+    return stop_
 
 
 cdef object finish_passes(object state, PassTotals tot, unsigned int rng, int epochs_run,

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
@@ -40,38 +39,25 @@ from ._dataset cimport RowDataset
 from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
-    Example, PassTotals, example_alloc, example_bound, example_free, finish_passes, read_row,
-    start_totals)
+    Example, PassTotals, Workspace, check_rows, example_bound, example_init, finish_passes,
+    read_row, start_totals)
+
+from ._sbm_bound import SBMState
 
 
-@dataclass
-class FullRankState:
+@dataclass(kw_only=True)
+class FullRankState(SBMState):
     """The state of full-rank SBM on one problem (picklable).
 
     Attributes
     ----------
-    n_features, n_outputs : int
-    fit_intercept : bool
-    theta : ndarray of shape (P,)
-        The weights, the C-order ``(n_features + fit_intercept, n_outputs)``
-        block (``P`` entries): coordinate ``i * n_outputs + a`` is feature
-        ``i``, output ``a``; the intercept is the last row.
+    n_features, n_outputs, fit_intercept, theta, t, seed, n_ref, lam, eta
+        As in ``SBMState``; ``eta`` is fixed at ``start``.
     M : ndarray of shape (P, P)
         ``Sigma^-1``, symmetric (both triangles kept): the identity until
         ``start``, then ``I / lam``.
     mu, phi : ndarray of shape (P,)
         The persistent gradient sum and ``phi = M mu`` (Algorithm 2).
-    t : int
-        Examples processed so far.
-    seed : int
-        The shuffling RNG state.
-    n_ref : int or None
-        ``n`` in ``lam = n alpha``: the rows of the first data (None until
-        ``start``).
-    lam : float or None
-        The paper's lambda (Eq. 1), ``n_ref alpha``.
-    eta : float or None
-        The step ``theta -= eta phi`` fixed at ``start``.
     lam_total : float
         The regulariser's curvature inside ``M`` (``lam`` from ``start``,
         raised by ``grow_regulariser``).
@@ -87,18 +73,9 @@ class FullRankState:
         ``Sigma`` anyway.
     """
 
-    n_features: int
-    n_outputs: int
-    fit_intercept: bool
-    theta: np.ndarray
     M: np.ndarray
     mu: np.ndarray
     phi: np.ndarray
-    t: int = 0
-    seed: int = 1
-    n_ref: object = None
-    lam: object = None
-    eta: object = None
     lam_total: float = 0.0
     Sigma: object = None
     sigma_of: object = None
@@ -116,11 +93,6 @@ class FullRankState:
         return cls(n_features=n_features, n_outputs=n_outputs,
                    fit_intercept=bool(fit_intercept), theta=np.zeros(P), M=np.eye(P),
                    mu=np.zeros(P), phi=np.zeros(P), seed=seed)
-
-    @property
-    def started(self):
-        """Whether ``start`` fixed the regulariser."""
-        return self.n_ref is not None
 
     def start(self, n_ref, lam, eta):
         """Fix ``n``, ``lam = n alpha`` and ``eta`` on the first data:
@@ -167,13 +139,6 @@ class FullRankState:
         if not self.sigma_valid():
             self.Sigma = _spd_inverse(self.M)
             self.sigma_of = self.M
-
-    def weights(self):
-        """``(coef, intercept)``: flat C-order ``(n_features, n_outputs)`` and
-        ``(n_outputs,)`` (zeros without an intercept)."""
-        n_coef = self.n_features * self.n_outputs
-        intercept = self.theta[n_coef:] if self.fit_intercept else np.zeros(self.n_outputs)
-        return self.theta[:n_coef], intercept
 
 
 def _spd_inverse(A):
@@ -257,49 +222,33 @@ cdef struct BatchWork:
     bint factored           # Lw holds chol(Sigma) of the current Sigma
 
 
-cdef int batch_alloc(BatchWork* b, int route, int B, int n_y, int K, int d1,
-                     int P) noexcept nogil:
-    """Allocate the batch scratch of ``route`` (``b`` zeroed first); 0 when out
-    of memory. ``REFACTOR`` keeps at most ``DENSE_CHUNK`` dense rows between
-    two ``dgemm`` (``dense_flush``), whatever the batch size."""
+cdef int batch_init(BatchWork* b, Workspace ws, int route, int B, int n_y, int K, int d1,
+                    int P) except -1:
+    """Give ``b`` the batch scratch of ``route`` from ``ws``. ``REFACTOR``
+    keeps at most ``DENSE_CHUNK`` dense rows between two ``dgemm``
+    (``dense_flush``), whatever the batch size."""
     cdef size_t mm = <size_t>B * n_y
     cdef size_t ch = min(B, DENSE_CHUNK)
-    b.Skk = <double*>malloc(<size_t>K * K * sizeof(double))
+    memset(b, 0, sizeof(BatchWork))
+    if route == PER_EXAMPLE:
+        return 0
+    b.Skk = ws.doubles(<size_t>K * K)
     if route == WOODBURY:
-        b.nz = <int*>malloc(B * sizeof(int))
-        b.idx = <int*>malloc(<size_t>B * d1 * sizeof(int))
-        b.val = <double*>malloc(<size_t>B * d1 * sizeof(double))
-        b.r = <int*>malloc(B * sizeof(int))
-        b.Lt = <double*>malloc(<size_t>B * n_y * K * sizeof(double))
-        b.Rt = <double*>malloc(mm * P * sizeof(double))
-        b.G = <double*>malloc(mm * mm * sizeof(double))
-        return not (b.nz == NULL or b.idx == NULL or b.val == NULL or b.r == NULL
-                    or b.Lt == NULL or b.Skk == NULL or b.Rt == NULL or b.G == NULL)
-    b.Lw = <double*>malloc(<size_t>P * P * sizeof(double))
+        b.nz = ws.ints(B)
+        b.idx = ws.ints(<size_t>B * d1)
+        b.val = ws.doubles(<size_t>B * d1)
+        b.r = ws.ints(B)
+        b.Lt = ws.doubles(<size_t>B * n_y * K)
+        b.Rt = ws.doubles(mm * P)
+        b.G = ws.doubles(mm * mm)
+        return 0
+    b.Lw = ws.doubles(<size_t>P * P)
     if K > 1:
-        b.S = <double*>malloc(ch * K * K * sizeof(double))
-        b.Xd = <double*>malloc(ch * d1 * sizeof(double))
-        b.Z = <double*>malloc(ch * d1 * d1 * sizeof(double))
-        b.Out = <double*>malloc(<size_t>K * K * d1 * d1 * sizeof(double))
-        if b.S == NULL or b.Xd == NULL or b.Z == NULL or b.Out == NULL:
-            return 0
-    return not (b.Skk == NULL or b.Lw == NULL)
-
-
-cdef void batch_free(BatchWork* b) noexcept nogil:
-    free(b.nz)
-    free(b.idx)
-    free(b.val)
-    free(b.r)
-    free(b.Lt)
-    free(b.Skk)
-    free(b.Rt)
-    free(b.G)
-    free(b.S)
-    free(b.Xd)
-    free(b.Z)
-    free(b.Out)
-    free(b.Lw)
+        b.S = ws.doubles(ch * K * K)
+        b.Xd = ws.doubles(ch * d1)
+        b.Z = ws.doubles(ch * d1 * d1)
+        b.Out = ws.doubles(<size_t>K * K * d1 * d1)
+    return 0
 
 
 cdef void batch_store(const FullRankKernel* kr, BatchWork* b, const Example* ex) noexcept nogil:
@@ -314,6 +263,23 @@ cdef void batch_store(const FullRankKernel* kr, BatchWork* b, const Example* ex)
     b.n += 1
 
 
+cdef inline int woodbury_downdate(double* M, int P, double* G, int m,
+                                  double* Rt) noexcept nogil:
+    """The last move of a rank-``m`` Woodbury step, ``M -= R G^-1 R^T`` (``R^T``:
+    the ``m x P`` rows ``Rt``, ``G``: ``m x m`` positive definite), applied as
+    ``M -= T T^T`` with ``T^T = chol(G)^-1 R^T``: one triangular solve, one
+    ``dgemm``. Overwrites ``G`` and ``Rt``; returns 0 when ``G`` is not
+    numerically positive definite."""
+    cdef double one = 1.0, mone = -1.0
+    cdef char cN = b'N'
+    cdef char cT = b'T'
+    if not cholesky(m, G):
+        return 0
+    lower_solve_rows(m, G, P, Rt)
+    dgemm(&cN, &cT, &P, &P, &m, &mone, Rt, &P, Rt, &P, &one, M, &P)
+    return 1
+
+
 cdef int woodbury_flush(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
                         int n_y) noexcept nogil:
     """``M <- (M^-1 + Q Q^T)^-1`` for the batch's ``m`` factor columns ``Q``
@@ -322,9 +288,8 @@ cdef int woodbury_flush(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
     chol(G)^-1 R^T`` (one ``dgemm``). Returns 0 when ``G`` is not positive
     definite."""
     cdef int K = kr.K, P = kr.P, d1 = kr.d1, m = b.m, e, j, a, f, g, off, row, r
-    cdef double v, c, one = 1.0, zero = 0.0, mone = -1.0
+    cdef double v, c, one = 1.0, zero = 0.0
     cdef char cN = b'N'
-    cdef char cT = b'T'
     cdef double* M = kr.M
     cdef double* Wt = w.Wt
     cdef double* Rt = b.Rt
@@ -341,14 +306,7 @@ cdef int woodbury_flush(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
         r = b.r[e]
         if r == 0:
             continue
-        idx = b.idx + <size_t>e * d1
-        val = b.val + <size_t>e * d1
-        memset(Wt, 0, <size_t>K * P * sizeof(double))
-        for j in range(b.nz[e]):
-            row = idx[j] * K
-            v = val[j]
-            for a in range(K):
-                axpy(P, v, M + <size_t>(row + a) * P, Wt + <size_t>a * P)
+        gather_rows(M, P, K, b.idx + <size_t>e * d1, b.val + <size_t>e * d1, b.nz[e], Wt)
         dgemm(&cN, &cN, &P, &r, &K, &one, Wt, &P, b.Lt + <size_t>e * n_y * K, &K, &zero,
               Rt + <size_t>off * P, &P)
         off += r
@@ -377,11 +335,7 @@ cdef int woodbury_flush(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
             G[g * m + f] = v
     b.n = 0
     b.m = 0
-    if not cholesky(m, G):
-        return 0
-    lower_solve_rows(m, G, P, Rt)
-    dgemm(&cN, &cT, &P, &P, &m, &mone, Rt, &P, Rt, &P, &one, M, &P)
-    return 1
+    return woodbury_downdate(M, P, G, m, Rt)
 
 
 cdef inline bint dense_row(const FullRankKernel* kr, const Example* ex) noexcept nogil:
@@ -526,25 +480,27 @@ cdef struct FullRankWork:
     double* wrk             # P: the surrogate's right-hand side
 
 
-cdef int work_alloc(FullRankWork* w, int K, int P) noexcept nogil:
-    """Allocate the scratch (``w`` zeroed first); 0 when out of memory."""
-    w.Wt = <double*>malloc(<size_t>K * P * sizeof(double))
-    w.Rt = <double*>malloc(<size_t>K * P * sizeof(double))
-    w.C = <double*>malloc(K * K * sizeof(double))
-    w.G = <double*>malloc(K * K * sizeof(double))
-    w.tmp = <double*>malloc(K * K * sizeof(double))
-    w.wrk = <double*>malloc(P * sizeof(double))
-    return not (w.Wt == NULL or w.Rt == NULL or w.C == NULL or w.G == NULL
-                or w.tmp == NULL or w.wrk == NULL)
+cdef int work_init(FullRankWork* w, Workspace ws, int K, int P) except -1:
+    """Give ``w`` its scratch from ``ws``."""
+    w.Wt = ws.doubles(<size_t>K * P)
+    w.Rt = ws.doubles(<size_t>K * P)
+    w.C = ws.doubles(K * K)
+    w.G = ws.doubles(K * K)
+    w.tmp = ws.doubles(K * K)
+    w.wrk = ws.doubles(P)
+    return 0
 
 
-cdef void work_free(FullRankWork* w) noexcept nogil:
-    free(w.Wt)
-    free(w.Rt)
-    free(w.C)
-    free(w.G)
-    free(w.tmp)
-    free(w.wrk)
+cdef inline void gather_rows(const double* M, int P, int K, const int* idx,
+                             const double* val, int nz, double* Wt) noexcept nogil:
+    """``Wt = (M U)^T`` for ``U = [e_a (x) xt]`` (``K`` rows of length ``P``):
+    the ``nz K`` rows of ``M`` of the row's coordinates, weighted."""
+    cdef int j, a, row
+    memset(Wt, 0, <size_t>K * P * sizeof(double))
+    for j in range(nz):
+        row = idx[j] * K
+        for a in range(K):
+            axpy(P, val[j], M + <size_t>(row + a) * P, Wt + <size_t>a * P)
 
 
 cdef inline void example_scores(Example* ex, const double* th) noexcept nogil:
@@ -558,7 +514,7 @@ cdef inline void example_scores(Example* ex, const double* th) noexcept nogil:
             ex.scores[a] += ex.val[j] * th[row + a]
 
 
-cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
+cdef int absorb_curvature(const FullRankKernel* kr, const Example* ex,
                           FullRankWork* w) noexcept nogil:
     """``M <- (M^-1 + S_j (x) xt xt^T)^-1`` by one rank-``r`` Woodbury step.
 
@@ -572,25 +528,14 @@ cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
     Returns 0 when ``G`` is not numerically positive definite (non-finite
     values), 1 otherwise.
     """
-    cdef int K = kr.K, P = kr.P, r = ex.r, j, a, b, f, row
-    cdef double v, one = 1.0, zero = 0.0, mone = -1.0
+    cdef int K = kr.K, P = kr.P, r = ex.r, j, a, b, f
+    cdef double v, one = 1.0, zero = 0.0
     cdef char cN = b'N'
-    cdef char cT = b'T'
-    cdef double* M = kr.M
     cdef double* Wt = w.Wt
-    cdef double* Rt = w.Rt
     cdef double* C = w.C
-    cdef double* G = w.G
-    cdef double* tmp = w.tmp
-    # W^T = (M U)^T: K rows of length P
-    memset(Wt, 0, <size_t>K * P * sizeof(double))
-    for j in range(ex.nz):
-        row = ex.idx[j] * K
-        v = ex.val[j]
-        for a in range(K):
-            axpy(P, v, M + <size_t>(row + a) * P, Wt + <size_t>a * P)
+    gather_rows(kr.M, P, K, ex.idx, ex.val, ex.nz, Wt)      # W^T = (M U)^T
     # R^T = L^T W^T  (r x P)
-    dgemm(&cN, &cN, &P, &r, &K, &one, Wt, &P, ex.Lt, &K, &zero, Rt, &P)
+    dgemm(&cN, &cN, &P, &r, &K, &one, Wt, &P, ex.Lt, &K, &zero, w.Rt, &P)
     # C = U^T M U (K x K)
     for a in range(K):
         for b in range(K):
@@ -599,16 +544,11 @@ cdef int absorb_curvature(const FullRankKernel* kr, Example* ex,
                 v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
             C[a * K + b] = v
     # G = I + L^T C L (r x r), with L^T = Lt (r x K)
-    matmul(r, K, K, ex.Lt, K, 1, C, K, 1, tmp)
-    matmul(r, r, K, tmp, K, 1, ex.Lt, 1, K, G)
+    matmul(r, K, K, ex.Lt, K, 1, C, K, 1, w.tmp)
+    matmul(r, r, K, w.tmp, K, 1, ex.Lt, 1, K, w.G)
     for f in range(r):
-        G[f * r + f] += 1.0
-    if not cholesky(r, G):
-        return 0
-    lower_solve_rows(r, G, P, Rt)         # T^T = chol(G)^-1 R^T
-    # M -= T T^T
-    dgemm(&cN, &cT, &P, &P, &r, &mone, Rt, &P, Rt, &P, &one, M, &P)
-    return 1
+        w.G[f * r + f] += 1.0
+    return woodbury_downdate(kr.M, P, w.G, r, w.Rt)
 
 
 cdef void add_gradient(const FullRankKernel* kr, Example* ex, bint with_reg) noexcept nogil:
@@ -695,31 +635,83 @@ cdef void full_step(const FullRankKernel* kr, double* wrk, const double* Lw) noe
         th[p] -= eta * phi[p]
 
 
-cdef int batch_step(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
-                    int n_y) noexcept nogil:
-    """End of a batch: its curvature into ``M`` (or ``Sigma``), then the step.
-    Returns 0 when the curvature update failed."""
-    if kr.route == WOODBURY:
-        if not woodbury_flush(kr, b, w, n_y):
-            return 0
-    elif kr.route == REFACTOR:
-        if not refactor_flush(kr, b):
-            return 0
-        full_step(kr, w.wrk, b.Lw)
-        return 1
-    full_step(kr, w.wrk, NULL)
+# ---- one route per batch mode, chosen once per call (``route_of``) ----------------
+ctypedef int (*keep_fn)(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                        const Example* ex) noexcept nogil
+ctypedef int (*flush_fn)(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                         int n_y) noexcept nogil
+
+
+cdef struct Route:
+    keep_fn keep            # an example's curvature: into M now, or kept for the batch
+    flush_fn flush          # the batch's kept curvature into M (or Sigma)
+    bint per_example        # mu's alpha theta per example (else once per batch)
+
+
+cdef int keep_per_example(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                          const Example* ex) noexcept nogil:
+    return ex.r == 0 or absorb_curvature(kr, ex, w)
+
+
+cdef int keep_woodbury(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                       const Example* ex) noexcept nogil:
+    batch_store(kr, b, ex)
+    return 1
+
+
+cdef int keep_refactor(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                       const Example* ex) noexcept nogil:
+    sigma_add(kr, b, ex)
+    return 1
+
+
+cdef int flush_nothing(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                       int n_y) noexcept nogil:
+    return 1
+
+
+cdef int flush_refactor(const FullRankKernel* kr, BatchWork* b, FullRankWork* w,
+                        int n_y) noexcept nogil:
+    return refactor_flush(kr, b)
+
+
+cdef Route route_of(int route):
+    """``PER_EXAMPLE``: Algorithm 2, each example's own Woodbury step;
+    ``WOODBURY``: the batch's factors kept for one rank-``m`` step;
+    ``REFACTOR``: the batch's terms into ``Sigma``, refactored at its end."""
+    cdef Route rt
+    rt.per_example = route == PER_EXAMPLE
+    if route == PER_EXAMPLE:
+        rt.keep, rt.flush = keep_per_example, flush_nothing
+    elif route == WOODBURY:
+        rt.keep, rt.flush = keep_woodbury, woodbury_flush
+    else:
+        rt.keep, rt.flush = keep_refactor, flush_refactor
+    return rt
+
+
+cdef inline int end_batch(const FullRankKernel* kr, const Route* rt, BatchWork* b,
+                          FullRankWork* w, int n, int n_y) noexcept nogil:
+    """The batch's curvature (if kept), its regulariser, then the step (from
+    ``Sigma``'s factor when ``REFACTOR`` made one). Returns 0 on failure."""
+    if not rt.per_example:
+        add_batch_regulariser(kr, n)
+    if not rt.flush(kr, b, w, n_y):
+        return 0
+    full_step(kr, w.wrk, b.Lw)
     return 1
 
 
 cdef int full_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
-                   const FullRankKernel* kr, Example* ex, FullRankWork* w,
+                   const FullRankKernel* kr, const Route* rt, Example* ex, FullRankWork* w,
                    BatchWork* b, PassTotals* tot) noexcept nogil:
     """One pass of Algorithm 2 over the rows ``start:stop`` in their current order.
 
     A step after every ``batch_size`` examples and after the last one; the
-    batch's curvature enters ``M`` right before its step (``WOODBURY``,
-    ``REFACTOR``), or example by example (``PER_EXAMPLE``).
-    Returns 0 when a curvature update failed (then the pass stops there).
+    route (``route_of``) puts each example's curvature into ``M`` at once
+    (``PER_EXAMPLE``) or keeps it for the batch's end (``WOODBURY``,
+    ``REFACTOR``). Returns 0 when a curvature update failed (then the pass
+    stops there).
     """
     cdef Py_ssize_t i
     cdef int since_step = 0
@@ -732,27 +724,17 @@ cdef int full_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
         example_bound(ex)
         tot.loss_sum += ex.sw * ex.loss
         tot.w_sum += ex.sw
-        if kr.route == PER_EXAMPLE:
-            if ex.r > 0 and not absorb_curvature(kr, ex, w):
-                return 0
-        elif kr.route == WOODBURY:
-            batch_store(kr, b, ex)
-        else:
-            sigma_add(kr, b, ex)
-        add_gradient(kr, ex, kr.route == PER_EXAMPLE)
+        if not rt.keep(kr, b, w, ex):
+            return 0
+        add_gradient(kr, ex, rt.per_example)
         tot.t += 1
         since_step += 1
         if since_step == kr.batch_size:
-            if kr.route != PER_EXAMPLE:
-                add_batch_regulariser(kr, since_step)
-            if not batch_step(kr, b, w, ex.n_y):
+            if not end_batch(kr, rt, b, w, since_step, ex.n_y):
                 return 0
             since_step = 0
-    if since_step > 0:
-        if kr.route != PER_EXAMPLE:
-            add_batch_regulariser(kr, since_step)
-        if not batch_step(kr, b, w, ex.n_y):
-            return 0
+    if since_step > 0 and not end_batch(kr, rt, b, w, since_step, ex.n_y):
+        return 0
     return 1
 
 
@@ -787,24 +769,58 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     -------
     result : SBMResult
     """
-    if ds.n_features != state.n_features:
-        raise ValueError(f"the data have {ds.n_features} features, the state "
-                         f"{state.n_features}")
-    if not state.started:
-        raise ValueError("FullRankState.start must be called before the first pass")
-    cdef Py_ssize_t stop_ = ds.n_samples if stop is None else stop
-    if not 0 <= start <= stop_ <= ds.n_samples:
-        raise ValueError(f"rows {start}:{stop_} out of the data's {ds.n_samples}")
+    cdef Py_ssize_t stop_ = check_rows(ds, state, start, stop)
+    cdef FullRankKernel kr
+    cdef Workspace ws = Workspace()
+    cdef Example ex
+    cdef FullRankWork w
+    cdef BatchWork b
+    bind_kernel(&kr, state, opts, ds.n_features)
+    cdef bint m_stale = kr.route == REFACTOR and state.m_stale
+    example_init(&ex, ws, kr.n_features, kr.K)
+    work_init(&w, ws, kr.K, kr.P)
+    batch_init(&b, ws, kr.route, kr.batch_size, ex.n_y, kr.K, kr.d1, kr.P)
+    cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
+    cdef bint shuffle = opts.shuffle, diverged = False
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef PassTotals tot = start_totals(state.t)
+    cdef Route rt = route_of(kr.route)
+    with nogil:
+        for _epoch in range(n_epochs):
+            if shuffle:
+                ds.shuffle(&rng)
+            if not full_pass(ds, start, stop_, &kr, &rt, &ex, &w, &b, &tot):
+                diverged = True
+                break
+            if not all_finite(kr.theta, kr.P) or not all_finite(kr.phi, kr.P):
+                diverged = True          # (reported as pass epochs_run + 1)
+                break
+            epochs_run += 1
+        if kr.route == REFACTOR and not diverged:
+            if not b.factored and m_stale:      # (no row: Sigma grew only)
+                refactor_flush(&kr, &b)
+            refactor_finish(&kr, &b)
+    if kr.route == REFACTOR:
+        # (M is Sigma^-1 again; after a failure Sigma holds terms M has not)
+        state.sigma_of = None if diverged else state.M
+        state.m_stale = False
+    return finish_passes(state, tot, rng, epochs_run, diverged)
+
+
+cdef int bind_kernel(FullRankKernel* kr, state, opts, Py_ssize_t n_features) except -1:
+    """``kr``: the kernel's view of ``state`` (its arrays) and ``opts``, and
+    the route of its batch mode; with ``REFACTOR``, ``Sigma`` made valid."""
     cdef double[::1] theta = state.theta
     cdef double[:, ::1] M = state.M
     cdef double[::1] mu = state.mu
     cdef double[::1] phi = state.phi
-    cdef FullRankKernel kr
+    cdef double[:, ::1] Sigma
     kr.K = state.n_outputs
-    kr.n_features = ds.n_features
+    kr.n_features = n_features
     kr.fit_intercept = state.fit_intercept
-    kr.P = <int>((kr.n_features + (1 if kr.fit_intercept else 0)) * kr.K)
-    kr.n_reg = kr.n_features * kr.K
+    kr.d1 = <int>(n_features + (1 if kr.fit_intercept else 0))
+    kr.P = kr.d1 * kr.K
+    kr.n_reg = n_features * kr.K
     if (theta.shape[0] != kr.P or M.shape[0] != kr.P or M.shape[1] != kr.P
             or mu.shape[0] != kr.P or phi.shape[0] != kr.P):
         raise ValueError("the state's arrays do not match its shape")
@@ -817,7 +833,6 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     kr.theta = &theta[0]
     kr.mu = &mu[0]
     kr.phi = &phi[0]
-    kr.d1 = <int>(kr.n_features + (1 if kr.fit_intercept else 0))
     route = getattr(opts, "route", "auto")
     if route not in ("auto", "woodbury", "refactor"):
         raise ValueError(f"route must be 'auto', 'woodbury' or 'refactor', got {route!r}")
@@ -825,56 +840,12 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
         route = batch_route(kr.batch_size, kr.K, kr.P)
     kr.route = (PER_EXAMPLE if route == "per_example" else
                 WOODBURY if route == "woodbury" else REFACTOR)
-    cdef double[:, ::1] Sigma
     kr.Sigma = NULL
-    cdef bint m_stale = False
     if kr.route != REFACTOR and state.m_stale:
         raise ValueError("M was left stale by grow_regulariser(defer=True) for a "
                          "batch_size that does not refactor")
     if kr.route == REFACTOR:
-        m_stale = state.m_stale
         state.ensure_sigma()
         Sigma = state.Sigma
         kr.Sigma = &Sigma[0, 0]
-    cdef int n_y = 2 if kr.K == 1 else kr.K
-    cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
-    cdef bint shuffle = opts.shuffle, diverged = False
-    cdef unsigned int seed = state.seed
-    cdef unsigned int rng = seed if seed != 0 else 1
-    cdef PassTotals tot = start_totals(state.t)
-    cdef Example ex
-    cdef FullRankWork w
-    cdef BatchWork b
-    memset(&ex, 0, sizeof(Example))
-    memset(&w, 0, sizeof(FullRankWork))
-    memset(&b, 0, sizeof(BatchWork))
-    try:
-        if (not example_alloc(&ex, kr.n_features, kr.K) or not work_alloc(&w, kr.K, kr.P)
-                or (kr.route != PER_EXAMPLE
-                    and not batch_alloc(&b, kr.route, kr.batch_size, n_y, kr.K, kr.d1,
-                                        kr.P))):
-            raise MemoryError()
-        with nogil:
-            for _epoch in range(n_epochs):
-                if shuffle:
-                    ds.shuffle(&rng)
-                if not full_pass(ds, start, stop_, &kr, &ex, &w, &b, &tot):
-                    diverged = True
-                    break
-                if not all_finite(kr.theta, kr.P) or not all_finite(kr.phi, kr.P):
-                    diverged = True          # (reported as pass epochs_run + 1)
-                    break
-                epochs_run += 1
-            if kr.route == REFACTOR and not diverged:
-                if not b.factored and m_stale:      # (no row: Sigma grew only)
-                    refactor_flush(&kr, &b)
-                refactor_finish(&kr, &b)
-        if kr.route == REFACTOR:
-            # (M is Sigma^-1 again; after a failure Sigma holds terms M has not)
-            state.sigma_of = None if diverged else state.M
-            state.m_stale = False
-    finally:
-        example_free(&ex)
-        work_free(&w)
-        batch_free(&b)
-    return finish_passes(state, tot, rng, epochs_run, diverged)
+    return 0

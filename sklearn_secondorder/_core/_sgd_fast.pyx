@@ -175,6 +175,23 @@ cdef class SequenceSteps:
         pass
 
 
+cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
+                           double l2, double l1, bint with_l1) noexcept nogil:
+    """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
+    order (``with_l1`` is a constant at each inlined call); False for a row of
+    weight 0, which takes no part."""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz
+    cdef double y, sw
+    fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
+    if sw == 0.0:
+        return False
+    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, l2, l1, with_l1,
+              rows.fit_intercept, rows.intercept_decay, rows.scores, rows.grad)
+    return True
+
+
 @cython.final
 cdef class RowSteps:
     """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
@@ -189,16 +206,7 @@ cdef class RowSteps:
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil:
-        cdef const double* x
-        cdef const int* ind
-        cdef int nnz
-        cdef double y, sw
-        fetch_row(self.ds, k, &x, &ind, &nnz, &y, &sw)
-        if sw == 0.0:
-            return False
-        _sgd_step(w, self.b, self.loss, x, ind, nnz, y, sw, step_size(sched, t), sched.alpha,
-                  0.0, False, self.fit_intercept, self.intercept_decay, self.scores, self.grad)
-        return True
+        return _row_step(self, k, w, step_size(sched, t), sched.alpha, 0.0, False)
 
     cdef void count_iterate(self) noexcept nogil:
         cdef int k
@@ -213,17 +221,7 @@ cdef class RowStepsL1:
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil:
-        cdef const double* x
-        cdef const int* ind
-        cdef int nnz
-        cdef double y, sw
-        fetch_row(self.rows.ds, k, &x, &ind, &nnz, &y, &sw)
-        if sw == 0.0:
-            return False
-        _sgd_step(w, self.rows.b, self.rows.loss, x, ind, nnz, y, sw, step_size(sched, t),
-                  self.l2, self.l1, True, self.rows.fit_intercept, self.rows.intercept_decay,
-                  self.rows.scores, self.rows.grad)
-        return True
+        return _row_step(self.rows, k, w, step_size(sched, t), self.l2, self.l1, True)
 
     cdef void count_iterate(self) noexcept nogil:
         self.rows.count_iterate()

@@ -21,36 +21,32 @@ cdef struct Buffer:
     Py_ssize_t n, cap, n_rows, cap_rows, n_seq, cap_seq
 
 
+cdef void* _regrow(void* p, Py_ssize_t n, size_t size) except NULL:
+    """``realloc`` to ``n`` items of ``size`` bytes, or ``MemoryError``."""
+    cdef void* q = realloc(p, n * size)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
 cdef int _grow(Buffer* b) except -1:
     cdef Py_ssize_t cap = 2 * b.cap if b.cap else 1024
-    cdef double* d = <double*>realloc(b.data, cap * sizeof(double))
-    if d == NULL:
-        raise MemoryError()
-    b.data = d
-    cdef int* i = <int*>realloc(b.indices, cap * sizeof(int))
-    if i == NULL:
-        raise MemoryError()
-    b.indices = i
+    b.data = <double*>_regrow(b.data, cap, sizeof(double))
+    b.indices = <int*>_regrow(b.indices, cap, sizeof(int))
     b.cap = cap
     return 0
 
 
 cdef int _grow_rows(Buffer* b) except -1:
     cdef Py_ssize_t cap = 2 * b.cap_rows if b.cap_rows else 1024
-    cdef long long* p = <long long*>realloc(b.indptr, cap * sizeof(long long))
-    if p == NULL:
-        raise MemoryError()
-    b.indptr = p
+    b.indptr = <long long*>_regrow(b.indptr, cap, sizeof(long long))
     b.cap_rows = cap
     return 0
 
 
 cdef int _grow_seq(Buffer* b) except -1:
     cdef Py_ssize_t cap = 2 * b.cap_seq if b.cap_seq else 256
-    cdef long long* p = <long long*>realloc(b.offsets, cap * sizeof(long long))
-    if p == NULL:
-        raise MemoryError()
-    b.offsets = p
+    b.offsets = <long long*>_regrow(b.offsets, cap, sizeof(long long))
     b.cap_seq = cap
     return 0
 

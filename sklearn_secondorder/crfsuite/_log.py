@@ -7,9 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._core._crf_infer import viterbi_decode
-from .._core._dataset import SequenceData
-from .._core._weights import ScaledWeights
+from ..sequence import sequence_batch, viterbi_labels
 from ..sequence._input import flatten_labels, vectorize_dicts
 
 
@@ -102,14 +100,15 @@ def holdout_evaluation(gold, pred, offsets, labels):
 
 
 def dev_set(X_dev, y_dev, vocabulary, classes, n_features):
-    """The dev set vectorised with the training vocabulary: ``(SequenceData,
-    gold label indices (-1: a label the model does not know), offsets)``."""
+    """The dev set vectorised with the training vocabulary: ``(batch, gold,
+    offsets)``, the batch from ``sequence_batch`` and ``gold`` the label
+    indices (-1: a label the model does not know)."""
     data, indices, indptr, offsets = vectorize_dicts(X_dev, vocabulary, False)
     gold = flatten_labels(y_dev, np.diff(offsets))
     known = np.isin(gold, classes)
     gold_idx = np.where(known, np.searchsorted(classes, gold).clip(0, classes.size - 1),
                         -1)
-    return (SequenceData(data, indices, indptr, offsets, None, n_features),
+    return (sequence_batch(data, indices, indptr, offsets, n_features),
             gold_idx, offsets)
 
 
@@ -138,7 +137,7 @@ def pass_recorder(log, dev, classes, n, regularized, c1, c2, verbose):
                "scores": {}}
         if dev is not None:
             ds, gold_idx, offsets = dev
-            pred = viterbi_decode(ds, ScaledWeights(np.ascontiguousarray(w), classes.size))
+            pred = viterbi_labels(ds, w, classes.size)
             rec.update(holdout_evaluation(gold_idx, pred, offsets, names))
         log.iterations.append(rec)
         if verbose:

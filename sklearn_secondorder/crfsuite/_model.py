@@ -2,8 +2,8 @@
 
 ``CRFModel`` holds what a CRFsuite model file holds: the labels, the
 attributes that have a non-zero weight, the state weights (sparse) and the
-transition weights. It predicts on the shared CRF core (``viterbi_decode``,
-``label_marginals``), saves to / loads from a ``.npz`` file (no pickle inside,
+transition weights. It predicts on the shared CRF core (through the sequence package's
+``viterbi_labels``, ``token_marginals``), saves to / loads from a ``.npz`` file (no pickle inside,
 ``allow_pickle=False``), and pickles at that size. ``Tagger`` wraps it with
 pycrfsuite's ``Tagger`` methods.
 """
@@ -13,9 +13,7 @@ from collections import namedtuple
 import numpy as np
 import scipy.sparse as sp
 
-from .._core._crf_infer import CRFContext, label_marginals, viterbi_decode
-from .._core._dataset import SequenceData
-from .._core._weights import ScaledWeights
+from ..sequence import path_log_likelihood, sequence_batch, token_marginals, viterbi_labels
 from ..sequence._input import _is_item_sequence, vectorize_dicts
 
 FORMAT = "sklearn-secondorder-crf/1"
@@ -67,15 +65,16 @@ class CRFModel:
         return self._vocabulary
 
     def _weights(self):
+        """The flat weights (state block, transitions, zero biases)."""
         if self._flat is None:
             L = len(self.labels)
             self._flat = np.concatenate([self.state.toarray().ravel(),
                                          self.transitions.ravel(), np.zeros(L)])
-        return ScaledWeights(self._flat, len(self.labels))
+        return self._flat
 
     def _data(self, X):
         data, indices, indptr, offsets = vectorize_dicts(X, self.vocabulary, grow=False)
-        return SequenceData(data, indices, indptr, offsets, None, len(self.attributes)), offsets
+        return sequence_batch(data, indices, indptr, offsets, len(self.attributes)), offsets
 
     @staticmethod
     def _split_empty(X):
@@ -102,7 +101,7 @@ class CRFModel:
         out = [[] for _ in range(n)]
         if X:
             ds, offsets = self._data(X)
-            idx = viterbi_decode(ds, self._weights(), 1)
+            idx = viterbi_labels(ds, self._weights(), len(self.labels))
             names = np.asarray(self.labels, dtype=object)[idx]
             for i, a, b in zip(keep, offsets[:-1], offsets[1:]):
                 out[i] = names[a:b].tolist()
@@ -126,7 +125,7 @@ class CRFModel:
         out = [np.zeros((0, len(self.labels))) for _ in range(n)]
         if X:
             ds, offsets = self._data(X)
-            P = label_marginals(ds, self._weights(), 1)
+            P = token_marginals(ds, self._weights(), len(self.labels))
             for i, a, b in zip(keep, offsets[:-1], offsets[1:]):
                 out[i] = P[a:b]
         return out
@@ -156,8 +155,7 @@ class CRFModel:
             raise ValueError(f"yseq has {len(path)} labels for {indptr.size - 1} tokens.")
         M = sp.csr_matrix((data, indices, indptr), shape=(indptr.size - 1, len(self.attributes)))
         emissions = np.asarray((M @ self.state).toarray())
-        out = CRFContext(len(self.labels)).py_infer(emissions, self.transitions, path)
-        return out["loglik"]
+        return path_log_likelihood(emissions, self.transitions, path)
 
     # ---- description -------------------------------------------------------------
     def state_features(self):

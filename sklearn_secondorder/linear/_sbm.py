@@ -87,9 +87,11 @@ class SBMLogisticRegression(LinearClassifierBase):
     The update is ``_core._sbm_full.full_pass`` at full rank (per example
     ``absorb_curvature`` puts the curvature into ``M``, ``add_gradient`` the
     gradient into ``mu``; ``full_step`` moves ``theta``) and
-    ``_core._sbm_lowrank.lowrank_example`` with the Woodbury step
-    ``_core._sbm_lowrank.head_step`` at low rank; Algorithm 1 is
-    ``_core._sbm_bound.partition_bound``.
+    ``_core._sbm_lowrank.lowrank_example`` with the head's step
+    (``HeadOps.step``: Woodbury on the dense head) at low rank; Algorithm 1
+    is ``_core._sbm_bound.partition_bound``. The contributors' walkthrough
+    (``doc/internals/sbm_walkthrough.md``) follows ``alpha`` and one row
+    along this path.
 
     Parameters
     ----------

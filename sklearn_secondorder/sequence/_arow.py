@@ -1,6 +1,7 @@
 """CRFsuite's AROW trainer (``arow``) as a tagger.
 
-The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``; the shared
+The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``: the pass
+shared by the online trainers, with its step ``arow_step``. The shared
 online-tagger code is ``_online._OnlineSequenceTagger``.
 """
 from numbers import Real
@@ -36,8 +37,9 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     max_iter : int, default=100
         Passes over the data in ``fit``.
     epsilon : float, default=0.0
-        Stop after a pass whose mean cost is at most ``epsilon`` (with 0: a
-        pass without errors).
+        Stop after a pass whose mean cost is below ``epsilon``, or after a
+        pass without errors (the later passes would repeat it: nothing is
+        averaged). With 0, CRFsuite's test: a pass without errors.
     all_possible_states : bool, default=False
         Give every (attribute, label) pair of the training attributes a
         weight; by default only the pairs seen in the training data have one

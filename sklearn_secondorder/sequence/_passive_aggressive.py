@@ -1,7 +1,9 @@
 """CRFsuite's passive-aggressive trainer (``pa``) as a tagger.
 
-The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``; the shared
-online-tagger code is ``_online._OnlineSequenceTagger``.
+The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``: the pass
+shared by the online trainers, with the step ``pa0_step``, ``pa1_step`` or
+``pa2_step`` (by ``pa_type``). The shared online-tagger code is
+``_online._OnlineSequenceTagger``.
 """
 from numbers import Integral, Real
 
@@ -45,7 +47,9 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     max_iter : int, default=100
         Passes over the data in ``fit``.
     epsilon : float, default=0.0
-        Stop after a pass whose mean cost is below ``epsilon`` (0: never).
+        Stop after a pass whose mean cost is below ``epsilon`` (0: never),
+        or, without ``averaging``, after a pass without errors (the later
+        passes would repeat it).
     all_possible_states : bool, default=False
         Give every (attribute, label) pair of the training attributes a
         weight; by default only the pairs seen in the training data have one

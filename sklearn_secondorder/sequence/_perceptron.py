@@ -1,6 +1,7 @@
 """CRFsuite's averaged perceptron (``ap``) as a tagger.
 
-The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``; the shared
+The kernel is ``online_epochs`` in ``_core/_crf_online.pyx``: the pass
+shared by the online trainers, with its step ``ap_step``. The shared
 online-tagger code is ``_online._OnlineSequenceTagger``.
 """
 from .._core._crf_online import OnlineOptions
