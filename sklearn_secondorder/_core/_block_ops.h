@@ -22,68 +22,6 @@
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SKSO_ROW_CLONES
-/* k idle steps of n weights in decay_exp's Taylor regime under the series
- * rate rule (every |k log(1 - eta lam)| < 5e-4, every eta lam < 1e-4):
- * v *= exp(k log(1 - eta lam)), the log by its series, the exp by its
- * polynomial (_lazy_steps.decay's first branch). */
-SKSO_ROW_CLONES
-static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
-                                    double k, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++)
-        v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
-}
-
-/* The emission scores of one attribute: em[h] += x v[h]. */
-SKSO_ROW_CLONES
-static void skso_block_emit(double *restrict em, const double *restrict v, double x,
-                            ptrdiff_t n) {
-    for (ptrdiff_t h = 0; h < n; h++)
-        em[h] += x * v[h];
-}
-
-/* One update's shrink: v *= max(0, 1 - eta lam). */
-SKSO_ROW_CLONES
-static void skso_block_shrink(double *restrict v, const float *restrict eta, double lam,
-                              ptrdiff_t n) {
-    for (ptrdiff_t h = 0; h < n; h++) {
-        double f = 1.0 - (double)eta[h] * lam;
-        v[h] *= f > 0.0 ? f : 0.0;
-    }
-}
-
-/* A token's gradient term on one row: v[h] += eta[h] x d[h]. */
-SKSO_ROW_CLONES
-static void skso_block_add(double *restrict v, const float *restrict eta, double x,
-                           const double *restrict d, ptrdiff_t n) {
-    for (ptrdiff_t h = 0; h < n; h++)
-        v[h] += (double)eta[h] * x * d[h];
-}
-
-/* The mid-window event: dsnap = v - snap (float32), snap = v. */
-SKSO_ROW_CLONES
-static void skso_block_mid_event(const double *restrict v, double *restrict snap,
-                                 float *restrict dsnap, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++) {
-        dsnap[q] = (float)(v[q] - snap[q]);
-        snap[q] = v[q];
-    }
-}
-
-/* The window end: eta *= f (Eq. 8, f = skso_psa_factor of (v - snap) / dsnap;
- * 0/0 gives NaN, which keeps eta), snap = v. */
-SKSO_ROW_CLONES
-static void skso_block_end_event(const double *restrict v, double *restrict snap,
-                                 const float *restrict dsnap, float *restrict eta,
-                                 double m, double kappa, double inv_denom, double f_lo,
-                                 double f_hi, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++) {
-        double f = skso_psa_factor((v[q] - snap[q]) / (double)dsnap[q], m, kappa, inv_denom,
-                                   f_lo, f_hi);
-        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));
-        snap[q] = v[q];
-    }
-}
-
 #endif
 
 /* Tsuruoka et al.'s L1 catch-up (skso_l1_apply) of the K weights of one
