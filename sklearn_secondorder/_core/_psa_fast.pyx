@@ -110,22 +110,29 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             softmax_loss(scores, <int>y, <int>K, grad)
             for k in range(K):
                 grad[k] *= sw
-        for q in range(nnz):
-            row = block_at(L, ind[q])
-            for k in range(K):
-                step_weight(row, k, lam, l1, grad[k] * x[q], pen)
-            row.last[0] = t + 1
-        if wk.fit_intercept:
-            for k in range(K):
-                step_weight(icp, k, 0.0, 0.0, grad[k], pen)
-            icp.last[0] = t + 1
-        t += 1
-        if t == next_event:            # the stepped blocks take the event at once
-            mid = (t // c.b) & 1
+        if K == 1 and grad[0] == 0.0:
+            # a zero gradient (a hinge-type loss past its margin): the update
+            # is the shrink alone, which is an idle step of the lazy decay,
+            # so the blocks stay current at t and a later catch-up applies it
+            t += 1
+        else:
             for q in range(nnz):
-                apply_event(block_at(L, ind[q]), K, mid, c)
+                row = block_at(L, ind[q])
+                for k in range(K):
+                    step_weight(row, k, lam, l1, grad[k] * x[q], pen)
+                row.last[0] = t + 1
             if wk.fit_intercept:
-                apply_event(icp, K, mid, c)
+                for k in range(K):
+                    step_weight(icp, k, 0.0, 0.0, grad[k], pen)
+                icp.last[0] = t + 1
+            t += 1
+            if t == next_event:        # the stepped blocks take the event at once
+                mid = (t // c.b) & 1
+                for q in range(nnz):
+                    apply_event(block_at(L, ind[q]), K, mid, c)
+                if wk.fit_intercept:
+                    apply_event(icp, K, mid, c)
+        if t == next_event:
             ev = t
             next_event += c.b
     return t
