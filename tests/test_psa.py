@@ -335,3 +335,22 @@ def test_one_pass_as_the_float64_core(name):
         ll.append(log_loss(yte, est.predict_proba(Xte)))
     assert abs(np.mean(acc) - ref[name]["accuracy"]) <= 0.05
     assert abs(np.mean(ll) / ref[name]["log_loss"] - 1) <= 0.005
+
+
+def test_a_feature_listed_twice_in_a_row_is_their_sum():
+    """A CSR row that lists a feature twice (scipy's duplicates) is the row
+    with their sum, as ``toarray`` reads it: the same model as the
+    canonical CSR and the dense rows."""
+    rng = np.random.RandomState(0)
+    n, d = 300, 6
+    cols = rng.randint(0, d, (n, 3))               # repeats within rows
+    X = sp.csr_matrix((rng.randn(3 * n), cols.ravel(), np.arange(0, 3 * n + 1, 3)),
+                      shape=(n, d))
+    assert not X.has_canonical_format
+    y = rng.randint(0, 2, n)
+    kw = dict(period=3, eta0=0.1, random_state=0)
+    dup = PSAClassifier(**kw).fit(X, y)
+    dense = PSAClassifier(**kw).fit(X.toarray(), y)
+    assert_allclose(dup.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
+    assert_allclose(dup.eta_, dense.eta_, rtol=2e-7)
+    assert not X.has_canonical_format               # the caller's matrix is left as it was

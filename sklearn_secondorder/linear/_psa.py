@@ -3,6 +3,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
@@ -249,6 +250,11 @@ class PSAClassifier(LinearClassifierBase):
     def _run_problem(self, X, y, sample_weight, problem, n_epochs):
         K = problem.n_outputs
         loss = LOSSES[self.loss]() if K == 1 else None
+        if sp.issparse(X) and not X.has_canonical_format:
+            # a feature listed twice in a row is one coordinate (their sum):
+            # the kernel steps and shrinks each listed block once per update
+            X = X.copy()
+            X.sum_duplicates()
         if problem.kernel is None:  # first call: choose b and eta0, allocate
             if self.period == "auto":
                 problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
