@@ -58,15 +58,6 @@ from ._lazy_steps import PSAResult
 import numpy as np
 
 
-cdef inline void _prefetch_sequence(SequenceData ds, Py_ssize_t s, const Layout* L,
-                                    Py_ssize_t A) noexcept nogil:
-    """Prefetch the attribute rows a sequence will touch (mostly cold)."""
-    cdef long long kk
-    for kk in range(ds.indptr[ds.offsets[s]], ds.indptr[ds.offsets[s + 1]]):
-        if ds.indices[kk] < A:
-            prefetch_block(L, ds.indices[kk])
-
-
 cdef inline void _shrink(Block r, Py_ssize_t n, double lam, double l1,
                          const Penalty* pen) noexcept nogil:
     """One update's shrink of ``n`` weights, ``v *= max(0, 1 - eta lam)``
@@ -225,12 +216,17 @@ cdef double _pass(SequenceData ds, const Layout* L, CRFContext ctx, const LazyCo
                   Py_ssize_t* stepped) noexcept nogil:
     """One pass in the current order; returns the summed ``-log p(y|x)``, or
     NaN at divergence."""
-    cdef Py_ssize_t k, s, A = ctx.n_attributes
+    cdef Py_ssize_t k, s, nxt, A = ctx.n_attributes
+    cdef long long kk
     cdef double loss, loss_sum = 0.0
     for k in range(ds.n_sequences):
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
-            _prefetch_sequence(ds, ds.order[k + 1], L, A)
+            # the attribute rows the next sequence touches (mostly cold)
+            nxt = ds.order[k + 1]
+            for kk in range(ds.indptr[ds.offsets[nxt]], ds.indptr[ds.offsets[nxt + 1]]):
+                if ds.indices[kk] < A:
+                    prefetch_block(L, ds.indices[kk])
         loss = _update(L, ds, s, ctx, c, pen, rule, t[0], fit_intercept, stepped)
         if not isfinite(loss):
             return loss

@@ -85,34 +85,13 @@ cdef inline void fetch_row(RowDataset ds, Py_ssize_t k, const double** x, const 
     sw[0] = ds.sw_ptr[i]
 
 
-cdef extern from *:
-    """
-    #ifndef SKSO_PREFETCH_READ
-    #define SKSO_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
-    #endif
-    """
+cdef extern from "_prefetch.h":
+    # macros (_prefetch.h says why): prefetch_row(ds, k) prefetches row k of
+    # the current order (its indices and values, label and weight) and the
+    # offsets of row k + 1; called two rows ahead, the next row's indices are
+    # in cache when a kernel prefetches what they point to
     void SKSO_PREFETCH_READ(const void* p) noexcept nogil
-
-
-cdef inline void prefetch_row(RowDataset ds, Py_ssize_t k) noexcept nogil:
-    """Prefetch the start of the k-th sparse row in the current order (indices
-    and values, label and weight) and the offsets of row ``k + 1``: called two rows ahead, the
-    next row's indices are in cache when a kernel prefetches what they point
-    to."""
-    cdef Py_ssize_t i
-    if not ds.is_sparse or k >= ds.n_samples:
-        return
-    i = ds.order_ptr[k]
-    SKSO_PREFETCH_READ(ds.indices_ptr + ds.indptr_ptr[i])
-    if ds.is_float32:
-        SKSO_PREFETCH_READ(ds.data32_ptr + ds.indptr_ptr[i])
-    else:
-        SKSO_PREFETCH_READ(ds.data_ptr + ds.indptr_ptr[i])
-    # (in a shuffled order the label and weight are as cold as the row)
-    SKSO_PREFETCH_READ(ds.y_ptr + i)
-    SKSO_PREFETCH_READ(ds.sw_ptr + i)
-    if k + 1 < ds.n_samples:
-        SKSO_PREFETCH_READ(ds.indptr_ptr + ds.order_ptr[k + 1])
+    void prefetch_row "SKSO_PREFETCH_ROW"(RowDataset ds, Py_ssize_t k) noexcept nogil
 
 
 # Sequences as one CSR matrix of token rows plus sequence offsets (the CRF's input).

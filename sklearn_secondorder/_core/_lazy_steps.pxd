@@ -499,22 +499,13 @@ cdef inline void step_weight(Block b, Py_ssize_t q, double lam, double l1, doubl
         l1_clip(b, q)
 
 
-cdef extern from *:
+cdef extern from "_prefetch.h":
     """
-    #ifndef SKSO_PREFETCH_W
-    #define SKSO_PREFETCH_W(p) __builtin_prefetch((const void*)(p), 1, 1)
-    #endif
+    #define SKSO_PREFETCH_BLOCK(L, j) SKSO_PREFETCH_LINES(                     \
+        (L)->base + (j) * (L)->stride, (L)->K > 1 ? (L)->off_dsnap : (L)->stride)
     """
-    void prefetch_for_write "SKSO_PREFETCH_W"(const void* p) noexcept nogil
-
-
-cdef inline void prefetch_block(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """Prefetch what a touch of block ``j`` reads (``last``, ``v``, ``eta``;
-    a line at a time): kernels call it for the next row's blocks, mostly
-    cold in a large model. The events' fields come in when a block crosses
-    one."""
-    cdef const char* p = L.base + j * L.stride
-    cdef const char* end = p + (L.off_dsnap if L.K > 1 else L.stride)
-    while p < end:
-        prefetch_for_write(p)
-        p += 64
+    # prefetch_block(L, j): what a touch of block j reads (last, v, eta; a
+    # binary record whole), for writing: kernels call it for the next row's
+    # blocks, mostly cold in a large model. The events' fields of a wide
+    # block come in when it crosses one. (A macro: _prefetch.h says why.)
+    void prefetch_block "SKSO_PREFETCH_BLOCK"(const Layout* L, Py_ssize_t j) noexcept nogil

@@ -52,16 +52,6 @@ cdef struct RowWork:
     double* grad
 
 
-cdef inline void _prefetch_next(RowDataset ds, const Layout* L, Py_ssize_t i) noexcept nogil:
-    """Prefetch the blocks of the next row and the indices of the row after,
-    so that they can be prefetched in turn."""
-    cdef Py_ssize_t nxt = ds.order_ptr[i + 1]
-    cdef long long kk
-    prefetch_row(ds, i + 2)
-    for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
-        prefetch_block(L, ds.indices_ptr[kk])
-
-
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
                             const Penalty* pen, const RateRule* rule, Loss loss, RowWork* wk,
                             long long t) noexcept nogil:
@@ -70,7 +60,8 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t i, k, nxt
+    cdef long long kk
     cdef double y, sw, s
     cdef Block row, icp = block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
@@ -91,7 +82,12 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             sweep(L, wk.d + 1, wk.d, t, c, pen, rule)
             swept = t
         if ds.is_sparse and i + 1 < ds.n_samples:
-            _prefetch_next(ds, L, i)
+            # the next row's blocks (mostly cold in a large model), and the
+            # indices of the row after, so that they are in cache then
+            prefetch_row(ds, i + 2)
+            nxt = ds.order_ptr[i + 1]
+            for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
+                prefetch_block(L, ds.indices_ptr[kk])
         # theta(t) on the row's blocks, then the scores (accumulated in a
         # local: a store to a record could alias scores[k])
         for q in range(nnz):

@@ -1,0 +1,52 @@
+/* Software prefetches for the kernels' row loops, as macros.
+ *
+ * Why macros and not (inline) functions: GCC's local pure-const analysis
+ * treats __builtin_prefetch as free of side effects, so a function whose
+ * only effect is prefetching is "const" to it, and the calls to it are
+ * deleted as dead code before the inliner could put them in the loop. A
+ * macro expands in the body of the loop that calls it, where the prefetch
+ * stays. (Compilers without __builtin_prefetch get no-ops.)
+ */
+#ifndef SKSO_PREFETCH_H
+#define SKSO_PREFETCH_H
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SKSO_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
+#define SKSO_PREFETCH_WRITE(p) __builtin_prefetch((const void*)(p), 1, 3)
+#else
+#define SKSO_PREFETCH_READ(p) ((void)(p))
+#define SKSO_PREFETCH_WRITE(p) ((void)(p))
+#endif
+
+/* The bytes [p, p + n) for writing, a cache line at a time. */
+#define SKSO_PREFETCH_LINES(p, n)                                            \
+    do {                                                                     \
+        const char* skso_p_ = (const char*)(p);                              \
+        const char* skso_end_ = skso_p_ + (n);                               \
+        for (; skso_p_ < skso_end_; skso_p_ += 64)                           \
+            SKSO_PREFETCH_WRITE(skso_p_);                                    \
+    } while (0)
+
+/* Row k of a RowDataset in its current order (sparse only): the start of
+ * its indices and values, its label and weight (in a shuffled order as cold
+ * as the row), and the offsets of row k + 1. Called two rows ahead, so that
+ * the next row's indices are in cache when a kernel prefetches what they
+ * point to. */
+#define SKSO_PREFETCH_ROW(ds, k)                                             \
+    do {                                                                     \
+        if ((ds)->is_sparse && (k) < (ds)->n_samples) {                      \
+            Py_ssize_t skso_i_ = (ds)->order_ptr[k];                         \
+            long long skso_at_ = (ds)->indptr_ptr[skso_i_];                  \
+            SKSO_PREFETCH_READ((ds)->indices_ptr + skso_at_);                \
+            if ((ds)->is_float32)                                            \
+                SKSO_PREFETCH_READ((ds)->data32_ptr + skso_at_);             \
+            else                                                             \
+                SKSO_PREFETCH_READ((ds)->data_ptr + skso_at_);               \
+            SKSO_PREFETCH_READ((ds)->y_ptr + skso_i_);                       \
+            SKSO_PREFETCH_READ((ds)->sw_ptr + skso_i_);                      \
+            if ((k) + 1 < (ds)->n_samples)                                   \
+                SKSO_PREFETCH_READ((ds)->indptr_ptr + (ds)->order_ptr[(k) + 1]); \
+        }                                                                    \
+    } while (0)
+
+#endif
