@@ -101,11 +101,12 @@ def balanced_chunks(offsets, n_chunks):
     n_items = offsets.size - 1
     k = max(1, min(int(n_chunks), n_items))
     total = offsets[-1] - offsets[0]
-    # the cut nearest to each of the k - 1 equal shares of the total size
+    # the cut nearest to each of the k - 1 equal shares of the total size (the
+    # lower one on a tie)
     targets = offsets[0] + total * np.arange(1, k) / k
     cuts = np.searchsorted(offsets, targets)
     lower = np.maximum(cuts - 1, 0)
-    cuts = np.where(targets - offsets[lower] < offsets[cuts] - targets, lower, cuts)
+    cuts = np.where(targets - offsets[lower] <= offsets[cuts] - targets, lower, cuts)
     inner = cuts[(cuts > 0) & (cuts < n_items)]
     return np.unique(np.concatenate(([0], inner, [n_items]))).astype(np.int64)
 
