@@ -13,7 +13,9 @@ ids of the transitions and biases (-1: absent). Emissions and gradient cost
 O(existing features of the sequence's attributes); forward-backward and the
 marginals are ``CRFContext``'s (``forward_backward``, ``path_score``), the
 same scaled recursions as everywhere else. L-BFGS (``sequence/_lbfgs.py``)
-evaluates its objective with it: one pass over the sequences per call, nogil.
+evaluates its objective with it: one pass over the sequences per call, nogil;
+with ``n_jobs`` threads, one call per contiguous range of sequences on each
+thread (``begin``, ``end``), each with its own context and gradient buffer.
 """
 import numpy as np
 
