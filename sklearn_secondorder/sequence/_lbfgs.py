@@ -36,21 +36,14 @@ def compact_objective(ds, table, n_states, lam2, runner=None):
     the chunks' sums in chunk order. The partition and the order depend on
     the data and the number of threads only, so a given ``n_jobs`` gives the
     same objective, bit for bit, on every run, and differs from one thread's
-    by the rounding of the sums' order (about 1e-15 relative per chunk).
+    by the rounding of the sums' order only (within 1e-12 relative,
+    ``tests/test_n_jobs.py``).
     """
     attr_ptr, feat_label, trans_id, bias_id = table
     n_threads = 1 if runner is None else runner.n_threads
     bounds = balanced_chunks(sequence_offsets(ds), n_threads)
     chunks = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
     buffers = []      # the other chunks' gradients, allocated at the first call
-
-    def one_chunk(z, g):
-        def run(c):
-            begin, end = chunks[c]
-            return compact_loglik_gradient(ds, z, attr_ptr, feat_label, trans_id, bias_id,
-                                           n_states, g if c == 0 else buffers[c - 1],
-                                           begin, end)
-        return run
 
     def fun(z):
         g = np.empty_like(z)
@@ -60,7 +53,11 @@ def compact_objective(ds, table, n_states, lam2, runner=None):
         else:
             if not buffers:
                 buffers.extend(np.empty_like(z) for _ in chunks[1:])
-            parts = runner.map(one_chunk(z, g), range(len(chunks)))
+            grads = [g, *buffers]      # chunk 0 writes into g directly
+            parts = runner.map(
+                lambda c: compact_loglik_gradient(ds, z, attr_ptr, feat_label, trans_id,
+                                                  bias_id, n_states, grads[c], *chunks[c]),
+                range(len(chunks)))
             ll = parts[0]
             for c in range(1, len(chunks)):      # (the fixed order of the reduction)
                 ll += parts[c]
@@ -156,11 +153,12 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
         pass, whatever the ``joblib`` context), -1 all the cores, -2 all but
         one. Any ``n_jobs`` is deterministic: the same data and parameters
         give the same model, bit for bit, on every run. Different ``n_jobs``
-        add the same terms in a different order, so their objectives agree
-        to about 1e-12 relative and L-BFGS may take slightly different
-        paths (their final objectives agree to about 1e-9 relative after 50
-        iterations on CoNLL-2000). Each extra thread holds one more gradient
-        vector (8 bytes per weight, counted by the memory check).
+        add the same terms in a different order, so their objective and
+        gradient agree to about 1e-12 relative, and L-BFGS's iterates agree
+        closely but not bit for bit (the final objectives after 50
+        iterations on CoNLL-2000 differ by about 1e-13 relative,
+        ``benchmarks/bench_jobs.py``). Each extra thread holds one more
+        gradient vector (8 bytes per weight, counted by the memory check).
 
     Attributes
     ----------
