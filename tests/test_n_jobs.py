@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg.blas import daxpy, ddot
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_trainers import conll_subset, dataset, random_sequences
 
 from sklearn_secondorder import LBFGSSequenceTagger, _validation
@@ -276,6 +277,12 @@ def test_concurrent_fits_each_give_the_lone_model():
         for est, ref in zip(ests, lone):
             assert_array_equal(est._model, ref._model)
             assert est.loss_ == ref.loss_
+
+
+@parametrize_with_checks([LBFGSSequenceTagger(max_iter=20, n_jobs=2),
+                          LBFGSSequenceTagger(max_iter=20, penalty="l1", alpha=1e-3, n_jobs=3)])
+def test_sklearn_api_with_threads(estimator, check):
+    check(estimator)
 
 
 @pytest.mark.parametrize("bad", BAD_N_JOBS)
