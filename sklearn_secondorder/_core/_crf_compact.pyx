@@ -13,7 +13,9 @@ ids of the transitions and biases (-1: absent). Emissions and gradient cost
 O(existing features of the sequence's attributes); forward-backward and the
 marginals are ``CRFContext``'s (``forward_backward``, ``path_score``), the
 same scaled recursions as everywhere else. L-BFGS (``sequence/_lbfgs.py``)
-evaluates its objective with it: one pass over the sequences per call, nogil.
+evaluates its objective with it: one pass over the sequences per call, nogil;
+with ``n_jobs`` threads, one call per contiguous range of sequences on each
+thread (``begin``, ``end``), each with its own context and gradient buffer.
 """
 import numpy as np
 
@@ -23,9 +25,15 @@ from ._dataset cimport SequenceData
 
 def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long long[::1] attr_ptr,
                             const int[::1] feat_label, const long long[::1] trans_id,
-                            const long long[::1] bias_id, int n_states, double[::1] grad):
+                            const long long[::1] bias_id, int n_states, double[::1] grad,
+                            Py_ssize_t begin=0, Py_ssize_t end=-1):
     """Total ``log p(y | x)`` and its gradient (written to ``grad``) for the
-    compact weights ``w`` (module docstring).
+    compact weights ``w`` (module docstring), over sequences ``begin .. end``.
+
+    The pass holds no Python object while it runs (``with nogil``), and each
+    call makes its own inference context, so calls on disjoint ranges with
+    their own ``grad`` may run at the same time on several threads: that is
+    how ``LBFGSSequenceTagger(n_jobs=...)`` splits one evaluation.
 
     Parameters
     ----------
@@ -43,14 +51,22 @@ def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long lon
     n_states : int
     grad : ndarray like ``w``
         Overwritten with the gradient of the total log-likelihood.
+    begin, end : int, default=0, -1
+        The range of sequences summed over; ``end=-1`` is to the last one.
 
     Returns
     -------
     loglik : float
-        ``sum log p(y | x)`` (``-inf`` / NaN if the scores overflow).
+        ``sum log p(y | x)`` over the range (``-inf`` / NaN if the scores
+        overflow).
     """
     if not ds.has_labels:
         raise ValueError("labels are required")
+    if end < 0:
+        end = ds.n_sequences
+    if not 0 <= begin <= end <= ds.n_sequences:
+        raise ValueError(f"the sequence range {begin}..{end} is not within "
+                         f"0..{ds.n_sequences}")
     cdef int H = n_states
     cdef Py_ssize_t n_attr = attr_ptr.shape[0] - 1
     if ds.n_features > n_attr or trans_id.shape[0] != H * H or bias_id.shape[0] != H:
@@ -72,7 +88,7 @@ def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long lon
         for i in range(H * H):
             ctx.trans[i] = w[trans_id[i]] if trans_id[i] >= 0 else 0.0
         ctx.finish_transitions()
-        for s in range(ds.n_sequences):
+        for s in range(begin, end):
             first = ds.offsets[s]
             T = <int>(ds.offsets[s + 1] - first)
             ctx.ensure_capacity(T)
@@ -143,3 +159,18 @@ def feature_table(const unsigned char[::1] exists, Py_ssize_t n_attributes, int 
     trans_id = np.ascontiguousarray(ids[n_attributes * H:(n_attributes + H) * H])
     bias_id = np.ascontiguousarray(ids[(n_attributes + H) * H:])
     return idx, attr_ptr.astype(np.int64), feat_label, trans_id, bias_id
+
+
+def sequence_offsets(SequenceData ds):
+    """The first token of every sequence of ``ds``, and the total (a copy).
+
+    Parameters
+    ----------
+    ds : SequenceData
+
+    Returns
+    -------
+    offsets : int64 ndarray of shape (n_sequences + 1,)
+        What the threads of ``compact_loglik_gradient`` are balanced on.
+    """
+    return np.array(ds.offsets, dtype=np.int64)

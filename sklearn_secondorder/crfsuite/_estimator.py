@@ -119,6 +119,15 @@ calibration_max_trials : default=None
         Keep the trained tagger (``estimator_``, with its training state) in
         the fitted model and its pickle; by default only the deployed model
         is kept, the size of CRFsuite's model.
+    n_jobs : int, default=None
+        Threads that train the one model together (not in sklearn-crfsuite:
+        CRFsuite trains on one thread). 'lbfgs' splits every evaluation of
+        the objective and gradient over the sequences (`LBFGSSequenceTagger`'s
+        ``n_jobs``): None is 1, -1 all the cores, -2 all but one; a given
+        value always gives the same model, and different values agree to
+        about 1e-12 relative per evaluation. The other algorithms accept it
+        and, for now, train on one thread whatever its value. 0 or a non-int
+        is a ValueError.
 
     Attributes
     ----------
@@ -167,7 +176,7 @@ calibration_max_trials : default=None
                  calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
                  averaging=None, variance=None, gamma=None, verbose=False,
                  model_filename=None, keep_tempfiles=False, trainer_cls=None,
-                 random_state=0, keep_training_state=False):
+                 random_state=0, keep_training_state=False, n_jobs=None):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
@@ -198,6 +207,7 @@ calibration_max_trials : default=None
         self.trainer_cls = trainer_cls
         self.random_state = random_state
         self.keep_training_state = keep_training_state
+        self.n_jobs = n_jobs
 
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None):

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .._threads import check_n_jobs
 from ._registry import TRAINER_PARAMS, penalty_params
 
 #: CRFsuite's defaults of the regularisation (lbfgs, l2sgd).
@@ -43,13 +44,15 @@ def tagger_params(crf, alg, tagger, n_sequences):
                 f"algorithm={alg.name!r} trains every (attribute, label) pair and "
                 f"transition: {', '.join(explicit)} cannot be honoured (leave them None, "
                 "or choose an algorithm that generates CRFsuite's features).")
+    # every algorithm takes n_jobs (those without threads yet train on one)
+    check_n_jobs(crf.n_jobs)
     if crf.max_iterations is not None and not (
             isinstance(crf.max_iterations, Integral) and crf.max_iterations >= 1):
         raise ValueError(f"max_iterations must be an int >= 1, got {crf.max_iterations!r}.")
     params = dict(alg.fixed)
     available = tagger.get_params()
     for name, value in (("fit_intercept", False), ("random_state", crf.random_state),
-                        ("verbose", 0)):
+                        ("verbose", 0), ("n_jobs", crf.n_jobs)):
         if name in available:
             params[name] = value
     for ours, theirs in alg.params.items():
