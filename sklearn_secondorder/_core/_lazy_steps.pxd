@@ -192,9 +192,9 @@ cdef inline double log_rate(const RateRule* rule, double x) noexcept nogil:
 
 
 cdef inline double decay_exp(double z) noexcept nogil:
-    """``exp(z)`` for ``z <= 0``: Taylor polynomials within about 1e-14 of
-    it (``|z| < 5e-4``: to ``z^3``; ``|z| <= 1/16``: to ``z^8``), libm's
-    otherwise."""
+    """``exp(z)`` for ``z <= 0``: Taylor polynomials where they are exact to
+    rounding (``|z| < 5e-4``: to ``z^4``; ``|z| <= 1/16``: to ``z^8``),
+    libm's otherwise."""
     if z > -5e-4:
         return decay_taylor(z)
     if z >= -0.0625:
