@@ -47,15 +47,20 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
     }
 }
 
-/* k idle steps of n weights in decay_exp's Taylor regime under the series
- * rate rule (every |k log(1 - eta lam)| < 5e-4, every eta lam < 1e-4):
- * v *= exp(k log(1 - eta lam)), the log by its series, the exp by its
- * polynomial (_lazy_steps.decay's first branch). */
+/* k idle steps of n weights under the series rate rule (every eta lam <
+ * 1e-4) when every |k log(1 - eta lam)| is at most `bound` <= 1/16:
+ * v *= exp(k log(1 - eta lam)), the log by its series, the exp by
+ * decay_exp's polynomial for that bound (_lazy_steps.decay). */
 SKSO_ROW_CLONES
 static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
-                                    double k, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++)
-        v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
+                                    double k, double bound, ptrdiff_t n) {
+    if (bound < 5e-4) {
+        for (ptrdiff_t q = 0; q < n; q++)
+            v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
+    } else {
+        for (ptrdiff_t q = 0; q < n; q++)
+            v[q] *= 1.0 + skso_expm1_poly(k * skso_log_decay_series((double)eta[q] * lam));
+    }
 }
 
 /* The emission scores of one attribute: em[h] += x v[h]. */

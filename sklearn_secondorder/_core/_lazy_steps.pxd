@@ -46,7 +46,8 @@ from libc.math cimport copysign, exp, expm1, fabs, isfinite, log1p
 
 cdef extern from "_block_ops.h":
     void block_decay_series "skso_block_decay_series"(double* v, const float* eta, double lam,
-                                                      double k, Py_ssize_t n) noexcept nogil
+                                                      double k, double bound,
+                                                      Py_ssize_t n) noexcept nogil
     void block_emit "skso_block_emit"(double* em, const double* v, double x,
                                       Py_ssize_t n) noexcept nogil
     void block_shrink "skso_block_shrink"(double* v, const float* eta, double lam,
@@ -231,19 +232,19 @@ cdef inline void decay(Block b, Py_ssize_t n, long long k, double lam, double l1
     """``k >= 0`` idle steps of ``n`` weights at a constant eta: ``v *= (1 -
     eta lam)^k``; with the L1 penalty also the steps' penalty, the geometric
     sum ``C/lam (1 - (1 - eta lam)^k)`` (``k eta C`` without L2), then the
-    clip. When every weight's ``|k log(1 - eta lam)|`` is below ``5e-4``
-    (bounded by the call's largest rate) the loop is ``decay_exp``'s
-    polynomial branch alone, a vector loop over a wide block's weights
+    clip. When every weight's ``|k log(1 - eta lam)|`` is at most ``1/16``
+    (bounded by the call's largest rate) the loop is one of ``decay_exp``'s
+    polynomial branches, for a wide block a vector loop over its weights
     (``_block_ops.h``)."""
     cdef Py_ssize_t q
-    cdef double z, f
+    cdef double z, f, bound = <double>k * c.rate_max
     if Penalty is L2Only:
         if lam == 0.0:
             return
-        if <double>k * c.rate_max < 5e-4:
-            if RateRule is SeriesRate and n > 1:     # (a wide block: vector loops)
-                block_decay_series(b.v, b.eta, lam, <double>k, n)
-                return
+        if RateRule is SeriesRate and n > 1 and bound <= 0.0625:
+            block_decay_series(b.v, b.eta, lam, <double>k, bound, n)   # (vector loops)
+            return
+        if bound < 5e-4:
             for q in range(n):
                 b.v[q] *= decay_taylor(<double>k * log_rate(rule, b.eta[q] * lam))
         else:
