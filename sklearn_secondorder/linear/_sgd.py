@@ -1,4 +1,5 @@
 """Plain (and averaged) SGD on the shared core: the package's baseline."""
+import copy
 from numbers import Real
 
 import numpy as np
@@ -8,6 +9,7 @@ from .._compat import Interval, StrOptions
 from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
+from .._mixing import sum_increments, weighted_mean
 from .._penalty import PENALTY_CONSTRAINTS, l1_share
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
@@ -135,6 +137,9 @@ class PlainSGDClassifier(LinearClassifierBase):
         Passes made by the last call to ``fit`` or ``partial_fit``.
     t_ : int
         Weight updates made so far (rows with non-zero weight).
+    eta0_ : float
+        The step size in use (``eta0``, or the one ``'auto'`` calibrated on
+        the first call).
 
     See Also
     --------
@@ -223,3 +228,48 @@ class PlainSGDClassifier(LinearClassifierBase):
 
     def _final_weights(self, state):
         return state.model()
+
+    def _mix_states(self, states, weights, start):
+        return mix_sgd_states(states, weights, start)
+
+    def _export(self):
+        super()._export()
+        self.eta0_ = float(self._states[0].eta0)
+
+
+def mix_sgd_states(states, weights, start=None):
+    """Mix plain SGD states (``LinearSGDState``) trained on shards of the rows.
+
+    The weights and intercepts are averaged with ``weights``; the running
+    sums of the iterates, their count and the update counter ``t`` sum over
+    the rows seen, so they are summed as increments from ``start``
+    (``sklearn_secondorder._mixing``).
+
+    Parameters
+    ----------
+    states : sequence of LinearSGDState
+        One per model, each continued from ``start``.
+    weights : sequence of float
+        The models' shares of the rows.
+    start : LinearSGDState or None, default=None
+        The state the models started from (None: zero weights and sums).
+
+    Returns
+    -------
+    mixed : LinearSGDState
+        A new state (a copy of the first for everything else: ``eta0``, the
+        RNG state); the inputs are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    out.coef = weighted_mean([s.coef for s in states], weights)
+    out.intercept = weighted_mean([s.intercept for s in states], weights)
+    if out.avg_coef is not None:
+        zero = start is None
+        out.avg_coef = sum_increments([s.avg_coef for s in states],
+                                      0.0 if zero else start.avg_coef)
+        out.avg_intercept = sum_increments([s.avg_intercept for s in states],
+                                           0.0 if zero else start.avg_intercept)
+        out.n_iterates = float(sum_increments([s.n_iterates for s in states],
+                                              0.0 if zero else start.n_iterates))
+    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    return out

@@ -1,4 +1,5 @@
 """SGD-QN: quasi-Newton stochastic gradient descent for linear SVMs."""
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +17,7 @@ from .._core._sgdqn_fast import (
     primal_objective,
     sgdqn_epochs,
 )
+from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
@@ -459,9 +461,52 @@ class SGDQNLinearSVC(LinearClassifierBase):
             raise diverged_error(type(self).__name__, result.epochs, remedy="increase t0")
         return result.epochs
 
+    def _mix_states(self, states, weights, start):
+        return mix_sgdqn_states(states, weights, start, alpha=self.alpha)
+
     def _export(self):
         super()._export()
         self._t0_trial = None     # (the trial sample is not part of the model)
         self.t0_ = np.array([s.t0 for s in self._states])
         self.skip_ = int(self._states[0].skip)
         self.B_ = np.vstack([s.B for s in self._states])
+
+
+def mix_sgdqn_states(states, weights, start=None, *, alpha):
+    """Mix SGD-QN states (``SGDQNState``) trained on shards of the rows.
+
+    The weights and intercept are averaged with ``weights``; ``1 / B`` (which
+    accumulates the curvature of every example seen) and the update counter
+    ``t`` are summed as increments from ``start``. The skip cycle restarts:
+    ``B`` is next re-estimated after ``skip`` examples, from the mixed
+    weights (``v``).
+
+    Parameters
+    ----------
+    states : sequence of SGDQNState
+        One per model, each continued from ``start`` (all started with the
+        same ``t0`` and ``skip``).
+    weights : sequence of float
+        The models' shares of the rows.
+    start : SGDQNState or None, default=None
+        The state the models started from; None when each started fresh,
+        from ``1 / B = alpha t0`` (``SGDQNState.start``).
+    alpha : float
+        The L2 strength the models were started with.
+
+    Returns
+    -------
+    mixed : SGDQNState
+        A new state; the inputs are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    out.coef = weighted_mean([s.coef for s in states], weights)
+    out.intercept = weighted_mean([s.intercept for s in states], weights)
+    invb0 = np.full_like(out.invB, alpha * out.t0) if start is None else start.invB
+    out.invB = sum_increments([s.invB for s in states], invb0)
+    out.B = 1.0 / out.invB
+    out.v = np.concatenate([out.coef, out.intercept])
+    out.count = out.skip
+    out.update_b = False
+    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    return out
