@@ -214,7 +214,8 @@ def test_sgd_epochs_match_numpy(sparse, K, loss_name, average):
     avg = (np.zeros(8 * K), np.zeros(K)) if average else (None, None)
     state = LinearSGDState(coef, intercept, avg_coef=avg[0], avg_intercept=avg[1])
     sgd_epochs(RowDataset(X if sparse else Xd, y, sw), state,
-               LinearSGDOptions(shuffle=False, **kw), loss=loss, n_epochs=3)
+               LinearSGDOptions(lam=kw["alpha"], eta0=kw["eta0"], t0=kw["t0"]), loss=loss,
+               n_epochs=3, shuffle=False, fit_intercept=kw["fit_intercept"])
     W, b, t = numpy_sgd(Xd, y, sw, K=K, loss=loss, n_epochs=3, average=average, **kw)
     assert state.t == t == 3 * np.count_nonzero(sw)  # zero weights do not count
     if average:
@@ -228,9 +229,8 @@ def test_sgd_epochs_report_divergence():
     coef, b = np.zeros(1), np.zeros(1)
     result = sgd_epochs(RowDataset(X, np.array([1.0, -1.0]), np.ones(2)),
                         LinearSGDState(coef, b),
-                        LinearSGDOptions(learning_rate="constant", eta0=1.0, alpha=1e-4,
-                                         shuffle=False),
-                        loss=LOSSES["squared_hinge"](), n_epochs=5)
+                        LinearSGDOptions(learning_rate="constant", eta0=1.0, lam=1e-4),
+                        loss=LOSSES["squared_hinge"](), n_epochs=5, shuffle=False)
     assert result.diverged
 
 
@@ -244,12 +244,14 @@ def test_calibration_picks_the_best_trial_and_halves_it():
     X = rng.randn(300, 5)
     y = np.where(X @ rng.randn(5) > 0, 1.0, -1.0)
     sw = np.ones(300)
-    kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, alpha=1e-3, fit_intercept=True)
-    eta = calibrate_linear_eta0(X, y, sw, np.zeros(5), np.zeros(1),
+    kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, fit_intercept=True)
+    eta = calibrate_linear_eta0(X, y, sw, np.zeros(5), np.zeros(1), lam=1e-3,
                                 random_state=np.random.RandomState(0), **kw)
     ds = RowDataset(X, y, sw)  # n <= 1000: the sample is all rows, in order
     grid = 0.1 * 2.0 ** np.arange(-20, 21)
-    objs = [trial_pass(ds, np.zeros(5), np.zeros(1), eta=e, **kw) for e in grid]
+    objs = [trial_pass(ds, np.zeros(5), np.zeros(1),
+                       LinearSGDOptions(lam=1e-3, learning_rate="constant", eta0=e), **kw)
+            for e in grid]
     best = grid[int(np.argmin(objs))]
     assert eta == pytest.approx(best / 2)
 
@@ -259,7 +261,7 @@ def test_calibration_reports_divergence():
     X = np.array([[1e300], [1e300]])
     with pytest.raises(ValueError, match="calibration diverged"):
         calibrate_linear_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),
-                              loss=LOSSES["squared_hinge"](), n_outputs=1, alpha=1e-4,
+                              loss=LOSSES["squared_hinge"](), n_outputs=1, lam=1e-4,
                               fit_intercept=True, random_state=np.random.RandomState(0))
 
 

@@ -21,8 +21,8 @@ from sklearn_secondorder._core._crf_infer import (
     viterbi_decode,
 )
 from sklearn_secondorder._core._crf_sgd import (
+    CRFSGDOptions,
     CRFState,
-    SGDOptions,
     is_feedback_pass,
     sgd_epochs,
 )
@@ -228,8 +228,9 @@ def test_trainer_matches_numpy_reference(mode):
     state = CRFState(coef=v, avg=u, n_states=L)
     n_epochs = kw.pop("n_epochs")
     result = sgd_epochs(to_data(X, offsets, labels), state,
-                        SGDOptions(shuffle=False, average=averaged, feedback=mode == "asf",
-                                   **kw), n_epochs=n_epochs)
+                        CRFSGDOptions(eta0=kw["eta0"], power=kw["power"], lam=kw["alpha"],
+                                      average=averaged, feedback=mode == "asf"),
+                        n_epochs=n_epochs, shuffle=False)
     assert result.epochs == 7 and state.t == 7 * 5 and not result.diverged
     assert_allclose(state.coef, ref_w, rtol=1e-10, atol=1e-12)
     if averaged:
@@ -247,13 +248,13 @@ def test_lazy_average_survives_folds_and_resets():
     size = (A + L + 1) * L
     v, u = np.zeros(size), np.zeros(size)
     state = CRFState(coef=v, avg=u, n_states=L)
-    options = SGDOptions(eta0=0.5, power=0.0, alpha=0.0, shuffle=False, average=True)
+    options = CRFSGDOptions(eta0=0.5, power=0.0, lam=0.0, average=True)
     X, offsets, labels = make_problem(rng, n_seq=1, n_attr=A, n_labels=L, max_len=3)
     ds = to_data(X, offsets, labels)
     ctx_iterates = []
     for step in range(12):
         # a step through the trainer (one sequence, one pass), then a big shrink
-        sgd_epochs(ds, state, options)
+        sgd_epochs(ds, state, options, shuffle=False)
         # (the trainer reads the arrays: the shrink's scale is folded into them)
         w = state.weights(averaged=True)
         ctx_iterates.append(w.weights().ravel())
@@ -289,7 +290,7 @@ def test_divergence_is_reported():
     X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
     X = X * 1e200
     state = CRFState(coef=np.zeros((A + L + 1) * L), avg=None, n_states=L)
-    result = sgd_epochs(to_data(X, offsets, labels), state, SGDOptions(eta0=1e100, alpha=0.0),
+    result = sgd_epochs(to_data(X, offsets, labels), state, CRFSGDOptions(eta0=1e100, lam=0.0),
                         n_epochs=3)
     assert result.diverged
 

@@ -18,7 +18,7 @@ from sklearn_secondorder import (
 )
 from sklearn_secondorder._core._crf_infer import loglik_gradient
 from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
-from sklearn_secondorder._core._crf_sgd import CRFState, SGDOptions
+from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
 from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
 from sklearn_secondorder._core._dataset import RowDataset, SequenceData
 from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
@@ -105,12 +105,12 @@ def test_sgd_kernel_matches_dense_cumulative_penalty(K, loss_name, l1_ratio, lea
     alpha, eta0 = 0.05, 0.5
     t0 = 1.0 / (alpha * eta0)
     state = LinearSGDState.zeros(X.shape[1], K, average=False, seed=1, l1=True)
-    options = LinearSGDOptions(alpha=alpha, learning_rate=learning_rate, eta0=eta0, t0=t0,
-                               shuffle=False, l1_ratio=l1_ratio)
+    options = LinearSGDOptions(lam=alpha * (1.0 - l1_ratio), l1=alpha * l1_ratio,
+                               learning_rate=learning_rate, eta0=eta0, t0=t0)
     ds = RowDataset(X if sparse else X.toarray(), y, sw)
     # two calls, as partial_fit makes them: u and q carry over
-    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
-    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2, shuffle=False)
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2, shuffle=False)
     w, b, t = numpy_sgd_l1(X, y, sw, K=K, loss=loss, alpha=alpha, l1_ratio=l1_ratio,
                            eta0=eta0, t0=t0, learning_rate=learning_rate, n_epochs=4)
     assert state.t == t
@@ -301,9 +301,10 @@ def test_crf_sgd_matches_dense_cumulative_penalty(power, l1_ratio):
     ref = numpy_crf_sgd_l1(X, offsets, labels, A, L, n_epochs=5, **kw)
     state = CRFState.new(A, L, averaged=False, seed=1, l1=True)
     ds = _data(X, offsets, labels)
-    opts = SGDOptions(shuffle=False, **kw)
-    crf_sgd_epochs(ds, state, opts, n_epochs=3)
-    crf_sgd_epochs(ds, state, opts, n_epochs=2)
+    opts = CRFSGDOptions(eta0=kw["eta0"], power=power, lam=kw["alpha"] * (1.0 - l1_ratio),
+                         l1=kw["alpha"] * l1_ratio)
+    crf_sgd_epochs(ds, state, opts, n_epochs=3, shuffle=False)
+    crf_sgd_epochs(ds, state, opts, n_epochs=2, shuffle=False)
     assert_allclose(state.coef, ref, rtol=1e-10, atol=1e-12)
     assert np.sum(ref == 0) > 0
     assert_array_equal(state.coef == 0, ref == 0)
@@ -450,8 +451,9 @@ def test_calibration_objective_includes_l1():
     coef, intercept = rng.randn(10), np.array([0.3])
     loss = LOSSES["log_loss"]()
     alpha, r = 0.1, 0.4
-    obj = trial_pass(RowDataset(X, ys, np.ones(100)), coef, intercept, loss=loss, alpha=alpha,
-                     eta=1e-300, l1_ratio=r)
+    options = LinearSGDOptions(lam=alpha * (1 - r), l1=alpha * r, learning_rate="constant",
+                               eta0=1e-300)
+    obj = trial_pass(RowDataset(X, ys, np.ones(100)), coef, intercept, options, loss=loss)
     z = X @ coef + 0.3
     ref = np.mean(np.logaddexp(0, -ys * z)) + alpha * (r * np.abs(coef).sum()
                                                       + (1 - r) / 2 * coef @ coef)

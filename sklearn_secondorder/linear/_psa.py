@@ -260,6 +260,7 @@ class PSAClassifier(LinearClassifierBase):
             # the kernel steps and shrinks each listed block once per update
             X = X.copy()
             X.sum_duplicates()
+        lam, l1 = split_alpha(self)
         if problem.kernel is None:  # first call: choose b and eta0, allocate
             if self.period == "auto":
                 problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
@@ -269,13 +270,10 @@ class PSAClassifier(LinearClassifierBase):
             if eta0 == "auto":
                 eta0 = calibrate_linear_eta0(
                     X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
-                    loss=loss, n_outputs=K, alpha=self.alpha,
-                    fit_intercept=self.fit_intercept,
-                    random_state=np.random.RandomState(problem.seed),
-                    l1_ratio=l1_share(self))
+                    loss=loss, n_outputs=K, lam=lam, fit_intercept=self.fit_intercept,
+                    random_state=np.random.RandomState(problem.seed), l1=l1)
             problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
-                                                 seed=problem.seed, l1=l1_share(self) > 0)
-        lam, l1 = split_alpha(self)
+                                                 seed=problem.seed, l1=l1 > 0)
         if l1 > 0:
             problem.kernel.with_l1()                # (an L2 state, now with L1)
         options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,

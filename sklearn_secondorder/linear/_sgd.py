@@ -10,7 +10,7 @@ from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 from .._mixing import sum_increments, weighted_mean
-from .._penalty import PENALTY_CONSTRAINTS, l1_share
+from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
@@ -208,20 +208,20 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         n_outputs = state.intercept.size
         loss = self._loss_object(n_outputs)
-        l1_ratio = l1_share(self)
-        if l1_ratio > 0 and state.l1_q is None:     # (an L2 state, now with L1)
+        lam, l1 = split_alpha(self)
+        if l1 > 0 and state.l1_q is None:     # (an L2 state, now with L1)
             state.l1_q = np.zeros_like(state.coef)
         if state.eta0 is None:
             state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
                 X, y, sample_weight, state.coef, state.intercept, loss=loss,
-                n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
-                random_state=np.random.RandomState(state.seed), l1_ratio=l1_ratio))
+                n_outputs=n_outputs, lam=lam, fit_intercept=self.fit_intercept,
+                random_state=np.random.RandomState(state.seed), l1=l1))
         options = LinearSGDOptions(
-            alpha=self.alpha, learning_rate=self.learning_rate, eta0=state.eta0,
-            t0=1.0 / (self.alpha * state.eta0), shuffle=self.shuffle,
-            fit_intercept=self.fit_intercept, l1_ratio=l1_ratio)
+            lam=lam, l1=l1, learning_rate=self.learning_rate, eta0=state.eta0,
+            t0=1.0 / (self.alpha * state.eta0))
         result = sgd_epochs(RowDataset(X, y, sample_weight), state, options, loss=loss,
-                            n_epochs=n_epochs)
+                            n_epochs=n_epochs, shuffle=self.shuffle,
+                            fit_intercept=self.fit_intercept)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs)
         return result.epochs

@@ -21,7 +21,7 @@ from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
 from .._core._weights import ScaledWeights
 from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
-from .._penalty import l1_share
+from .._penalty import split_alpha
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -245,11 +245,11 @@ class _BaseSequenceTagger(BaseEstimator):
         rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
         sample, sample_labels = batch.sample(rows, label_idx)
         ds = sample.sequence_data(st.crf.n_attributes, sample_labels)
+        lam, l1 = split_alpha(self)
         return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
-                                  n_latent=self._n_latent(), alpha=self.alpha,
+                                  n_latent=self._n_latent(), lam=lam,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1_ratio=l1_share(self),
-                                  allowed=getattr(st.crf, "allowed", None))
+                                  l1=l1, allowed=getattr(st.crf, "allowed", None))
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
