@@ -20,12 +20,13 @@ The penalty comes split once, by the estimator (``_penalty.split_alpha``):
 the schedule's ``alpha`` is the whole strength ``lam + l1``. With ``l1 > 0``
 each step adds ``eta l1`` to Tsuruoka et al.'s cumulative penalty
 (``SequenceSteps``, ``ScaledWeights``), every weight (bias and transitions
-included) caught up when a step reads it and at the end of the call. With averaging, the average is kept on the
-support of the current iterate: at a feedback (``reset_to_average``) and in
-the model returned (``CRFState.model``), a weight the penalty holds at 0 is
-0. The averaged model is therefore as sparse as the last iterate; the running
-sum itself counts each iterate as the lazy catch-up left it (a weight's owed
-penalty enters it when applied).
+included) caught up when a step reads it and at the end of the call. With
+averaging, the average is kept on the support of the current iterate: at a
+feedback (``reset_to_average``) and in the model returned
+(``CRFState.model``), a weight the penalty holds at 0 is 0. The averaged
+model is therefore as sparse as the last iterate; the running sum itself
+counts each iterate as the lazy catch-up left it (a weight's owed penalty
+enters it when applied).
 """
 from dataclasses import dataclass, field
 
