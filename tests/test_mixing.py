@@ -119,7 +119,7 @@ def test_mix_sgdqn_states_fresh_start_counts_from_alpha_t0(shards):
     (X, y), _ = shards
     est = SGDQNLinearSVC(t0=1e4, skip=4, alpha=1e-3, random_state=0, max_iter=1).fit(X, y)
     s = est._states[0]
-    out = mix_sgdqn_states([s, copy.deepcopy(s)], [0.5, 0.5], alpha=1e-3)
+    out = mix_sgdqn_states([s, copy.deepcopy(s)], [0.5, 0.5], lam=1e-3)
     assert_allclose(out.coef, s.coef, rtol=1e-15)
     # 1/B: twice the increment over the starting alpha t0
     assert_allclose(out.invB, 1e-3 * 1e4 + 2 * (s.invB - 1e-3 * 1e4), rtol=1e-12)

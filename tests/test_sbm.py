@@ -20,11 +20,9 @@ from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_bound import SBMOptions, beta_py, bound
 from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
 from sklearn_secondorder._core._sbm_full import batch_route as _sbm_full_batch_route
-from sklearn_secondorder._core._sbm_lowrank import (
-    LowRankState,
-    advance_py,
+from sklearn_secondorder._core._sbm_lowrank import LowRankState, advance_py, lowrank_epochs
+from sklearn_secondorder._core._sbm_lowrank_bound import (
     head_solve_py,
-    lowrank_epochs,
     merge_isotropic_py,
     merge_py,
     woodbury_py,
@@ -243,8 +241,8 @@ def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, se
     st.theta[:] = theta0
     # V: the first k unit vectors, S = 0, D = lam
     st.start(n, n * alpha if lam is None else lam, eta, head, k, lazy_head)
-    lowrank_epochs(RowDataset(X, yk, sw), st,
-                   SBMOptions(alpha=alpha, eta=eta, batch_size=bs, n_epochs=n_epochs))
+    lowrank_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=eta, batch_size=bs),
+                   n_epochs=n_epochs)
     hc, k = st.head_coords, st.S.shape[0]
     th, mu, D = st.theta.copy(), st.mu.copy(), st.D.copy()
     mu[hc], D[hc] = st.mu_head, st.D_head
@@ -260,21 +258,21 @@ def test_lowrank_block_of_rows_is_the_copied_block():
     ds = RowDataset(X, yk, sw)
     ds.shuffle_py(7)
     rows = ds.order_[10:30]
-    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=3, n_epochs=1, shuffle=False)
+    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=3)
     states = []
     for _ in range(2):
         st = LowRankState.zeros(6, 3, True, seed=1)
         st.start(40, 4.0, 0.2, np.array([0, 2]), 2)
         states.append(st)
-    lowrank_epochs(ds, states[0], opts, 10, 30)
-    lowrank_epochs(RowDataset(X[rows], yk[rows], sw[rows]), states[1], opts)
+    lowrank_epochs(ds, states[0], opts, 10, 30, shuffle=False)
+    lowrank_epochs(RowDataset(X[rows], yk[rows], sw[rows]), states[1], opts, shuffle=False)
     for name in ("theta", "mu", "D", "mu_head", "D_head", "V", "S"):
         np.testing.assert_array_equal(getattr(states[0], name), getattr(states[1], name))
     assert states[0].t == states[1].t == np.count_nonzero(sw[rows])
     with pytest.raises(ValueError, match="shuffle must be False"):
-        lowrank_epochs(ds, states[0], SBMOptions(alpha=0.1, eta=0.2, shuffle=True), 10, 30)
+        lowrank_epochs(ds, states[0], SBMOptions(alpha=0.1, eta=0.2), 10, 30, shuffle=True)
     with pytest.raises(ValueError, match="rows 5:50"):
-        lowrank_epochs(ds, states[0], opts, 5, 50)
+        lowrank_epochs(ds, states[0], opts, 5, 50, shuffle=False)
 
 
 def _full_state(theta, K, fit_intercept, n, alpha, eta, seed):
@@ -362,7 +360,7 @@ def test_full_rank_matches_paper_oracle(K, fit_intercept, batch_size, sparse):
                    _orders(X, yk, sw, 7, 2), batch_size)
     st = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=7)
     info = full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), st,
-                       SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, n_epochs=2))
+                       SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size), n_epochs=2)
     th, M, mu, phi = st.theta, st.M, st.mu, st.phi
     assert info.t == 2 * (n - 1) and not info.diverged
     for got, want in zip((th, M, mu, phi), ref):
@@ -417,8 +415,8 @@ def test_batched_routes_match_numpy_batched_update(route, K, fit_intercept, batc
     want = ref_batched(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size)
     st = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=5)
     full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), st,
-                SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, n_epochs=2,
-                           route=route))
+                SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, route=route),
+                n_epochs=2)
     for got, ref in zip((st.theta, st.M, st.mu, st.phi), want):
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11)
     assert np.array_equal(st.M, st.M.T)
@@ -449,28 +447,27 @@ def test_refactor_sigma_cache_follows_m_and_deferred_growth():
     rng = np.random.RandomState(1)
     X, yk, sw = _problem(rng, 3, n=40, d=4)
     ds = RowDataset(X, yk, sw)
-    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=8, n_epochs=1, shuffle=False,
-                      route="refactor")
+    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=8, route="refactor")
     a = _full_state(np.zeros(15), 3, True, 40, 0.1, 0.2, seed=1)
     b = _full_state(np.zeros(15), 3, True, 40, 0.1, 0.2, seed=1)
-    full_epochs(ds, a, opts, 0, 20)
-    full_epochs(ds, b, opts, 0, 20)
+    full_epochs(ds, a, opts, 0, 20, shuffle=False)
+    full_epochs(ds, b, opts, 0, 20, shuffle=False)
     b.M = b.M.copy()                     # (as a merge that replaces M would)
     assert a.sigma_valid() and not b.sigma_valid()
     a.grow_regulariser(80, 8.0, 0.2, defer=True)
     b.grow_regulariser(80, 8.0, 0.2)
     assert a.m_stale and not b.m_stale
-    full_epochs(ds, a, opts, 20, 40)
-    full_epochs(ds, b, opts, 20, 40)
+    full_epochs(ds, a, opts, 20, 40, shuffle=False)
+    full_epochs(ds, b, opts, 20, 40, shuffle=False)
     assert not a.m_stale
     for got, want in ((a.M, b.M), (a.theta, b.theta), (a.Sigma, b.Sigma)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     # a call on no rows still turns a deferred growth into M
     a.grow_regulariser(160, 16.0, 0.2, defer=True)
-    full_epochs(ds, a, opts, 40, 40)
+    full_epochs(ds, a, opts, 40, 40, shuffle=False)
     np.testing.assert_allclose(a.M, np.linalg.inv(a.Sigma), rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="rows 5:50"):
-        full_epochs(ds, a, opts, 5, 50)
+        full_epochs(ds, a, opts, 5, 50, shuffle=False)
 
 
 def test_batched_fit_eta_and_one_pass_quality(multiclass):
@@ -496,7 +493,7 @@ def test_eta_zero_gives_batch_majorization_step(K):
     P = (d + 1) * K
     theta = 0.5 * rng.randn(P)
     st = _full_state(theta, K, True, n, alpha, 0.0, seed=1)
-    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0), n_epochs=1)
     th, M, phi = st.theta, st.M, st.phi
     np.testing.assert_array_equal(th, theta)
     Xt = np.hstack([X, np.ones((n, 1))])
@@ -730,7 +727,7 @@ def test_low_rank_dominates_full(K, n_head, lazy_head):
     P = (d + 1) * K
     theta = 0.4 * rng.randn(P)
     st = _full_state(theta, K, True, n, alpha, 0.0, seed=3)
-    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0), n_epochs=1)
     mu, full = st.mu, np.linalg.inv(st.M)
     head = np.arange(n_head)
     _, mu_l, D, lowhead = _run_lowrank(X, yk, sw, K, True, alpha, 0.0, theta, head, 2, 1, 1, 3,

@@ -486,11 +486,9 @@ class SBMLogisticRegression(LinearClassifierBase):
         """One kernel call over the rows ``start:stop`` of ``ds`` in its
         order (no shuffle)."""
         opts = SBMOptions(alpha=self.alpha, eta=state.eta, batch_size=self.batch_size,
-                          n_epochs=1, shuffle=False, surrogate=self.update == "surrogate")
-        if not isinstance(state, FullRankState):
-            result = lowrank_epochs(ds, state, opts, start, stop)
-        else:
-            result = full_epochs(ds, state, opts, start, stop)
+                          surrogate=self.update == "surrogate")
+        epochs = lowrank_epochs if not isinstance(state, FullRankState) else full_epochs
+        result = epochs(ds, state, opts, start, stop, n_epochs=1, shuffle=False)
         if result.diverged:
             raise diverged_error(type(self).__name__, epoch + 1, remedy="lower eta")
 

@@ -334,9 +334,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
         return state.coef, state.intercept
 
     def _options(self):
-        return SGDQNOptions(loss=LOSSES[self.loss](), alpha=self.alpha,
-                            fit_intercept=self.fit_intercept, shuffle=self.shuffle,
-                            r_max=self.max_curvature)
+        # (SGD-QN is L2 only: lam is alpha)
+        return SGDQNOptions(lam=self.alpha, r_max=self.max_curvature)
 
     def _auto_skip(self, X, nnz=None):
         """``16 n_features / mean non-zeros per row`` (16 on dense data).
@@ -411,7 +410,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         """
         skip, lower, start, rows, X_sample = self._t0_trial
         ds = RowDataset(X_sample, y[rows], sample_weight[rows])
-        options = self._options()
+        options, loss = self._options(), LOSSES[self.loss]()
         grid = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
         costs = {}
 
@@ -420,8 +419,11 @@ class SGDQNLinearSVC(LinearClassifierBase):
             if k not in costs:
                 trial = SGDQNState.zeros(X_sample.shape[1], seed)
                 trial.start(grid[k], self.alpha, skip)
-                diverged = sgdqn_epochs(ds, trial, options, n_epochs=1).diverged
-                costs[k] = np.inf if diverged else primal_objective(ds, trial, options)
+                diverged = sgdqn_epochs(ds, trial, options, loss=loss, n_epochs=1,
+                                        shuffle=self.shuffle,
+                                        fit_intercept=self.fit_intercept).diverged
+                costs[k] = (np.inf if diverged
+                            else primal_objective(ds, trial, options, loss=loss))
                 if self.verbose > 1:
                     print(f"[SGDQNLinearSVC] t0={grid[k]:g}: primal cost {costs[k]:.6g}")
             return costs[k]
@@ -456,13 +458,14 @@ class SGDQNLinearSVC(LinearClassifierBase):
             if self.verbose:
                 print(f"[SGDQNLinearSVC] skip={skip}, t0={t0:g}")
         result = sgdqn_epochs(RowDataset(X, y, sample_weight), state, self._options(),
-                              n_epochs=n_epochs)
+                              loss=LOSSES[self.loss](), n_epochs=n_epochs,
+                              shuffle=self.shuffle, fit_intercept=self.fit_intercept)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs, remedy="increase t0")
         return result.epochs
 
     def _mix_states(self, states, weights, start):
-        return mix_sgdqn_states(states, weights, start, alpha=self.alpha)
+        return mix_sgdqn_states(states, weights, start, lam=self.alpha)
 
     def _export(self):
         super()._export()
@@ -472,7 +475,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         self.B_ = np.vstack([s.B for s in self._states])
 
 
-def mix_sgdqn_states(states, weights, start=None, *, alpha):
+def mix_sgdqn_states(states, weights, start=None, *, lam):
     """Mix SGD-QN states (``SGDQNState``) trained on shards of the rows.
 
     The weights and intercept are averaged with ``weights``; ``1 / B`` (which
@@ -490,8 +493,8 @@ def mix_sgdqn_states(states, weights, start=None, *, alpha):
         The models' shares of the rows.
     start : SGDQNState or None, default=None
         The state the models started from; None when each started fresh,
-        from ``1 / B = alpha t0`` (``SGDQNState.start``).
-    alpha : float
+        from ``1 / B = lam t0`` (``SGDQNState.start``).
+    lam : float
         The L2 strength the models were started with.
 
     Returns
@@ -502,7 +505,7 @@ def mix_sgdqn_states(states, weights, start=None, *, alpha):
     out = copy.deepcopy(states[0])
     out.coef = weighted_mean([s.coef for s in states], weights)
     out.intercept = weighted_mean([s.intercept for s in states], weights)
-    invb0 = np.full_like(out.invB, alpha * out.t0) if start is None else start.invB
+    invb0 = np.full_like(out.invB, lam * out.t0) if start is None else start.invB
     out.invB = sum_increments([s.invB for s in states], invb0)
     out.B = 1.0 / out.invB
     out.v = np.concatenate([out.coef, out.intercept])

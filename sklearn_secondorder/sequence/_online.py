@@ -152,7 +152,9 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
         if st.cov is not None:
             st.cov = np.require(st.cov, requirements=["C", "W"])
         n_before = len(st.pass_seconds)
-        result = online_epochs(ds, st.crf, self._options(), n_epochs=n_epochs, cov=st.cov,
+        result = online_epochs(ds, st.crf, self._options(), n_epochs=n_epochs,
+                               shuffle=self.shuffle, fit_intercept=self.fit_intercept,
+                               cov=st.cov,
                                exists=np.require(st.exists, requirements=["C"]).view(np.uint8))
         st.pass_seconds.extend(result.seconds)
         st.losses.extend(result.losses)
