@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import numpy_linear_sgd as numpy_sgd
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_secondorder._core._dataset import RowDataset
@@ -167,35 +168,6 @@ def test_softmax_loss_gradient_and_curvature_finite_differences():
 
 
 # ---------------------------------------------------------------- SGD driver
-def numpy_sgd(X, y, sw, *, K, loss, alpha, eta0, t0, n_epochs, fit_intercept,
-              constant=False, average=False):
-    """Dense NumPy re-implementation of the plain SGD epochs (no shuffling)."""
-    X = X.toarray() if sp.issparse(X) else X
-    W, b = np.zeros((X.shape[1], K)), np.zeros(K)
-    Wsum, bsum, t, n_it = np.zeros_like(W), np.zeros(K), 0, 0
-    for _ in range(n_epochs):
-        for i in range(X.shape[0]):
-            if sw[i] == 0:
-                continue
-            eta = eta0 if constant else 1.0 / (alpha * (t + t0))
-            s = X[i] @ W + b
-            if K == 1:
-                g = np.array([loss.py_dloss(s[0], y[i])])
-            else:
-                g = py_softmax_loss(s, int(y[i]))[1]
-            g = -eta * sw[i] * g
-            W *= max(0.0, 1 - eta * alpha)
-            W += np.outer(X[i], g)
-            if fit_intercept:
-                b += g
-            t += 1
-            if average:
-                Wsum += W
-                bsum += b
-                n_it += 1
-    if average:
-        return Wsum / n_it, bsum / n_it, t
-    return W, b, t
 
 
 @pytest.mark.parametrize("sparse", [False, True])

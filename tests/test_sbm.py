@@ -8,6 +8,7 @@ the bound; ``numpy.linalg`` for Woodbury and for the batch majorization step.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import _label, _table, ref_batched, ref_full, ref_lowrank, ref_surrogate
 from scipy.special import logsumexp
 from sklearn.datasets import load_iris, make_classification
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -29,13 +30,9 @@ from sklearn_secondorder._core._sbm_lowrank_bound import (
 )
 from sklearn_secondorder.linear import _sbm
 
-
 # ---------------------------------------------------------------------------
 # oracles
 # ---------------------------------------------------------------------------
-def _beta_kappa(r):
-    b = 0.25 if abs(r) < 1e-8 else np.tanh(r / 2) / (2 * r)
-    return b, 1 / (1 + np.exp(-r))
 
 
 def _orders(X, yk, sw, seed, n_epochs):
@@ -45,184 +42,6 @@ def _orders(X, yk, sw, seed, n_epochs):
         seed = ds.shuffle_py(seed)
         out.append(ds.order_)
     return out
-
-
-def _dense(X):
-    return np.asarray(X.todense() if sp.issparse(X) else X, dtype=float)
-
-
-def _table(K):
-    return np.array([[0.0], [1.0]]) if K == 1 else np.eye(K)
-
-
-def _label(yj, K):
-    return (1 if yj > 0 else 0) if K == 1 else int(yj)
-
-
-def ref_full(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size=1):
-    """Algorithm 2 as printed, with the example's gradient term added once."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    reg = np.zeros(P)
-    reg[:d * K] = 1
-    M, mu, phi, theta = np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P), theta0.copy()
-    for order in orders:
-        cnt = 0
-        for j in order:
-            if sw[j] == 0:
-                continue
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            g, logz = np.zeros(P), -np.inf
-            for yy in range(len(F)):
-                f = np.kron(x, F[yy])
-                ell = f - g
-                b, kap = _beta_kappa(la[yy] - logz) if np.isfinite(logz) else (0.0, 1.0)
-                q = np.sqrt(sw[j] * b) * ell
-                Mq = M @ q
-                N = np.outer(Mq, Mq) / (1 + q @ Mq)
-                xi = sw[j] * kap * ell
-                M = M - N
-                phi = phi + M @ xi - N @ mu
-                g, mu = g + kap * ell, mu + xi
-                logz = np.logaddexp(logz, la[yy])
-            xi0 = -sw[j] * np.kron(x, F[_label(yk[j], K)]) + alpha * theta * reg
-            phi, mu = phi + M @ xi0, mu + xi0
-            cnt += 1
-            if cnt % batch_size == 0:
-                theta = theta - eta * phi
-        if cnt % batch_size:
-            theta = theta - eta * phi
-    return theta, M, mu, phi
-
-
-def ref_surrogate(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size=1):
-    """Incremental MM with the bounds of Algorithm 1: explicit Sigma, its inverse, and
-    the minimiser of the sum of the bounds; lam added to Sigma as the visits grow."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    icpt = np.arange(P) >= d * K
-    m = np.count_nonzero(sw)         # the rows that take part (weight 0: left out)
-    # lam = n_t alpha: n_t starts at min(128, m) and doubles whenever the
-    # visits t reach it (the estimator's schedule, every visit counted)
-    n_t = min(128, m)
-    lam_tot = n_t * alpha
-    Sig, b, theta, t = lam_tot * np.eye(P), np.zeros(P), theta0.copy(), 0
-    for order in orders:
-        cnt = 0
-        for j in order:
-            if sw[j] == 0:
-                continue
-            while n_t <= t:
-                n_t *= 2
-                Sig, lam_tot = Sig + (n_t * alpha - lam_tot) * np.eye(P), n_t * alpha
-            t += 1
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            _, g, SigF = bound(F, la)
-            Sig = Sig + sw[j] * np.kron(np.outer(x, x), SigF)
-            b = b + np.kron(x, sw[j] * (g - F[_label(yk[j], K)]) - sw[j] * SigF @ s)
-            cnt += 1
-            if cnt % batch_size == 0 or cnt == m:
-                theta_hat = -np.linalg.solve(Sig, b - lam_tot * theta * icpt)
-                theta = theta - eta * (theta - theta_hat)
-    return theta
-
-
-def _factors(la, F, swj):
-    """Rank-one factors sqrt(s beta_y) u_y of S_j, and g, from a plain loop."""
-    U, g, lz = [], np.zeros(F.shape[1]), -np.inf
-    for yy in range(len(F)):
-        u = F[yy] - g
-        if np.isfinite(lz):
-            b, kap = _beta_kappa(la[yy] - lz)
-            U.append(np.sqrt(swj * b) * u)
-        else:
-            kap = 1.0
-        g, lz = g + kap * u, np.logaddexp(lz, la[yy])
-    return U, g
-
-
-def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k,
-                batch_size=1, lazy_head=False, lam=None):
-    """Low-rank pass (head/tail split) with every coordinate stepped at every example,
-    the head's diagonal per coordinate or (``lazy_head``) a multiple of I; ``lam``: the
-    initial curvature, ``n alpha`` by default."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    feats = list(head) + ([d] if fit_intercept else [])
-    hc = (np.asarray(feats, dtype=int)[:, None] * K + np.arange(K)).ravel()
-    P, H = Xt.shape[1] * K, hc.size
-    lam = n * alpha if lam is None else lam
-    ishead = np.zeros(d + 1, bool)
-    ishead[feats] = True
-    tail = np.array([p for p in range(P) if not ishead[p // K]], dtype=int)
-    reg = np.zeros(P)
-    reg[:d * K] = 1
-    F = _table(K)
-    theta, mu, D = theta0.copy(), np.zeros(P), np.full(P, lam)
-    Dh = lam if lazy_head else np.full(H, lam)
-    merge_head = merge_isotropic_py if lazy_head else merge_py
-    k = min(k, H)
-    V, S = np.eye(k, H), np.zeros((k, k))
-    for order in orders:
-        rows = [j for j in order if sw[j] != 0]
-        for step, j in enumerate(rows):
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            U, c = _factors(la, F, sw[j])
-            hf = [f for f in np.flatnonzero(x) if ishead[f]]
-            tf = [f for f in np.flatnonzero(x) if not ishead[f]]
-            if not tf:
-                fh, ft = 1.0, 0.0
-            elif not hf:
-                fh, ft = 0.0, 1.0
-            else:
-                gam = np.sqrt(sum(x[tf] ** 2) / sum(x[hf] ** 2))
-                fh, ft = 1 + gam, 1 + 1 / gam
-            xh = np.zeros(Xt.shape[1])
-            xh[hf] = x[hf]
-            for u in U:
-                if hf:
-                    V, S, Dh = merge_head(V, S, Dh, np.sqrt(fh) * np.kron(xh, u)[hc])
-            if tf and U:
-                rowabs = np.abs(sum(np.outer(u, u) for u in U)).sum(1)
-                for f in tf:
-                    D[f * K:(f + 1) * K] += ft * rowabs * np.abs(x[tf]).sum() * abs(x[f])
-            mu += np.kron(x, sw[j] * (c - F[_label(yk[j], K)])) + alpha * theta * reg
-            if (step + 1) % batch_size == 0 or step == len(rows) - 1:
-                phi = np.zeros(P)
-                phi[hc] = np.linalg.solve(V.T @ S @ V + Dh * np.eye(H), mu[hc])
-                phi[tail] = mu[tail] / D[tail]
-                theta = theta - eta * phi
-        V, S = _reorthonormalize(V, S)        # the kernel's exact change of basis per pass
-    D[hc] = Dh
-    return theta, mu, D, V.T @ S @ V
-
-
-def _reorthonormalize(V, S):
-    """Modified Gram-Schmidt V = L Q and S <- L^T S L (V^T S V unchanged)."""
-    V, k = V.copy(), V.shape[0]
-    L = np.zeros((k, k))
-    for i in range(k):
-        for j in range(i):
-            L[i, j] = V[j] @ V[i]
-            V[i] -= L[i, j] * V[j]
-        L[i, i] = np.linalg.norm(V[i])
-        if L[i, i] > 0:
-            V[i] /= L[i, i]
-    S = L.T @ (S @ L)
-    return V, 0.5 * (S + S.T)
 
 
 def _problem(rng, K, n=30, d=6, zero_frac=0.4):
@@ -366,34 +185,6 @@ def test_full_rank_matches_paper_oracle(K, fit_intercept, batch_size, sparse):
     for got, want in zip((th, M, mu, phi), ref):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(phi, M @ mu, rtol=1e-9, atol=1e-12)   # phi == M mu
-
-
-def ref_batched(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, B):
-    """The batched update in NumPy: the bounds of a batch at the batch's weights,
-    ``Sigma += sum_j s_j S_j (x) xt xt^T`` at once, ``M = Sigma^-1``, ``mu +=`` the
-    batch's gradients and ``n_b alpha theta``, then ``theta -= eta M mu``; batches
-    restart with each pass (rows of weight 0 take no part)."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    reg = (np.arange(P) < d * K).astype(float)
-    Sig, mu, theta = n * alpha * np.eye(P), np.zeros(P), theta0.copy()
-    for order in orders:
-        rows = [j for j in order if sw[j] != 0]
-        for start in range(0, len(rows), B):
-            batch = rows[start:start + B]
-            for j in batch:
-                x = Xt[j]
-                s = theta.reshape(-1, K).T @ x
-                _, g, SigF = bound(F, np.array([0.0, s[0]]) if K == 1 else s)
-                Sig = Sig + sw[j] * np.kron(np.outer(x, x), SigF)
-                mu = mu + sw[j] * np.kron(x, g - F[_label(yk[j], K)])
-            mu = mu + len(batch) * alpha * theta * reg
-            M = np.linalg.inv(Sig)
-            theta = theta - eta * M @ mu
-    return theta, M, mu, M @ mu
 
 
 @pytest.mark.parametrize("route,K,fit_intercept,batch_size,sparse,n", [

@@ -8,7 +8,6 @@ import scipy.sparse as sp
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
@@ -278,7 +277,7 @@ class PSAClassifier(LinearClassifierBase):
             problem.kernel.with_l1()                # (an L2 state, now with L1)
         options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
-        result = psa_epochs(RowDataset(X, y, sample_weight), problem.kernel, options,
+        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel, options,
                             loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept)
         if result.diverged:

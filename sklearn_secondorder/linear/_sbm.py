@@ -7,7 +7,6 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._sbm_bound import SBMOptions
 from .._core._sbm_full import FullRankState, batch_route, full_epochs
 from .._core._sbm_lowrank import LowRankState, lowrank_epochs
@@ -460,7 +459,7 @@ class SBMLogisticRegression(LinearClassifierBase):
             self._start(X, state)
         n = X.shape[0]
         for epoch in range(n_epochs):
-            ds = RowDataset(X, y, sample_weight)
+            ds = self._row_dataset(X, y, sample_weight)
             if self.shuffle:                    # (the kernels' own shuffle, replayed)
                 state.seed = ds.shuffle_py(state.seed)
                 order = ds.order_

@@ -6,7 +6,6 @@ import numpy as np
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 from .._mixing import sum_increments, weighted_mean
@@ -219,7 +218,7 @@ class PlainSGDClassifier(LinearClassifierBase):
         options = LinearSGDOptions(
             lam=lam, l1=l1, learning_rate=self.learning_rate, eta0=state.eta0,
             t0=1.0 / (self.alpha * state.eta0))
-        result = sgd_epochs(RowDataset(X, y, sample_weight), state, options, loss=loss,
+        result = sgd_epochs(self._row_dataset(X, y, sample_weight), state, options, loss=loss,
                             n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept)
         if result.diverged:

@@ -457,7 +457,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
             state.start(t0, self.alpha, skip)
             if self.verbose:
                 print(f"[SGDQNLinearSVC] skip={skip}, t0={t0:g}")
-        result = sgdqn_epochs(RowDataset(X, y, sample_weight), state, self._options(),
+        result = sgdqn_epochs(self._row_dataset(X, y, sample_weight), state, self._options(),
                               loss=LOSSES[self.loss](), n_epochs=n_epochs,
                               shuffle=self.shuffle, fit_intercept=self.fit_intercept)
         if result.diverged:
