@@ -41,6 +41,34 @@ def test_dataset_rows_dense_and_csr_agree(index_dtype, value_dtype):
         assert (yd, swd) == (ys, sws) == (y[k], sw[k])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("value_dtype", [np.float64, np.float32])
+def test_dataset_with_targets_reads_the_same_rows(sparse, value_dtype):
+    """``with_targets``: the rows of the dataset it comes from (not converted
+    again), its own targets, weights and order; the original is unchanged."""
+    rng = np.random.RandomState(2)
+    D = sp.random(15, 6, density=0.4, random_state=rng).toarray().astype(value_dtype)
+    # a wider dense dataset first: the shared dense index has more entries
+    RowDataset(np.zeros((2, 40)), np.zeros(2), np.ones(2))
+    base = RowDataset(sp.csr_matrix(D) if sparse else D, np.zeros(15), np.ones(15))
+    y, sw = rng.randn(15), rng.rand(15)
+    ds = base.with_targets(y, sw)
+    ds.shuffle_py(5)
+    assert_array_equal(base.order_, np.arange(15))
+    for k in range(15):
+        i = ds.order_[k]
+        x, ind, yk, swk = ds.row_py(k)
+        row = np.zeros(6)
+        row[ind] = x
+        assert_allclose(row, D[i].astype(np.float64))
+        assert (yk, swk) == (y[i], sw[i])
+        assert base.row_py(i)[2:] == (0.0, 1.0)
+    if not sparse:
+        assert_array_equal(ds.row_py(0)[1], np.arange(6))
+    with pytest.raises(ValueError, match="same number of rows"):
+        base.with_targets(np.zeros(3), np.ones(15))
+
+
 def test_dataset_shuffle_is_seeded_permutation():
     X = np.zeros((50, 2))
     a, b = RowDataset(X, np.arange(50.0), np.ones(50)), RowDataset(X, np.arange(50.0), np.ones(50))
