@@ -609,10 +609,8 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
         The passes visit the rows ``start:stop`` of ``ds``'s current order
         (all by default; a block of a shuffled pass without copying it, then
         with ``shuffle`` False: the block is a set of rows).
-    n_epochs : int
-        Passes over the rows.
-    shuffle : bool
-        Shuffle the rows before each pass.
+    n_epochs, shuffle : int, bool
+        Passes over the rows; whether each starts with a shuffle.
 
     Returns
     -------

@@ -368,6 +368,9 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                bint shuffle=True, bint fit_intercept=True):
     """Run ``n_epochs`` passes of plain SGD over ``ds``, updating ``state`` in place.
 
+    The penalty and the schedule are the options' constants; the rest comes
+    with each call, as for ``psa_epochs``.
+
     Parameters
     ----------
     ds : RowDataset
