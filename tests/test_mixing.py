@@ -9,7 +9,9 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from sklearn_secondorder import (
+    AROWSequenceTagger,
     ASFSequenceTagger,
+    AveragedPerceptronSequenceTagger,
     PlainSGDClassifier,
     PSAClassifier,
     PSASequenceTagger,
@@ -165,12 +167,40 @@ def test_estimator_mix_of_identical_models_is_the_model(shards, name):
     assert_allclose(mixed.intercept_, a.intercept_, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("cls", [ASFSequenceTagger, PSASequenceTagger])
-def test_tagger_mix_of_identical_models_is_the_model(cls):
+@pytest.mark.parametrize("est", [ASFSequenceTagger(eta0=0.1, max_iter=2, random_state=0),
+                                 PSASequenceTagger(eta0=0.1, max_iter=2, random_state=0),
+                                 AveragedPerceptronSequenceTagger(max_iter=2, random_state=0),
+                                 AROWSequenceTagger(max_iter=2, random_state=0)])
+def test_tagger_mix_of_identical_models_is_the_model(est):
     X = [[{"a": 1.0}, {"b": 1.0}], [{"b": 1.0}, {"a": 1.0}, {"c": 1.0}]]
     Y = [["x", "y"], ["y", "x", "z"]]
-    a = cls(eta0=0.1, max_iter=2, random_state=0).fit(X, Y)
-    mixed = cls.mix([a, copy.deepcopy(a)], [0.5, 0.5], start=None)
-    assert_allclose(mixed.coef_, a.coef_, rtol=1e-10, atol=1e-14)
+    a = clone(est).fit(X, Y)
+    coef = a.coef_.copy()
+    mixed = type(a).mix([a, copy.deepcopy(a)], [0.5, 0.5], start=None)
+    assert_allclose(mixed.coef_, coef, rtol=1e-10, atol=1e-14)
+    assert_array_equal(a.coef_, coef)           # the input is not modified
     assert mixed.t_ == 2 * a.t_
     assert mixed.predict(X) == a.predict(X)
+
+
+def test_mix_full_rank_states_against_numpy(shards):
+    """SBM at full rank: ``theta`` averaged; the bounds' curvature
+    ``M^-1 - lam I`` and ``mu`` summed; the regulariser sized for the largest
+    ``n_t`` (``mix_full_rank_states``), against the NumPy formula."""
+    from sklearn_secondorder.linear._sbm import mix_full_rank_states
+
+    (X1, y1), (X2, y2) = shards
+    est = SBMLogisticRegression(rank=None, alpha=1e-2, random_state=0, max_iter=1)
+    a, b = clone(est).fit(X1, y1), clone(est).fit(X2, y2)
+    sa, sb = a._states[0], b._states[0]
+    p = [0.4, 0.6]
+    out = mix_full_rank_states([sa, sb], p, alpha=1e-2, step_size=lambda n: 1.0 / n)
+    eye = np.eye(sa.theta.size)
+    n_ref = max(sa.n_ref, sb.n_ref)
+    curv = (np.linalg.inv(sa.M) - sa.lam_total * eye) + (np.linalg.inv(sb.M) - sb.lam_total * eye)
+    assert_allclose(out.theta, 0.4 * sa.theta + 0.6 * sb.theta, rtol=1e-14)
+    assert_allclose(np.linalg.inv(out.M), curv + 1e-2 * n_ref * eye, rtol=1e-8, atol=1e-10)
+    assert_allclose(out.mu, sa.mu + sb.mu, rtol=1e-14)
+    assert_allclose(out.phi, out.M @ out.mu, rtol=1e-12)
+    assert out.lam == out.lam_total == 1e-2 * n_ref and out.eta == 1.0 / n_ref
+    assert out.t == sa.t + sb.t
