@@ -148,13 +148,13 @@ class TrainingLoopMixin:
 
     def _problem_objective(self, state, X, y, sample_weight):
         """The two terms of one problem's objective: ``sum_i s_i loss_i /
-        sum_i s_i`` and the penalty ``l2/2 ||w||^2 + l1 ||w||_1`` (``alpha``
+        sum_i s_i`` and the penalty ``lam/2 ||w||^2 + l1 ||w||_1`` (``alpha``
         split by ``penalty`` / ``l1_ratio``, ``_penalty.split_alpha``)."""
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
         loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
-        l2, l1 = split_alpha(self)
-        penalty = 0.5 * l2 * float(np.sum(np.square(coef)))
+        lam, l1 = split_alpha(self)
+        penalty = 0.5 * lam * float(np.sum(np.square(coef)))
         if l1:
             penalty += l1 * float(np.sum(np.abs(coef)))
         return loss, penalty
