@@ -33,11 +33,12 @@ class MixingRule:
         with the same settings).
     resolve : callable
         ``resolve(fitted, n_rows) -> dict``: the concrete values of
-        ``auto_params`` read from an estimator fitted on those rows.
+        ``auto_params`` read from the public fitted attributes of an
+        estimator fitted on those rows.
     mix : callable
-        ``mix(models, p, start) -> estimator``: the mixed model from the
-        workers' models, their row shares ``p`` and the model the pass started
-        from (None on the first pass).
+        The estimator class's ``mix(models, p, start) -> estimator``: the
+        mixed model from the workers' models, their row shares ``p`` and the
+        model the pass started from (None on the first pass).
     """
 
     auto_params: tuple
