@@ -69,6 +69,38 @@ def test_dataset_with_targets_reads_the_same_rows(sparse, value_dtype):
         base.with_targets(np.zeros(3), np.ones(15))
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_fit_converts_its_rows_once(monkeypatch, sparse):
+    """One-vs-rest with monitored passes (3 problems x 3 passes, one kernel
+    call each): the rows are converted once for the call, every call reading
+    them through ``with_targets``; the model is the one of unmonitored passes."""
+    from sklearn.datasets import make_classification
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_secondorder import PlainSGDClassifier
+    from sklearn_secondorder.linear import _sgd, _training_loop
+
+    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    X = sp.csr_matrix(X) if sparse else X
+    built = []
+
+    def counting(*args):
+        built.append(args)
+        return RowDataset(*args)
+
+    for module in (_training_loop, _sgd):       # (wherever a linear module builds one)
+        if hasattr(module, "RowDataset"):
+            monkeypatch.setattr(module, "RowDataset", counting)
+    kw = dict(loss="hinge", eta0=0.01, max_iter=3, random_state=0, n_jobs=1)
+    with pytest.warns(ConvergenceWarning):       # (3 passes: the rule never stops)
+        monitored = PlainSGDClassifier(tol=0.0, n_iter_no_change=10, **kw).fit(X, y)
+    assert len(built) == 1
+    plain = PlainSGDClassifier(tol=None, **kw).fit(X, y)
+    assert len(built) == 2
+    assert_allclose(monitored.coef_, plain.coef_, rtol=1e-10)
+
+
 def test_dataset_shuffle_is_seeded_permutation():
     X = np.zeros((50, 2))
     a, b = RowDataset(X, np.arange(50.0), np.ones(50)), RowDataset(X, np.arange(50.0), np.ones(50))
