@@ -269,7 +269,7 @@ def bbm_curve(Xtr, ytr, Xte, yte, alpha, passes, ref):
         state.start(n, n * alpha, 0.0)
         with _one_blas_thread():        # (as the estimator runs the kernel)
             full_epochs(ds, state, SBMOptions(alpha=alpha, eta=0.0, batch_size=n,
-                                              n_epochs=1, shuffle=False, route="refactor"))
+                                              route="refactor"), n_epochs=1, shuffle=False)
         theta = theta - state.phi
         total += time.perf_counter() - t
         W = theta.reshape(d + 1, K)

@@ -101,7 +101,7 @@ def _bbm_per_pass(Xtr, ytr, Xte, yte, classes, alpha, n_passes=N_PASSES):
         state.theta[:] = theta
         state.start(n, lam, 0.0)
         with _one_blas_thread():       # as the estimator runs the kernel
-            full_epochs(ds, state, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1, shuffle=False))
+            full_epochs(ds, state, SBMOptions(alpha=alpha, eta=0.0), n_epochs=1, shuffle=False)
         theta -= state.phi
         dt = time.perf_counter() - t
         W = theta.reshape(d + 1, K)

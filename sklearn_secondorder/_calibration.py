@@ -13,16 +13,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._core._crf_infer import objective
-from ._core._crf_sgd import CRFState, SGDOptions, sgd_epochs
+from ._core._crf_sgd import CRFSGDOptions, CRFState, sgd_epochs
 from ._core._dataset import RowDataset
-from ._core._sgd_fast import trial_pass
+from ._core._sgd_fast import LinearSGDOptions, trial_pass
 from ._core._weights import ScaledWeights
 from ._validation import user_stacklevel
 
 
-def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, alpha,
-                   fit_intercept, random_state, n_samples=1000, eta_start=0.1,
-                   factor=2.0, max_trials=20, l1_ratio=0.0):
+def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, lam,
+                          fit_intercept, random_state, n_samples=1000, eta_start=0.1,
+                          factor=2.0, max_trials=20, l1=0.0):
     """Pick a constant step size on a random sample of rows.
 
     Parameters
@@ -35,11 +35,14 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         not modified.
     loss : Loss or None
         Binary loss, or None for the multinomial log loss.
+    lam : float
+        L2 strength (``_penalty.split_alpha``).
+    fit_intercept : bool
     random_state : numpy.random.RandomState
         Draws the sample rows.
-    l1_ratio : float
-        The L1 share of ``alpha``: the trial passes step with the cumulative
-        L1 penalty and the objective includes ``alpha l1_ratio ||w||_1``.
+    l1 : float
+        L1 strength: with ``l1 > 0`` the trial passes step with the cumulative
+        L1 penalty and the objective includes ``l1 ||w||_1``.
 
     Returns
     -------
@@ -51,11 +54,10 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     rows.sort()
     X_sample, coef = _sample_columns(X[rows], coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
-    kw = dict(loss=loss, n_outputs=n_outputs, alpha=alpha, fit_intercept=fit_intercept,
-              l1_ratio=l1_ratio)
-
     def objective(eta):
-        return trial_pass(ds, coef, intercept, eta=eta, **kw)
+        return trial_pass(ds, coef, intercept,
+                          LinearSGDOptions(lam=lam, l1=l1, learning_rate="constant", eta0=eta),
+                          loss=loss, n_outputs=n_outputs, fit_intercept=fit_intercept)
 
     return search_step(objective, eta_start=eta_start, factor=factor,
                        max_trials=max_trials) / 2.0
@@ -100,23 +102,22 @@ def _sample_columns(X_sample, coef, n_outputs):
     return compact, np.ascontiguousarray(W[cols]).ravel()
 
 
-def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_intercept,
+def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, lam, fit_intercept,
                        averaged=False, eta_start=0.1, factor=2.0, max_trials=20,
-                       l1_ratio=0.0, allowed=None):
+                       l1=0.0, allowed=None):
     """Bottou's step-size calibration on a sample of sequences.
 
     From (a copy of) the current weights, run one pass with a constant step
     ``eta`` over the sample and measure the regularised objective
-    ``alpha/2 ||w||^2 + mean -log p(y|x)`` after it. Starting at
+    ``lam/2 ||w||^2 + mean -log p(y|x)`` after it. Starting at
     ``eta_start``, double ``eta`` while the objective improves, else halve it
     while it improves; return half of the best ``eta`` for safety (Bottou
     2012, "Stochastic gradient descent tricks"; CRFsuite's l2sgd calibration
     uses the same start 0.1 and rate 2). With ``averaged=True`` the objective
     is measured at the average of the trial pass's iterates, the model an
     averaging method returns (ASF after its first period, averaged SGD).
-    With ``l1_ratio > 0`` the trial passes step with the cumulative L1
-    penalty and the objective is
-    ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) + mean -log p``.
+    With ``l1 > 0`` the trial passes step with the cumulative L1 penalty and
+    the objective is ``l1 ||w||_1 + lam/2 ||w||^2 + mean -log p``.
 
     Parameters
     ----------
@@ -125,11 +126,13 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
     coef : ndarray
         The current flat CRF weights (``CRFState.coef``); not modified.
     n_states, n_latent : int
-    alpha : float
+    lam : float
+        L2 strength (``_penalty.split_alpha``).
     fit_intercept, averaged : bool
     eta_start, factor : float
     max_trials : int
-    l1_ratio : float
+    l1 : float
+        L1 strength.
     allowed : uint8 ndarray or None
         The weights that exist (``CRFContext.set_allowed``): the trial passes
         train the model the trainer will (CRFsuite's feature set).
@@ -138,7 +141,7 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
     -------
     eta0 : float
     """
-    l2 = alpha * (1.0 - l1_ratio)
+    alpha = lam + l1        # (the schedule's whole strength)
 
     def trial(eta):
         if alpha > 0 and eta * alpha >= 1.0:
@@ -146,17 +149,17 @@ def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, alpha, fit_interc
         coef_copy = np.array(coef, dtype=np.float64)
         state = CRFState(coef=coef_copy, avg=np.zeros_like(coef_copy) if averaged else None,
                          n_states=n_states,
-                         l1_q=np.zeros_like(coef_copy) if l1_ratio > 0 else None)
+                         l1_q=np.zeros_like(coef_copy) if l1 > 0 else None)
         if allowed is not None:
             state.allowed = allowed
-        options = SGDOptions(eta0=eta, power=0.0, alpha=alpha, shuffle=False,
-                             fit_intercept=fit_intercept, average=averaged, l1_ratio=l1_ratio)
-        if sgd_epochs(ds_sample, state, options, n_latent=n_latent).diverged:
+        options = CRFSGDOptions(eta0=eta, power=0.0, lam=lam, l1=l1, average=averaged)
+        if sgd_epochs(ds_sample, state, options, shuffle=False, fit_intercept=fit_intercept,
+                      n_latent=n_latent).diverged:
             return np.inf
         model = state.model()
-        obj = objective(ds_sample, ScaledWeights(model, n_states), l2, n_latent)
-        if l1_ratio > 0:
-            obj += alpha * l1_ratio * float(np.abs(model).sum())
+        obj = objective(ds_sample, ScaledWeights(model, n_states), lam, n_latent)
+        if l1 > 0:
+            obj += l1 * float(np.abs(model).sum())
         return obj
 
     return search_step(trial, eta_start=eta_start, factor=factor, max_trials=max_trials) / 2.0

@@ -29,8 +29,13 @@ def l1_share(estimator):
 
 
 def split_alpha(estimator):
-    """``(l2, l1)``: the L2 strength (of ``l2/2 ||w||^2``) and the L1 strength
-    (of ``l1 ||w||_1``) of the estimator's ``alpha``."""
+    """``(lam, l1)``: the L2 strength (of ``lam/2 ||w||^2``) and the L1
+    strength (of ``l1 ||w||_1``) of the estimator's ``alpha``.
+
+    The one place ``alpha`` is divided: the estimators call it once per
+    kernel call and pass ``lam`` and ``l1`` down (the options of every kernel
+    and the step-size calibration take these two names).
+    """
     share = l1_share(estimator)
     if share == 0.0:
         return float(estimator.alpha), 0.0

@@ -13,6 +13,7 @@ import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import _numpy_constant_sgd
 from conftest import shared_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_breast_cancer, make_classification
@@ -213,18 +214,6 @@ def test_zero_coef_init_is_the_default_start(make, fmt):
                                  intercept_init=np.zeros(rows))
         assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-15)
         assert_allclose(a.intercept_, b.intercept_, rtol=1e-12, atol=1e-15)
-
-
-def _numpy_constant_sgd(X, y, w, b, eta, alpha):
-    """Plain SGD with a constant step on the log loss, rows in order; the
-    shrink clipped at 0 (``SGDClassifier``'s ``w.scale(max(0, 1 - eta
-    alpha))``, ``sklearn/linear_model/_sgd_fast.pyx.tp``)."""
-    w, b = w.copy(), float(b)
-    for x, t in zip(X, np.where(y == 1, 1.0, -1.0)):
-        g = -t / (1.0 + np.exp(t * (x @ w + b)))
-        w = max(0.0, 1 - eta * alpha) * w - eta * g * x
-        b -= eta * g
-    return w, b
 
 
 def test_coef_init_against_a_numpy_oracle(fmt):

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import numpy_linear_sgd as numpy_sgd
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_secondorder._core._dataset import RowDataset
@@ -38,6 +39,66 @@ def test_dataset_rows_dense_and_csr_agree(index_dtype, value_dtype):
         row[ids] = xs
         assert_allclose(row, D[k])
         assert (yd, swd) == (ys, sws) == (y[k], sw[k])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("value_dtype", [np.float64, np.float32])
+def test_dataset_with_targets_reads_the_same_rows(sparse, value_dtype):
+    """``with_targets``: the rows of the dataset it comes from (not converted
+    again), its own targets, weights and order; the original is unchanged."""
+    rng = np.random.RandomState(2)
+    D = sp.random(15, 6, density=0.4, random_state=rng).toarray().astype(value_dtype)
+    # a wider dense dataset first: the shared dense index has more entries
+    RowDataset(np.zeros((2, 40)), np.zeros(2), np.ones(2))
+    base = RowDataset(sp.csr_matrix(D) if sparse else D, np.zeros(15), np.ones(15))
+    y, sw = rng.randn(15), rng.rand(15)
+    ds = base.with_targets(y, sw)
+    ds.shuffle_py(5)
+    assert_array_equal(base.order_, np.arange(15))
+    for k in range(15):
+        i = ds.order_[k]
+        x, ind, yk, swk = ds.row_py(k)
+        row = np.zeros(6)
+        row[ind] = x
+        assert_allclose(row, D[i].astype(np.float64))
+        assert (yk, swk) == (y[i], sw[i])
+        assert base.row_py(i)[2:] == (0.0, 1.0)
+    if not sparse:
+        assert_array_equal(ds.row_py(0)[1], np.arange(6))
+    with pytest.raises(ValueError, match="same number of rows"):
+        base.with_targets(np.zeros(3), np.ones(15))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_fit_converts_its_rows_once(monkeypatch, sparse):
+    """One-vs-rest with monitored passes (3 problems x 3 passes, one kernel
+    call each): the rows are converted once for the call, every call reading
+    them through ``with_targets``; the model is the one of unmonitored passes."""
+    from sklearn.datasets import make_classification
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_secondorder import PlainSGDClassifier
+    from sklearn_secondorder.linear import _sgd, _training_loop
+
+    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    X = sp.csr_matrix(X) if sparse else X
+    built = []
+
+    def counting(*args):
+        built.append(args)
+        return RowDataset(*args)
+
+    for module in (_training_loop, _sgd):       # (wherever a linear module builds one)
+        if hasattr(module, "RowDataset"):
+            monkeypatch.setattr(module, "RowDataset", counting)
+    kw = dict(loss="hinge", eta0=0.01, max_iter=3, random_state=0, n_jobs=1)
+    with pytest.warns(ConvergenceWarning):       # (3 passes: the rule never stops)
+        monitored = PlainSGDClassifier(tol=0.0, n_iter_no_change=10, **kw).fit(X, y)
+    assert len(built) == 1
+    plain = PlainSGDClassifier(tol=None, **kw).fit(X, y)
+    assert len(built) == 2
+    assert_allclose(monitored.coef_, plain.coef_, rtol=1e-10)
 
 
 def test_dataset_shuffle_is_seeded_permutation():
@@ -167,35 +228,6 @@ def test_softmax_loss_gradient_and_curvature_finite_differences():
 
 
 # ---------------------------------------------------------------- SGD driver
-def numpy_sgd(X, y, sw, *, K, loss, alpha, eta0, t0, n_epochs, fit_intercept,
-              constant=False, average=False):
-    """Dense NumPy re-implementation of the plain SGD epochs (no shuffling)."""
-    X = X.toarray() if sp.issparse(X) else X
-    W, b = np.zeros((X.shape[1], K)), np.zeros(K)
-    Wsum, bsum, t, n_it = np.zeros_like(W), np.zeros(K), 0, 0
-    for _ in range(n_epochs):
-        for i in range(X.shape[0]):
-            if sw[i] == 0:
-                continue
-            eta = eta0 if constant else 1.0 / (alpha * (t + t0))
-            s = X[i] @ W + b
-            if K == 1:
-                g = np.array([loss.py_dloss(s[0], y[i])])
-            else:
-                g = py_softmax_loss(s, int(y[i]))[1]
-            g = -eta * sw[i] * g
-            W *= max(0.0, 1 - eta * alpha)
-            W += np.outer(X[i], g)
-            if fit_intercept:
-                b += g
-            t += 1
-            if average:
-                Wsum += W
-                bsum += b
-                n_it += 1
-    if average:
-        return Wsum / n_it, bsum / n_it, t
-    return W, b, t
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -214,7 +246,8 @@ def test_sgd_epochs_match_numpy(sparse, K, loss_name, average):
     avg = (np.zeros(8 * K), np.zeros(K)) if average else (None, None)
     state = LinearSGDState(coef, intercept, avg_coef=avg[0], avg_intercept=avg[1])
     sgd_epochs(RowDataset(X if sparse else Xd, y, sw), state,
-               LinearSGDOptions(shuffle=False, **kw), loss=loss, n_epochs=3)
+               LinearSGDOptions(lam=kw["alpha"], eta0=kw["eta0"], t0=kw["t0"]), loss=loss,
+               n_epochs=3, shuffle=False, fit_intercept=kw["fit_intercept"])
     W, b, t = numpy_sgd(Xd, y, sw, K=K, loss=loss, n_epochs=3, average=average, **kw)
     assert state.t == t == 3 * np.count_nonzero(sw)  # zero weights do not count
     if average:
@@ -228,9 +261,8 @@ def test_sgd_epochs_report_divergence():
     coef, b = np.zeros(1), np.zeros(1)
     result = sgd_epochs(RowDataset(X, np.array([1.0, -1.0]), np.ones(2)),
                         LinearSGDState(coef, b),
-                        LinearSGDOptions(learning_rate="constant", eta0=1.0, alpha=1e-4,
-                                         shuffle=False),
-                        loss=LOSSES["squared_hinge"](), n_epochs=5)
+                        LinearSGDOptions(learning_rate="constant", eta0=1.0, lam=1e-4),
+                        loss=LOSSES["squared_hinge"](), n_epochs=5, shuffle=False)
     assert result.diverged
 
 
@@ -244,12 +276,14 @@ def test_calibration_picks_the_best_trial_and_halves_it():
     X = rng.randn(300, 5)
     y = np.where(X @ rng.randn(5) > 0, 1.0, -1.0)
     sw = np.ones(300)
-    kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, alpha=1e-3, fit_intercept=True)
-    eta = calibrate_linear_eta0(X, y, sw, np.zeros(5), np.zeros(1),
+    kw = dict(loss=LOSSES["log_loss"](), n_outputs=1, fit_intercept=True)
+    eta = calibrate_linear_eta0(X, y, sw, np.zeros(5), np.zeros(1), lam=1e-3,
                                 random_state=np.random.RandomState(0), **kw)
     ds = RowDataset(X, y, sw)  # n <= 1000: the sample is all rows, in order
     grid = 0.1 * 2.0 ** np.arange(-20, 21)
-    objs = [trial_pass(ds, np.zeros(5), np.zeros(1), eta=e, **kw) for e in grid]
+    objs = [trial_pass(ds, np.zeros(5), np.zeros(1),
+                       LinearSGDOptions(lam=1e-3, learning_rate="constant", eta0=e), **kw)
+            for e in grid]
     best = grid[int(np.argmin(objs))]
     assert eta == pytest.approx(best / 2)
 
@@ -259,7 +293,7 @@ def test_calibration_reports_divergence():
     X = np.array([[1e300], [1e300]])
     with pytest.raises(ValueError, match="calibration diverged"):
         calibrate_linear_eta0(X, np.array([1.0, -1.0]), np.ones(2), np.zeros(1), np.zeros(1),
-                              loss=LOSSES["squared_hinge"](), n_outputs=1, alpha=1e-4,
+                              loss=LOSSES["squared_hinge"](), n_outputs=1, lam=1e-4,
                               fit_intercept=True, random_state=np.random.RandomState(0))
 
 

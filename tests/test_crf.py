@@ -5,13 +5,14 @@ latent model's constrained and free partitions), finite differences (the
 gradient), and a NumPy re-implementation of SGD / ASF (lazy average, feedback
 points, the scale trick).
 """
-import itertools
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import brute_force, to_data
+from _oracles import numpy_crf_psa as numpy_psa
+from _oracles import numpy_crf_sgd as numpy_sgd
 from numpy.testing import assert_allclose, assert_array_equal
-from scipy.special import logsumexp
 
 from sklearn_secondorder._core._crf_infer import (
     CRFContext,
@@ -21,32 +22,12 @@ from sklearn_secondorder._core._crf_infer import (
     viterbi_decode,
 )
 from sklearn_secondorder._core._crf_sgd import (
+    CRFSGDOptions,
     CRFState,
-    SGDOptions,
     is_feedback_pass,
     sgd_epochs,
 )
-from sklearn_secondorder._core._dataset import SequenceData
 from sklearn_secondorder._core._weights import ScaledWeights
-
-
-def brute_force(em, tr, n_latent=1, labels=None):
-    """log Z, node/edge marginals and best path by enumerating all paths."""
-    T, H = em.shape
-    paths = np.array(list(itertools.product(range(H), repeat=T)))
-    scores = em[np.arange(T), paths].sum(axis=1)
-    scores += tr[paths[:, :-1], paths[:, 1:]].sum(axis=1)
-    if labels is not None:
-        keep = np.all(paths // n_latent == np.asarray(labels), axis=1)
-        paths, scores = paths[keep], scores[keep]
-    log_z = logsumexp(scores)
-    p = np.exp(scores - log_z)
-    marg = np.zeros((T, H))
-    edge = np.zeros((H, H))
-    for path, pr in zip(paths, p):
-        marg[np.arange(T), path] += pr
-        np.add.at(edge, (path[:-1], path[1:]), pr)
-    return log_z, marg, edge, paths[scores.argmax()], scores.max()
 
 
 @pytest.mark.parametrize("T,H", [(1, 3), (2, 2), (4, 3), (5, 2)])
@@ -105,12 +86,6 @@ def make_problem(rng, n_seq=6, n_attr=5, n_labels=3, max_len=4, density=0.6):
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     labels = rng.integers(0, n_labels, size=n_tok).astype(np.int32)
     return X, offsets, labels
-
-
-def to_data(X, offsets, labels=None):
-    X = sp.csr_matrix(X)
-    return SequenceData(X.data.astype(np.float64), X.indices.astype(np.int32),
-                        X.indptr.astype(np.int64), offsets, labels, X.shape[1])
 
 
 def dense_scores(X, offsets, flat, A, H, s):
@@ -189,30 +164,6 @@ def test_gradient_is_sparse():
     assert np.any(grad[:4 * L] != 0.0)
 
 
-def numpy_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
-              average, feedback, fit_intercept=True):
-    """Reference SGD / averaged SGD / ASF, dense, with explicit iterates."""
-    n_seq = len(offsets) - 1
-    w = np.zeros((A + L + 1) * L)
-    iterates = []
-    feedbacks = []
-    t = 0
-    for epoch in range(1, n_epochs + 1):
-        for s in range(n_seq):
-            eta = eta0 / (1 + alpha * eta0 * t) ** power
-            sub = to_data(X[offsets[s]:offsets[s + 1]], np.array([0, offsets[s + 1] - offsets[s]]),
-                          labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
-            w = (1 - eta * alpha) * w + eta * g
-            t += 1
-            iterates.append(w.copy())
-        if feedback and is_feedback_pass(epoch):
-            w = np.mean(iterates, axis=0)  # Eq. 2: all iterates since the start
-            feedbacks.append(epoch)
-    avg = np.mean(iterates, axis=0) if iterates else w
-    return w, avg, feedbacks
-
-
 @pytest.mark.parametrize("mode", ["sgd", "asgd", "asf"])
 def test_trainer_matches_numpy_reference(mode):
     rng = np.random.default_rng(4)
@@ -228,8 +179,9 @@ def test_trainer_matches_numpy_reference(mode):
     state = CRFState(coef=v, avg=u, n_states=L)
     n_epochs = kw.pop("n_epochs")
     result = sgd_epochs(to_data(X, offsets, labels), state,
-                        SGDOptions(shuffle=False, average=averaged, feedback=mode == "asf",
-                                   **kw), n_epochs=n_epochs)
+                        CRFSGDOptions(eta0=kw["eta0"], power=kw["power"], lam=kw["alpha"],
+                                      average=averaged, feedback=mode == "asf"),
+                        n_epochs=n_epochs, shuffle=False)
     assert result.epochs == 7 and state.t == 7 * 5 and not result.diverged
     assert_allclose(state.coef, ref_w, rtol=1e-10, atol=1e-12)
     if averaged:
@@ -247,13 +199,13 @@ def test_lazy_average_survives_folds_and_resets():
     size = (A + L + 1) * L
     v, u = np.zeros(size), np.zeros(size)
     state = CRFState(coef=v, avg=u, n_states=L)
-    options = SGDOptions(eta0=0.5, power=0.0, alpha=0.0, shuffle=False, average=True)
+    options = CRFSGDOptions(eta0=0.5, power=0.0, lam=0.0, average=True)
     X, offsets, labels = make_problem(rng, n_seq=1, n_attr=A, n_labels=L, max_len=3)
     ds = to_data(X, offsets, labels)
     ctx_iterates = []
     for step in range(12):
         # a step through the trainer (one sequence, one pass), then a big shrink
-        sgd_epochs(ds, state, options)
+        sgd_epochs(ds, state, options, shuffle=False)
         # (the trainer reads the arrays: the shrink's scale is folded into them)
         w = state.weights(averaged=True)
         ctx_iterates.append(w.weights().ravel())
@@ -289,7 +241,7 @@ def test_divergence_is_reported():
     X, offsets, labels = make_problem(rng, n_attr=A, n_labels=L)
     X = X * 1e200
     state = CRFState(coef=np.zeros((A + L + 1) * L), avg=None, n_states=L)
-    result = sgd_epochs(to_data(X, offsets, labels), state, SGDOptions(eta0=1e100, alpha=0.0),
+    result = sgd_epochs(to_data(X, offsets, labels), state, CRFSGDOptions(eta0=1e100, lam=0.0),
                         n_epochs=3)
     assert result.diverged
 
@@ -307,35 +259,6 @@ def test_sequence_data_validation():
 # ---------------------------------------------------------------------------
 # PSA (Algorithm 1) with lazy catch-up vs a dense NumPy re-implementation
 # ---------------------------------------------------------------------------
-def numpy_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
-              fit_intercept=True):
-    """Dense PSA: every weight shrinks at every update; snapshots every b."""
-    m = kappa * (a + be) / (a - be)
-    n = 2 * kappa * (1 - a) / (a - be)
-    w = np.zeros((A + L + 1) * L)
-    eta = np.full_like(w, eta0)
-    snaps = [w.copy()]
-    t = 0
-    for _ in range(n_epochs):
-        for s in range(len(offsets) - 1):
-            sub = to_data(X[offsets[s]:offsets[s + 1]],
-                          np.array([0, offsets[s + 1] - offsets[s]]),
-                          labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
-            w = (1 - eta * lam) * w + eta * g
-            t += 1
-            if t % b == 0:
-                snaps.append(w.copy())
-            if t % (2 * b) == 0:
-                w0, w1, w2 = snaps[-3:]
-                num, den = w2 - w1, w1 - w0
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    g_ratio = np.where(den != 0, num / den, np.sign(num) * np.inf)
-                u = np.sign(g_ratio) * np.minimum(np.abs(g_ratio), kappa)
-                v = (m + u) / (m + kappa + n)
-                still = (den == 0) & (num == 0)           # 0/0: eta unchanged
-                eta = np.where(still, eta, eta * v)
-    return w, eta, t
 
 
 @pytest.mark.parametrize("lam,b,eta0", [

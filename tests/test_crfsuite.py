@@ -276,7 +276,7 @@ def test_eta0_calibration_trains_the_masked_model():
     lab = np.searchsorted(classes, batch.labels).astype(np.int32)
     A, L = batch.n_features, classes.size
     ds = batch.sequence_data(A, lab)
-    kw = dict(n_states=L, n_latent=1, alpha=1e-3, fit_intercept=True)
+    kw = dict(n_states=L, n_latent=1, lam=1e-3, fit_intercept=True)
     coef = np.zeros((A + L + 1) * L)
     free = calibrate_crf_eta0(ds, coef, **kw)
     assert calibrate_crf_eta0(ds, coef, allowed=np.ones(coef.size, np.uint8), **kw) == free

@@ -4,6 +4,7 @@ weight at every step, and the ``penalty`` / ``l1_ratio`` parameters."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import _data, numpy_crf_psa_l1, numpy_crf_sgd_l1, numpy_psa_l1, numpy_sgd_l1
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 
@@ -16,13 +17,12 @@ from sklearn_secondorder import (
     SGDQNLinearSVC,
     SGDSequenceTagger,
 )
-from sklearn_secondorder._core._crf_infer import loglik_gradient
 from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
-from sklearn_secondorder._core._crf_sgd import CRFState, SGDOptions
+from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
 from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
-from sklearn_secondorder._core._dataset import RowDataset, SequenceData
+from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
-from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
+from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._psa_fast import psa_epochs
 from sklearn_secondorder._core._sgd_fast import (
     LinearSGDOptions,
@@ -31,17 +31,6 @@ from sklearn_secondorder._core._sgd_fast import (
     trial_pass,
 )
 from sklearn_secondorder._core._weights import ScaledWeights
-
-
-def apply_penalty(w, u, q, mask):
-    """Tsuruoka et al. (2009), Fig. 2 ApplyPenalty on every weight of ``mask``,
-    vectorised: ``w > 0`` moves down by ``u + q``, ``w < 0`` up by ``u - q``,
-    clipped at 0; ``q`` accumulates the change."""
-    z = w.copy()
-    pos, neg = mask & (w > 0), mask & (w < 0)
-    w[pos] = np.maximum(0.0, w[pos] - (u[pos] + q[pos]))
-    w[neg] = np.minimum(0.0, w[neg] + (u[neg] - q[neg]))
-    q += w - z
 
 
 def _rows(K, seed=0, n=60, d=12, density=0.25):
@@ -53,42 +42,9 @@ def _rows(K, seed=0, n=60, d=12, density=0.25):
     return X, y, sw
 
 
-def _gradient(xrow, th, d, K, y, loss, fit_intercept):
-    s = xrow @ th[:d * K].reshape(d, K) + (th[d * K:] if fit_intercept else 0.0)
-    return (np.array([loss.py_dloss(s[0], y)]) if K == 1
-            else py_softmax_loss(s, int(y))[1])
-
-
 # ---------------------------------------------------------------------------
 # plain SGD on ScaledWeights
 # ---------------------------------------------------------------------------
-def numpy_sgd_l1(X, y, sw, *, K, loss, alpha, l1_ratio, eta0, t0, learning_rate, n_epochs,
-                 fit_intercept=True):
-    """Dense cumulative-penalty SGD: every weight shrinks and is penalised at
-    every step. The total ``u`` and the applied ``q`` shrink with the weights
-    (the penalty owed is in the weights' units)."""
-    X = X.toarray()
-    d = X.shape[1]
-    w, b = np.zeros(d * K), np.zeros(K)
-    u, q = np.zeros(d * K), np.zeros(d * K)
-    everywhere = np.ones(d * K, bool)
-    t = 0
-    for _ in range(n_epochs):
-        for i in range(X.shape[0]):
-            if sw[i] == 0:
-                continue
-            eta = eta0 if learning_rate == "constant" else 1.0 / (alpha * (t + t0))
-            g = -eta * sw[i] * np.clip(_gradient(X[i], np.r_[w, b], d, K, y[i], loss,
-                                                 fit_intercept), -1e12, 1e12)
-            c = max(0.0, 1.0 - eta * alpha * (1.0 - l1_ratio))
-            w, u, q = c * w, c * u, c * q
-            w += np.outer(X[i], g).ravel()
-            if fit_intercept:
-                b += g
-            u += eta * alpha * l1_ratio
-            apply_penalty(w, u, q, everywhere)
-            t += 1
-    return w, b, t
 
 
 @pytest.mark.parametrize("K, loss_name", [(1, "log_loss"), (1, "hinge"), (3, None)])
@@ -105,12 +61,12 @@ def test_sgd_kernel_matches_dense_cumulative_penalty(K, loss_name, l1_ratio, lea
     alpha, eta0 = 0.05, 0.5
     t0 = 1.0 / (alpha * eta0)
     state = LinearSGDState.zeros(X.shape[1], K, average=False, seed=1, l1=True)
-    options = LinearSGDOptions(alpha=alpha, learning_rate=learning_rate, eta0=eta0, t0=t0,
-                               shuffle=False, l1_ratio=l1_ratio)
+    options = LinearSGDOptions(lam=alpha * (1.0 - l1_ratio), l1=alpha * l1_ratio,
+                               learning_rate=learning_rate, eta0=eta0, t0=t0)
     ds = RowDataset(X if sparse else X.toarray(), y, sw)
     # two calls, as partial_fit makes them: u and q carry over
-    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
-    sgd_epochs(ds, state, options, loss=loss, n_epochs=2)
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2, shuffle=False)
+    sgd_epochs(ds, state, options, loss=loss, n_epochs=2, shuffle=False)
     w, b, t = numpy_sgd_l1(X, y, sw, K=K, loss=loss, alpha=alpha, l1_ratio=l1_ratio,
                            eta0=eta0, t0=t0, learning_rate=learning_rate, n_epochs=4)
     assert state.t == t
@@ -144,46 +100,6 @@ def test_scaled_weights_clip_on_true_weights():
 # ---------------------------------------------------------------------------
 # PSA on the lazy core (_lazy_steps)
 # ---------------------------------------------------------------------------
-def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-                 n_epochs=1, fit_intercept=True):
-    """Dense Algorithm 1 (Hsu et al.) with the cumulative L1 penalty on each
-    weight's own steps: ``u_p += eta_p C`` at every step, every weight clipped
-    at every step, the intercept unpenalised."""
-    X = X.toarray()
-    d = X.shape[1]
-    th = np.zeros((d + 1) * K)
-    eta = np.full_like(th, eta0)
-    u, q = np.zeros_like(th), np.zeros_like(th)
-    m = kappa * (pa + pb) / (pa - pb)
-    n = 2 * kappa * (1 - pa) / (pa - pb)
-    reg = np.ones(th.size, bool)
-    reg[d * K:] = False
-    lam_v = np.where(reg, lam, 0.0)
-    snaps, t = [th.copy()], 0
-    for _ in range(n_epochs):
-        for i in range(X.shape[0]):
-            if sw[i] == 0:
-                continue
-            g = _gradient(X[i], th, d, K, y[i], loss, fit_intercept)
-            grad = np.zeros_like(th)
-            grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
-            if fit_intercept:
-                grad[d * K:] = g * sw[i]
-            c = np.maximum(0.0, 1 - eta * lam_v)
-            th = c * th - eta * grad
-            u = np.where(reg, c * u + eta * l1, 0.0)
-            q = c * q
-            apply_penalty(th, u, q, reg)
-            t += 1
-            if t % b == 0:
-                snaps.append(th.copy())
-            if t % (2 * b) == 0:
-                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    gamma = np.where(den != 0, num / den, np.sign(num) * np.inf)
-                uu = np.clip(gamma, -kappa, kappa)
-                eta = eta * np.where((den == 0) & (num == 0), 1.0, (m + uu) / (m + kappa + n))
-    return th, eta, t
 
 
 @pytest.mark.parametrize("sparse", [True, False])
@@ -263,35 +179,6 @@ def _sequences(rng, n_seq=12, n_attr=8, n_labels=3, max_len=4, density=0.25):
     return X, offsets, labels
 
 
-def _data(X, offsets, labels):
-    X = sp.csr_matrix(X)
-    return SequenceData(X.data.astype(np.float64), X.indices.astype(np.int32),
-                        X.indptr.astype(np.int64), offsets, labels, X.shape[1])
-
-
-def _seq_gradient(X, offsets, labels, s, w, L, fit_intercept):
-    lo, hi = offsets[s], offsets[s + 1]
-    sub = _data(X[lo:hi], np.array([0, hi - lo]), labels[lo:hi])
-    return loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)[1]
-
-
-def numpy_crf_sgd_l1(X, offsets, labels, A, L, *, eta0, power, alpha, l1_ratio, n_epochs):
-    """Dense CRF SGD with the cumulative L1 penalty on every weight (bias and
-    transitions included) at every step."""
-    w = np.zeros((A + L + 1) * L)
-    u, q = np.zeros_like(w), np.zeros_like(w)
-    t = 0
-    for _ in range(n_epochs):
-        for s in range(len(offsets) - 1):
-            eta = eta0 / (1 + alpha * eta0 * t) ** power
-            g = _seq_gradient(X, offsets, labels, s, w, L, True)
-            c = 1 - eta * alpha * (1 - l1_ratio)
-            w, u, q = c * w + eta * g, c * u + eta * alpha * l1_ratio, c * q
-            apply_penalty(w, u, q, np.ones(w.size, bool))
-            t += 1
-    return w
-
-
 @pytest.mark.parametrize("power, l1_ratio", [(1.0, 1.0), (1.0, 0.4), (0.0, 0.6)])
 def test_crf_sgd_matches_dense_cumulative_penalty(power, l1_ratio):
     rng = np.random.default_rng(3)
@@ -301,38 +188,13 @@ def test_crf_sgd_matches_dense_cumulative_penalty(power, l1_ratio):
     ref = numpy_crf_sgd_l1(X, offsets, labels, A, L, n_epochs=5, **kw)
     state = CRFState.new(A, L, averaged=False, seed=1, l1=True)
     ds = _data(X, offsets, labels)
-    opts = SGDOptions(shuffle=False, **kw)
-    crf_sgd_epochs(ds, state, opts, n_epochs=3)
-    crf_sgd_epochs(ds, state, opts, n_epochs=2)
+    opts = CRFSGDOptions(eta0=kw["eta0"], power=power, lam=kw["alpha"] * (1.0 - l1_ratio),
+                         l1=kw["alpha"] * l1_ratio)
+    crf_sgd_epochs(ds, state, opts, n_epochs=3, shuffle=False)
+    crf_sgd_epochs(ds, state, opts, n_epochs=2, shuffle=False)
     assert_allclose(state.coef, ref, rtol=1e-10, atol=1e-12)
     assert np.sum(ref == 0) > 0
     assert_array_equal(state.coef == 0, ref == 0)
-
-
-def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=0.9999,
-                     be=0.99, kappa=0.9):
-    m = kappa * (a + be) / (a - be)
-    n = 2 * kappa * (1 - a) / (a - be)
-    w = np.zeros((A + L + 1) * L)
-    eta = np.full_like(w, eta0)
-    u, q = np.zeros_like(w), np.zeros_like(w)
-    snaps, t = [w.copy()], 0
-    for _ in range(n_epochs):
-        for s in range(len(offsets) - 1):
-            g = _seq_gradient(X, offsets, labels, s, w, L, True)
-            c = np.maximum(0.0, 1 - eta * lam)
-            w, u, q = c * w + eta * g, c * u + eta * l1, c * q
-            apply_penalty(w, u, q, np.ones(w.size, bool))
-            t += 1
-            if t % b == 0:
-                snaps.append(w.copy())
-            if t % (2 * b) == 0:
-                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    gr = np.where(den != 0, num / den, np.sign(num) * np.inf)
-                uu = np.sign(gr) * np.minimum(np.abs(gr), kappa)
-                eta = np.where((den == 0) & (num == 0), eta, eta * (m + uu) / (m + kappa + n))
-    return w, eta, t
 
 
 @pytest.mark.parametrize("lam, l1, b", [(0.01, 0.02, 2), (0.3, 0.02, 2), (0.0, 0.01, 3)])
@@ -450,8 +312,9 @@ def test_calibration_objective_includes_l1():
     coef, intercept = rng.randn(10), np.array([0.3])
     loss = LOSSES["log_loss"]()
     alpha, r = 0.1, 0.4
-    obj = trial_pass(RowDataset(X, ys, np.ones(100)), coef, intercept, loss=loss, alpha=alpha,
-                     eta=1e-300, l1_ratio=r)
+    options = LinearSGDOptions(lam=alpha * (1 - r), l1=alpha * r, learning_rate="constant",
+                               eta0=1e-300)
+    obj = trial_pass(RowDataset(X, ys, np.ones(100)), coef, intercept, options, loss=loss)
     z = X @ coef + 0.3
     ref = np.mean(np.logaddexp(0, -ys * z)) + alpha * (r * np.abs(coef).sum()
                                                       + (1 - r) / 2 * coef @ coef)

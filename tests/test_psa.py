@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import numpy_linear_psa as numpy_psa
 from conftest import shared_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
@@ -13,46 +14,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn_secondorder import PSAClassifier
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
-from sklearn_secondorder._core._losses import LOSSES, py_softmax_loss
+from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._psa_fast import psa_epochs
-
-
-def numpy_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-              n_epochs=1, fit_intercept=True):
-    """Dense Algorithm 1 with L2: every coordinate updated at every step."""
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    d = X.shape[1]
-    th = np.zeros((d + 1) * K)
-    eta = np.full_like(th, eta0)
-    m = kappa * (pa + pb) / (pa - pb)                     # Eq. (10)
-    n = 2 * kappa * (1 - pa) / (pa - pb)
-    lam = np.full_like(th, alpha)
-    lam[d * K:] = 0.0                                     # intercept not penalised
-    snaps, t, factors = [th.copy()], 0, []
-    for _ in range(n_epochs):
-        for i in range(X.shape[0]):
-            if sw[i] == 0:
-                continue
-            s = X[i] @ th[:d * K].reshape(d, K) + (th[d * K:] if fit_intercept else 0.0)
-            g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
-                 else py_softmax_loss(s, int(y[i]))[1])
-            grad = np.zeros_like(th)
-            grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
-            if fit_intercept:
-                grad[d * K:] = g * sw[i]
-            th = np.maximum(0.0, 1 - eta * lam) * th - eta * grad   # line 5
-            t += 1
-            if t % b == 0:
-                snaps.append(th.copy())
-            if t % (2 * b) == 0:                                    # lines 6-10
-                num, den = snaps[-1] - snaps[-2], snaps[-2] - snaps[-3]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    gamma = np.where(den != 0, num / den, np.sign(num) * np.inf)
-                u = np.clip(gamma, -kappa, kappa)
-                f = np.where((den == 0) & (num == 0), 1.0, (m + u) / (m + kappa + n))
-                factors.append(f[(den != 0) | (num != 0)])
-                eta = eta * f
-    return th, eta, t, factors
 
 
 def _problem(K, seed=0, n=90, d=14, density=0.12):

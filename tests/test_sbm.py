@@ -8,6 +8,7 @@ the bound; ``numpy.linalg`` for Woodbury and for the batch majorization step.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _oracles import _label, _table, ref_batched, ref_full, ref_lowrank, ref_surrogate
 from scipy.special import logsumexp
 from sklearn.datasets import load_iris, make_classification
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -20,24 +21,18 @@ from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_bound import SBMOptions, beta_py, bound
 from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
 from sklearn_secondorder._core._sbm_full import batch_route as _sbm_full_batch_route
-from sklearn_secondorder._core._sbm_lowrank import (
-    LowRankState,
-    advance_py,
+from sklearn_secondorder._core._sbm_lowrank import LowRankState, advance_py, lowrank_epochs
+from sklearn_secondorder._core._sbm_lowrank_bound import (
     head_solve_py,
-    lowrank_epochs,
     merge_isotropic_py,
     merge_py,
     woodbury_py,
 )
 from sklearn_secondorder.linear import _sbm
 
-
 # ---------------------------------------------------------------------------
 # oracles
 # ---------------------------------------------------------------------------
-def _beta_kappa(r):
-    b = 0.25 if abs(r) < 1e-8 else np.tanh(r / 2) / (2 * r)
-    return b, 1 / (1 + np.exp(-r))
 
 
 def _orders(X, yk, sw, seed, n_epochs):
@@ -47,184 +42,6 @@ def _orders(X, yk, sw, seed, n_epochs):
         seed = ds.shuffle_py(seed)
         out.append(ds.order_)
     return out
-
-
-def _dense(X):
-    return np.asarray(X.todense() if sp.issparse(X) else X, dtype=float)
-
-
-def _table(K):
-    return np.array([[0.0], [1.0]]) if K == 1 else np.eye(K)
-
-
-def _label(yj, K):
-    return (1 if yj > 0 else 0) if K == 1 else int(yj)
-
-
-def ref_full(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size=1):
-    """Algorithm 2 as printed, with the example's gradient term added once."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    reg = np.zeros(P)
-    reg[:d * K] = 1
-    M, mu, phi, theta = np.eye(P) / (n * alpha), np.zeros(P), np.zeros(P), theta0.copy()
-    for order in orders:
-        cnt = 0
-        for j in order:
-            if sw[j] == 0:
-                continue
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            g, logz = np.zeros(P), -np.inf
-            for yy in range(len(F)):
-                f = np.kron(x, F[yy])
-                ell = f - g
-                b, kap = _beta_kappa(la[yy] - logz) if np.isfinite(logz) else (0.0, 1.0)
-                q = np.sqrt(sw[j] * b) * ell
-                Mq = M @ q
-                N = np.outer(Mq, Mq) / (1 + q @ Mq)
-                xi = sw[j] * kap * ell
-                M = M - N
-                phi = phi + M @ xi - N @ mu
-                g, mu = g + kap * ell, mu + xi
-                logz = np.logaddexp(logz, la[yy])
-            xi0 = -sw[j] * np.kron(x, F[_label(yk[j], K)]) + alpha * theta * reg
-            phi, mu = phi + M @ xi0, mu + xi0
-            cnt += 1
-            if cnt % batch_size == 0:
-                theta = theta - eta * phi
-        if cnt % batch_size:
-            theta = theta - eta * phi
-    return theta, M, mu, phi
-
-
-def ref_surrogate(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size=1):
-    """Incremental MM with the bounds of Algorithm 1: explicit Sigma, its inverse, and
-    the minimiser of the sum of the bounds; lam added to Sigma as the visits grow."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    icpt = np.arange(P) >= d * K
-    m = np.count_nonzero(sw)         # the rows that take part (weight 0: left out)
-    # lam = n_t alpha: n_t starts at min(128, m) and doubles whenever the
-    # visits t reach it (the estimator's schedule, every visit counted)
-    n_t = min(128, m)
-    lam_tot = n_t * alpha
-    Sig, b, theta, t = lam_tot * np.eye(P), np.zeros(P), theta0.copy(), 0
-    for order in orders:
-        cnt = 0
-        for j in order:
-            if sw[j] == 0:
-                continue
-            while n_t <= t:
-                n_t *= 2
-                Sig, lam_tot = Sig + (n_t * alpha - lam_tot) * np.eye(P), n_t * alpha
-            t += 1
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            _, g, SigF = bound(F, la)
-            Sig = Sig + sw[j] * np.kron(np.outer(x, x), SigF)
-            b = b + np.kron(x, sw[j] * (g - F[_label(yk[j], K)]) - sw[j] * SigF @ s)
-            cnt += 1
-            if cnt % batch_size == 0 or cnt == m:
-                theta_hat = -np.linalg.solve(Sig, b - lam_tot * theta * icpt)
-                theta = theta - eta * (theta - theta_hat)
-    return theta
-
-
-def _factors(la, F, swj):
-    """Rank-one factors sqrt(s beta_y) u_y of S_j, and g, from a plain loop."""
-    U, g, lz = [], np.zeros(F.shape[1]), -np.inf
-    for yy in range(len(F)):
-        u = F[yy] - g
-        if np.isfinite(lz):
-            b, kap = _beta_kappa(la[yy] - lz)
-            U.append(np.sqrt(swj * b) * u)
-        else:
-            kap = 1.0
-        g, lz = g + kap * u, np.logaddexp(lz, la[yy])
-    return U, g
-
-
-def ref_lowrank(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, head, k,
-                batch_size=1, lazy_head=False, lam=None):
-    """Low-rank pass (head/tail split) with every coordinate stepped at every example,
-    the head's diagonal per coordinate or (``lazy_head``) a multiple of I; ``lam``: the
-    initial curvature, ``n alpha`` by default."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    feats = list(head) + ([d] if fit_intercept else [])
-    hc = (np.asarray(feats, dtype=int)[:, None] * K + np.arange(K)).ravel()
-    P, H = Xt.shape[1] * K, hc.size
-    lam = n * alpha if lam is None else lam
-    ishead = np.zeros(d + 1, bool)
-    ishead[feats] = True
-    tail = np.array([p for p in range(P) if not ishead[p // K]], dtype=int)
-    reg = np.zeros(P)
-    reg[:d * K] = 1
-    F = _table(K)
-    theta, mu, D = theta0.copy(), np.zeros(P), np.full(P, lam)
-    Dh = lam if lazy_head else np.full(H, lam)
-    merge_head = merge_isotropic_py if lazy_head else merge_py
-    k = min(k, H)
-    V, S = np.eye(k, H), np.zeros((k, k))
-    for order in orders:
-        rows = [j for j in order if sw[j] != 0]
-        for step, j in enumerate(rows):
-            x = Xt[j]
-            s = theta.reshape(-1, K).T @ x
-            la = np.array([0.0, s[0]]) if K == 1 else s
-            U, c = _factors(la, F, sw[j])
-            hf = [f for f in np.flatnonzero(x) if ishead[f]]
-            tf = [f for f in np.flatnonzero(x) if not ishead[f]]
-            if not tf:
-                fh, ft = 1.0, 0.0
-            elif not hf:
-                fh, ft = 0.0, 1.0
-            else:
-                gam = np.sqrt(sum(x[tf] ** 2) / sum(x[hf] ** 2))
-                fh, ft = 1 + gam, 1 + 1 / gam
-            xh = np.zeros(Xt.shape[1])
-            xh[hf] = x[hf]
-            for u in U:
-                if hf:
-                    V, S, Dh = merge_head(V, S, Dh, np.sqrt(fh) * np.kron(xh, u)[hc])
-            if tf and U:
-                rowabs = np.abs(sum(np.outer(u, u) for u in U)).sum(1)
-                for f in tf:
-                    D[f * K:(f + 1) * K] += ft * rowabs * np.abs(x[tf]).sum() * abs(x[f])
-            mu += np.kron(x, sw[j] * (c - F[_label(yk[j], K)])) + alpha * theta * reg
-            if (step + 1) % batch_size == 0 or step == len(rows) - 1:
-                phi = np.zeros(P)
-                phi[hc] = np.linalg.solve(V.T @ S @ V + Dh * np.eye(H), mu[hc])
-                phi[tail] = mu[tail] / D[tail]
-                theta = theta - eta * phi
-        V, S = _reorthonormalize(V, S)        # the kernel's exact change of basis per pass
-    D[hc] = Dh
-    return theta, mu, D, V.T @ S @ V
-
-
-def _reorthonormalize(V, S):
-    """Modified Gram-Schmidt V = L Q and S <- L^T S L (V^T S V unchanged)."""
-    V, k = V.copy(), V.shape[0]
-    L = np.zeros((k, k))
-    for i in range(k):
-        for j in range(i):
-            L[i, j] = V[j] @ V[i]
-            V[i] -= L[i, j] * V[j]
-        L[i, i] = np.linalg.norm(V[i])
-        if L[i, i] > 0:
-            V[i] /= L[i, i]
-    S = L.T @ (S @ L)
-    return V, 0.5 * (S + S.T)
 
 
 def _problem(rng, K, n=30, d=6, zero_frac=0.4):
@@ -243,8 +60,8 @@ def _run_lowrank(X, yk, sw, K, fi, alpha, eta, theta0, head, k, bs, n_epochs, se
     st.theta[:] = theta0
     # V: the first k unit vectors, S = 0, D = lam
     st.start(n, n * alpha if lam is None else lam, eta, head, k, lazy_head)
-    lowrank_epochs(RowDataset(X, yk, sw), st,
-                   SBMOptions(alpha=alpha, eta=eta, batch_size=bs, n_epochs=n_epochs))
+    lowrank_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=eta, batch_size=bs),
+                   n_epochs=n_epochs)
     hc, k = st.head_coords, st.S.shape[0]
     th, mu, D = st.theta.copy(), st.mu.copy(), st.D.copy()
     mu[hc], D[hc] = st.mu_head, st.D_head
@@ -260,21 +77,21 @@ def test_lowrank_block_of_rows_is_the_copied_block():
     ds = RowDataset(X, yk, sw)
     ds.shuffle_py(7)
     rows = ds.order_[10:30]
-    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=3, n_epochs=1, shuffle=False)
+    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=3)
     states = []
     for _ in range(2):
         st = LowRankState.zeros(6, 3, True, seed=1)
         st.start(40, 4.0, 0.2, np.array([0, 2]), 2)
         states.append(st)
-    lowrank_epochs(ds, states[0], opts, 10, 30)
-    lowrank_epochs(RowDataset(X[rows], yk[rows], sw[rows]), states[1], opts)
+    lowrank_epochs(ds, states[0], opts, 10, 30, shuffle=False)
+    lowrank_epochs(RowDataset(X[rows], yk[rows], sw[rows]), states[1], opts, shuffle=False)
     for name in ("theta", "mu", "D", "mu_head", "D_head", "V", "S"):
         np.testing.assert_array_equal(getattr(states[0], name), getattr(states[1], name))
     assert states[0].t == states[1].t == np.count_nonzero(sw[rows])
     with pytest.raises(ValueError, match="shuffle must be False"):
-        lowrank_epochs(ds, states[0], SBMOptions(alpha=0.1, eta=0.2, shuffle=True), 10, 30)
+        lowrank_epochs(ds, states[0], SBMOptions(alpha=0.1, eta=0.2), 10, 30, shuffle=True)
     with pytest.raises(ValueError, match="rows 5:50"):
-        lowrank_epochs(ds, states[0], opts, 5, 50)
+        lowrank_epochs(ds, states[0], opts, 5, 50, shuffle=False)
 
 
 def _full_state(theta, K, fit_intercept, n, alpha, eta, seed):
@@ -362,40 +179,12 @@ def test_full_rank_matches_paper_oracle(K, fit_intercept, batch_size, sparse):
                    _orders(X, yk, sw, 7, 2), batch_size)
     st = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=7)
     info = full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), st,
-                       SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, n_epochs=2))
+                       SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size), n_epochs=2)
     th, M, mu, phi = st.theta, st.M, st.mu, st.phi
     assert info.t == 2 * (n - 1) and not info.diverged
     for got, want in zip((th, M, mu, phi), ref):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(phi, M @ mu, rtol=1e-9, atol=1e-12)   # phi == M mu
-
-
-def ref_batched(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, B):
-    """The batched update in NumPy: the bounds of a batch at the batch's weights,
-    ``Sigma += sum_j s_j S_j (x) xt xt^T`` at once, ``M = Sigma^-1``, ``mu +=`` the
-    batch's gradients and ``n_b alpha theta``, then ``theta -= eta M mu``; batches
-    restart with each pass (rows of weight 0 take no part)."""
-    X = _dense(X)
-    n, d = X.shape
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    P = Xt.shape[1] * K
-    F = _table(K)
-    reg = (np.arange(P) < d * K).astype(float)
-    Sig, mu, theta = n * alpha * np.eye(P), np.zeros(P), theta0.copy()
-    for order in orders:
-        rows = [j for j in order if sw[j] != 0]
-        for start in range(0, len(rows), B):
-            batch = rows[start:start + B]
-            for j in batch:
-                x = Xt[j]
-                s = theta.reshape(-1, K).T @ x
-                _, g, SigF = bound(F, np.array([0.0, s[0]]) if K == 1 else s)
-                Sig = Sig + sw[j] * np.kron(np.outer(x, x), SigF)
-                mu = mu + sw[j] * np.kron(x, g - F[_label(yk[j], K)])
-            mu = mu + len(batch) * alpha * theta * reg
-            M = np.linalg.inv(Sig)
-            theta = theta - eta * M @ mu
-    return theta, M, mu, M @ mu
 
 
 @pytest.mark.parametrize("route,K,fit_intercept,batch_size,sparse,n", [
@@ -417,8 +206,8 @@ def test_batched_routes_match_numpy_batched_update(route, K, fit_intercept, batc
     want = ref_batched(X, yk, sw, K, alpha, eta, fit_intercept, theta0, orders, batch_size)
     st = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=5)
     full_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), st,
-                SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, n_epochs=2,
-                           route=route))
+                SBMOptions(alpha=alpha, eta=eta, batch_size=batch_size, route=route),
+                n_epochs=2)
     for got, ref in zip((st.theta, st.M, st.mu, st.phi), want):
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11)
     assert np.array_equal(st.M, st.M.T)
@@ -449,28 +238,27 @@ def test_refactor_sigma_cache_follows_m_and_deferred_growth():
     rng = np.random.RandomState(1)
     X, yk, sw = _problem(rng, 3, n=40, d=4)
     ds = RowDataset(X, yk, sw)
-    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=8, n_epochs=1, shuffle=False,
-                      route="refactor")
+    opts = SBMOptions(alpha=0.1, eta=0.2, batch_size=8, route="refactor")
     a = _full_state(np.zeros(15), 3, True, 40, 0.1, 0.2, seed=1)
     b = _full_state(np.zeros(15), 3, True, 40, 0.1, 0.2, seed=1)
-    full_epochs(ds, a, opts, 0, 20)
-    full_epochs(ds, b, opts, 0, 20)
+    full_epochs(ds, a, opts, 0, 20, shuffle=False)
+    full_epochs(ds, b, opts, 0, 20, shuffle=False)
     b.M = b.M.copy()                     # (as a merge that replaces M would)
     assert a.sigma_valid() and not b.sigma_valid()
     a.grow_regulariser(80, 8.0, 0.2, defer=True)
     b.grow_regulariser(80, 8.0, 0.2)
     assert a.m_stale and not b.m_stale
-    full_epochs(ds, a, opts, 20, 40)
-    full_epochs(ds, b, opts, 20, 40)
+    full_epochs(ds, a, opts, 20, 40, shuffle=False)
+    full_epochs(ds, b, opts, 20, 40, shuffle=False)
     assert not a.m_stale
     for got, want in ((a.M, b.M), (a.theta, b.theta), (a.Sigma, b.Sigma)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     # a call on no rows still turns a deferred growth into M
     a.grow_regulariser(160, 16.0, 0.2, defer=True)
-    full_epochs(ds, a, opts, 40, 40)
+    full_epochs(ds, a, opts, 40, 40, shuffle=False)
     np.testing.assert_allclose(a.M, np.linalg.inv(a.Sigma), rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="rows 5:50"):
-        full_epochs(ds, a, opts, 5, 50)
+        full_epochs(ds, a, opts, 5, 50, shuffle=False)
 
 
 def test_batched_fit_eta_and_one_pass_quality(multiclass):
@@ -496,7 +284,7 @@ def test_eta_zero_gives_batch_majorization_step(K):
     P = (d + 1) * K
     theta = 0.5 * rng.randn(P)
     st = _full_state(theta, K, True, n, alpha, 0.0, seed=1)
-    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0), n_epochs=1)
     th, M, phi = st.theta, st.M, st.phi
     np.testing.assert_array_equal(th, theta)
     Xt = np.hstack([X, np.ones((n, 1))])
@@ -730,7 +518,7 @@ def test_low_rank_dominates_full(K, n_head, lazy_head):
     P = (d + 1) * K
     theta = 0.4 * rng.randn(P)
     st = _full_state(theta, K, True, n, alpha, 0.0, seed=3)
-    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0, n_epochs=1))
+    full_epochs(RowDataset(X, yk, sw), st, SBMOptions(alpha=alpha, eta=0.0), n_epochs=1)
     mu, full = st.mu, np.linalg.inv(st.M)
     head = np.arange(n_head)
     _, mu_l, D, lowhead = _run_lowrank(X, yk, sw, K, True, alpha, 0.0, theta, head, 2, 1, 1, 3,

@@ -116,9 +116,9 @@ def run_kernel(X, y, sw, *, loss, alpha, t0, skip, n_epochs, seed, fit_intercept
                shuffle=True, r_max=100.0):
     state = SGDQNState.zeros(X.shape[1], seed)
     state.start(t0, alpha, skip)
-    options = SGDQNOptions(loss=LOSSES[loss](), alpha=alpha, fit_intercept=fit_intercept,
-                           shuffle=shuffle, r_max=r_max)
-    info = sgdqn_epochs(RowDataset(X, y, sw), state, options, n_epochs=n_epochs)
+    options = SGDQNOptions(lam=alpha, r_max=r_max)
+    info = sgdqn_epochs(RowDataset(X, y, sw), state, options, loss=LOSSES[loss](),
+                        n_epochs=n_epochs, shuffle=shuffle, fit_intercept=fit_intercept)
     return state.coef, state.intercept[0], state.B, info
 
 
@@ -196,8 +196,8 @@ def test_primal_objective_matches_numpy(binary_problem):
         expected = 0.05 * w @ w + np.sum(sw * _loss(loss, p, y)) / sw.sum()
         state = SGDQNState.zeros(25, seed=1)
         state.coef[:], state.intercept[:] = w, 0.3
-        got = primal_objective(RowDataset(X, y, sw), state,
-                               SGDQNOptions(loss=LOSSES[loss](), alpha=0.1))
+        got = primal_objective(RowDataset(X, y, sw), state, SGDQNOptions(lam=0.1),
+                               loss=LOSSES[loss]())
         assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -378,9 +378,9 @@ def test_t0_auto_trials_use_at_most_T0_SAMPLE_rows_and_their_columns(monkeypatch
     seen = []
     real = sgdqn_epochs
 
-    def spy(ds, state, options, n_epochs=1):
+    def spy(ds, state, options, **kw):
         seen.append((ds.n_samples, ds.n_features))
-        return real(ds, state, options, n_epochs=n_epochs)
+        return real(ds, state, options, **kw)
 
     monkeypatch.setattr("sklearn_secondorder.linear._sgdqn.sgdqn_epochs", spy)
     SGDQNLinearSVC(alpha=1e-3, max_iter=1, random_state=0).fit(X, y)

@@ -415,7 +415,7 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     improves (else halving), best candidate halved; checked against the
     objectives of the candidates computed independently."""
     from sklearn_secondorder._calibration import calibrate_crf_eta0
-    from sklearn_secondorder._core._crf_sgd import CRFState, SGDOptions, sgd_epochs
+    from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState, sgd_epochs
     X, y = toy_chunks(40, seed=3)
     tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
     batch = tagger._to_data(X, y, fitting=True)
@@ -427,8 +427,8 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     def obj(eta):
         v = np.zeros((A + L + 1) * L)
         state = CRFState(coef=v, avg=np.zeros_like(v) if averaged else None, n_states=L)
-        options = SGDOptions(eta0=eta, alpha=alpha, shuffle=False, average=averaged)
-        if sgd_epochs(ds, state, options).diverged:
+        options = CRFSGDOptions(eta0=eta, lam=alpha, average=averaged)
+        if sgd_epochs(ds, state, options, shuffle=False).diverged:
             return np.inf
         flat = state.model() if averaged else state.coef
         return objective(ds, ScaledWeights(flat, L), alpha)
@@ -442,7 +442,7 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
         while grid[k - 1] < grid[k]:
             k -= 1
     eta = calibrate_crf_eta0(ds, np.zeros((A + L + 1) * L), n_states=L, n_latent=1,
-                             alpha=alpha, fit_intercept=True, averaged=averaged)
+                             lam=alpha, fit_intercept=True, averaged=averaged)
     assert_allclose(eta, 0.1 * 2.0 ** k / 2)
 
 

@@ -9,6 +9,7 @@ import gzip
 
 import numpy as np
 import pytest
+from _oracles import numpy_online
 from conftest import shared_data
 from numpy.testing import assert_allclose
 from scipy.optimize import minimize
@@ -285,69 +286,6 @@ def test_lbfgs_follows_crfsuites_iterates(c1, linesearch):
 
 
 # ---- online trainers: NumPy re-implementations of CRFsuite's rules -------------
-def features(x, path, H, fit_intercept):
-    """``F(x, path)`` in the flat layout: attributes x labels, transitions, bias."""
-    T, A = x.shape
-    F = np.zeros((A + H + 1) * H)
-    for t in range(T):
-        F[np.arange(A) * H + path[t]] += x[t]
-        if fit_intercept:
-            F[(A + H) * H + path[t]] += 1.0
-        if t > 0:
-            F[A * H + path[t - 1] * H + path[t]] += 1.0
-    return F
-
-
-def viterbi(x, w, H):
-    """Best path, ties to the lowest state (as the core's ``viterbi``)."""
-    T, A = x.shape
-    W, trans, b = w[:A * H].reshape(A, H), w[A * H:(A + H) * H].reshape(H, H), w[-H:]
-    emit = x @ W + b
-    score, back = emit[0], []
-    for t in range(1, T):
-        cand = score[:, None] + trans
-        back.append(np.argmax(cand, axis=0))
-        score = cand.max(axis=0) + emit[t]
-    path = [int(np.argmax(score))]
-    for bp in reversed(back):
-        path.append(int(bp[path[-1]]))
-    return path[::-1]
-
-
-def numpy_online(X, y, H, method, n_passes, fit_intercept, pa_type=1, c=1.0,
-                 error_sensitive=True, averaging=True, variance=1.0, gamma=1.0):
-    """CRFsuite's ap / pa / arow loops (no shuffling), dense."""
-    A = X[0].shape[1]
-    n_w = (A + H + 1) * H
-    w, ws, cov = np.zeros(n_w), np.zeros(n_w), np.full(n_w, variance)
-    u = 1
-    for _ in range(n_passes):
-        for x, lab in zip(X, y):
-            v = viterbi(x, w, H)
-            d = sum(a != b for a, b in zip(v, lab))
-            if d:
-                delta = features(x, lab, H, fit_intercept) - features(x, v, H, fit_intercept)
-                margin = w @ features(x, v, H, fit_intercept) - w @ features(
-                    x, lab, H, fit_intercept)
-                if method == "ap":
-                    tau = 1.0
-                elif method == "pa":
-                    cost = margin + (np.sqrt(d) if error_sensitive else 1.0)
-                    norm2 = delta @ delta
-                    tau = {0: cost / norm2, 1: min(c, cost / norm2),
-                           2: cost / (norm2 + 0.5 / c)}[pa_type]
-                if method == "arow":
-                    cost = margin + d
-                    beta = cost / (gamma + (delta ** 2 * cov).sum())
-                    w += beta * cov * delta
-                    cov = 1.0 / (1.0 / cov + delta ** 2 / gamma)
-                else:
-                    w += tau * delta
-                    ws += tau * u * delta
-            u += 1
-    if method == "arow" or not averaging:
-        return w
-    return w - ws / u
 
 
 def flat_weights(est):

@@ -88,7 +88,6 @@ class OnlineOptions:
         AROW's trade-off.
     epsilon : float
         The stopping threshold on the pass's mean loss.
-    shuffle, fit_intercept : bool
     """
 
     method: int
@@ -98,8 +97,6 @@ class OnlineOptions:
     averaging: bool = True
     gamma: float = 1.0
     epsilon: float = 0.0
-    shuffle: bool = True
-    fit_intercept: bool = True
 
 
 @dataclass
@@ -385,8 +382,8 @@ cdef Step make_step(options, ScaledWeights w, bint averaging, cov, Py_ssize_t n_
     return st
 
 
-def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
-                  exists=None):
+def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
+                  bint fit_intercept=True, cov=None, exists=None):
     """Run up to ``n_epochs`` passes of an online trainer (module docstring).
 
     Parameters
@@ -397,6 +394,10 @@ def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
         ``state.avg``; its ``n_iterates`` counts the initial weights.
     options : OnlineOptions
     n_epochs : int
+    shuffle : bool
+        Shuffle the sequences before each pass.
+    fit_intercept : bool
+        Train the bias row.
     cov : ndarray like ``state.coef``, or None
         AROW's diagonal covariance, updated in place (it must stay alive for
         the call: the kernel holds a pointer into it).
@@ -424,7 +425,6 @@ def online_epochs(SequenceData ds, state, options, *, int n_epochs=1, cov=None,
     cdef _Scratch scratch = _Scratch(ds, n_weights, exists)
     cdef Delta dl = scratch.delta()
     cdef double epsilon = options.epsilon, loss, t_start
-    cdef bint shuffle = options.shuffle, fit_intercept = options.fit_intercept
     cdef bint diverged = False, stopped = False
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef long long tcount = state.t

@@ -3,8 +3,8 @@ averaged SGD and ASF (averaged SGD with feedback, Sun et al., ICDM 2010).
 
 One step on sequence ``(x, y)`` at counter ``t``::
 
-    eta = eta0 / (1 + alpha eta0 t) ** power
-    w  <- (1 - eta alpha) w + eta grad log p(y | x; w)
+    eta = eta0 / (1 + alpha eta0 t) ** power      # alpha = lam + l1
+    w  <- (1 - eta lam) w + eta grad log p(y | x; w)
 
 the shrink O(1) by the scale trick and the gradient applied sparsely by
 ``CRFContext.add_gradient``. ``power=1`` is plain SGD (``1 / (alpha (t +
@@ -15,16 +15,18 @@ sum. With feedback (ASF, Fig. 1) the weights are reset to the average of all
 iterates after every pass whose total count is triangular (1, 3, 6, 10, ...):
 period ``c`` runs ``c`` passes.
 
-With an L1 penalty (``SGDOptions.l1_ratio``, CRFsuite's ``c1``) the shrink
-is by ``alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
-Tsuruoka et al.'s cumulative penalty (``SequenceSteps``, ``ScaledWeights``),
-every weight (bias and transitions included) caught up when a step reads it
-and at the end of the call. With averaging, the average is kept on the
-support of the current iterate: at a feedback (``reset_to_average``) and in
-the model returned (``CRFState.model``), a weight the penalty holds at 0 is
-0. The averaged model is therefore as sparse as the last iterate; the running
-sum itself counts each iterate as the lazy catch-up left it (a weight's owed
-penalty enters it when applied).
+The penalty comes split once, by the estimator (``_penalty.split_alpha``):
+``lam``, the L2 strength, and ``l1``, the L1 strength (CRFsuite's ``c1``);
+the schedule's ``alpha`` is the whole strength ``lam + l1``. With ``l1 > 0``
+each step adds ``eta l1`` to Tsuruoka et al.'s cumulative penalty
+(``SequenceSteps``, ``ScaledWeights``), every weight (bias and transitions
+included) caught up when a step reads it and at the end of the call. With
+averaging, the average is kept on the support of the current iterate: at a
+feedback (``reset_to_average``) and in the model returned
+(``CRFState.model``), a weight the penalty holds at 0 is 0. The averaged
+model is therefore as sparse as the last iterate; the running sum itself
+counts each iterate as the lazy catch-up left it (a weight's owed penalty
+enters it when applied).
 """
 from dataclasses import dataclass, field
 
@@ -125,40 +127,36 @@ class CRFState:
 
 
 @dataclass
-class SGDOptions:
-    """An SGD trainer's schedule (module docstring).
+class CRFSGDOptions:
+    """The constants of a CRF ``sgd_epochs`` call (module docstring).
 
     Attributes
     ----------
     eta0 : float
     power : float
         0 (constant), 0.75 (averaged SGD) or 1 (plain SGD).
-    alpha : float
-        L2 strength.
-    shuffle, fit_intercept : bool
+    lam : float
+        L2 strength (scikit-learn's ``alpha`` times its L2 share).
+    l1 : float
+        L1 strength (``alpha`` times ``l1_ratio``; 0: L2 only, else the state
+        needs ``l1_q``).
     average : bool
         Keep the running sum of the iterates.
     feedback : bool
         ASF's feedback (needs ``average``).
-    l1_ratio : float
-        The L1 share of ``alpha`` (the penalty
-        ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``; the state
-        then needs ``l1_q``).
     """
 
     eta0: float
     power: float = 0.0
-    alpha: float = 1e-4
-    shuffle: bool = True
-    fit_intercept: bool = True
+    lam: float = 1e-4
+    l1: float = 0.0
     average: bool = False
     feedback: bool = False
-    l1_ratio: float = 0.0
 
 
 @dataclass
-class SGDResult:
-    """What ``sgd_epochs`` reports.
+class CRFSGDResult:
+    """What the CRF ``sgd_epochs`` reports.
 
     Attributes
     ----------
@@ -194,7 +192,8 @@ def is_feedback_pass(long long p):
     return bool(_is_triangular(p))
 
 
-def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=1):
+def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
+               bint fit_intercept=True, int n_latent=1):
     """Run ``n_epochs`` SGD passes on the CRF log-likelihood.
 
     Parameters
@@ -202,44 +201,44 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, int n_latent=
     ds : SequenceData (with labels)
     state : CRFState
         Updated in place (weights, running sum, counters).
-    options : SGDOptions
+    options : CRFSGDOptions
     n_epochs : int
+    shuffle : bool
+        Shuffle the sequences before each pass.
+    fit_intercept : bool
+        Train the bias row.
     n_latent : int
         Hidden states per label.
 
     Returns
     -------
-    result : SGDResult
+    result : CRFSGDResult
     """
     if not ds.has_labels:
         raise ValueError("labels are required for training")
     if options.feedback and not options.average:
         raise ValueError("feedback needs averaged weights")
-    if not (options.eta0 > 0 and options.eta0 * options.alpha < 1.0):
+    cdef double lam = options.lam, l1 = options.l1
+    if not (options.eta0 > 0 and options.eta0 * (lam + l1) < 1.0):
         raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
-    cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
-    cdef ScaledWeights w = state.weights(averaged=options.average, l1=l1_ratio > 0)
+    cdef ScaledWeights w = state.weights(averaged=options.average, l1=l1 > 0)
     cdef CRFContext ctx = context_for(w, n_latent, ds.max_len, getattr(state, "allowed", None))
     if ds.n_features > ctx.n_attributes:
         raise ValueError("the data have more attributes than the weights")
     cdef SequenceSteps steps = SequenceSteps()
     steps.ds, steps.ctx, steps.n_examples = ds, ctx, ds.n_sequences
-    steps.fit_intercept = options.fit_intercept
-    steps.l2, steps.l1 = 0.0, 0.0
-    if l1_ratio > 0:
-        steps.l2 = options.alpha * (1.0 - l1_ratio)
-        steps.l1 = options.alpha * l1_ratio
+    steps.fit_intercept = fit_intercept
+    steps.lam, steps.l1 = lam, l1
     cdef Schedule sched
     sched.kind = CONSTANT if options.power == 0.0 else POWER
-    sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, 0.0,
-                                                      options.power)
-    cdef bint shuffle = options.shuffle, feedback = options.feedback
+    sched.eta0, sched.alpha, sched.t0, sched.power = options.eta0, lam + l1, 0.0, options.power
+    cdef bint feedback = options.feedback
     cdef long long t = state.t, passes = state.passes
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef int _epoch, epochs_run = 0
     cdef double loss_sum = 0.0, t_start
     cdef bint diverged = False, fb_now
-    result = SGDResult(epochs=0, diverged=False, mean_loss=0.0)
+    result = CRFSGDResult(epochs=0, diverged=False, mean_loss=0.0)
     with nogil:
         for _epoch in range(n_epochs):
             t_start = now_seconds()

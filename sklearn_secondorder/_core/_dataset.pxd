@@ -1,6 +1,6 @@
 # Rows of a dense C-contiguous array or a CSR matrix behind one interface.
-# Dense rows share one ``arange(n_features)`` index, so kernels only ever see
-# sparse rows ``(x, ind, nnz)``.
+# Dense rows share one ``arange(n_features)`` index (one for every dense
+# dataset), so kernels only ever see sparse rows ``(x, ind, nnz)``.
 
 cimport cython
 
@@ -51,10 +51,12 @@ cdef class RowDataset:
     cdef const float* data32_ptr
     cdef const float* dense32_ptr
     cdef double* row_buf
+    cdef Py_ssize_t row_buf_len     # the longest row (the buffer's length)
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil
     cdef void shuffle(self, unsigned int* seed) noexcept nogil
+    cdef _set_targets(self, y, sample_weight)
 
 
 cdef inline void fetch_row(RowDataset ds, Py_ssize_t k, const double** x, const int** ind,

@@ -7,9 +7,27 @@ import scipy.sparse as sp
 
 INT32_MAX = np.iinfo(np.int32).max
 
+# The index of a dense row, shared by every dense dataset: the first
+# ``n_features`` entries of one ``arange``, grown when a wider dataset comes
+# (read, never written).
+_DENSE_INDEX = np.arange(1, dtype=np.int32)
+
+
+def _dense_index(Py_ssize_t n_features):
+    global _DENSE_INDEX
+    if _DENSE_INDEX.shape[0] < n_features:
+        _DENSE_INDEX = np.arange(max(n_features, 2 * _DENSE_INDEX.shape[0]), dtype=np.int32)
+    return _DENSE_INDEX[:max(n_features, 1)]
+
 
 cdef class RowDataset:
     """Rows of ``X`` with targets and sample weights, in a shuffleable order.
+
+    Construction converts ``X`` at most once: nothing is copied when the
+    arrays already have the kernels' types (float64 or float32 values,
+    int32 indices, int64 ``indptr``, C order), and :meth:`with_targets`
+    gives further datasets over the same rows (other targets, one per
+    sub-problem and pass) without converting them again.
 
     Parameters
     ----------
@@ -55,14 +73,7 @@ cdef class RowDataset:
             self.indices = np.zeros(0, dtype=np.int32)
             self.indptr = np.zeros(1, dtype=np.int64)
         self.n_samples, self.n_features = X.shape
-        self.dense_index = np.arange(self.n_features, dtype=np.int32)
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
-        if y.shape[0] != self.n_samples or sample_weight.shape[0] != self.n_samples:
-            raise ValueError("X, y and sample_weight must have the same number of rows")
-        self.y = y
-        self.sample_weight = sample_weight
-        self.order = np.arange(self.n_samples, dtype=np.intp)
+        self.dense_index = _dense_index(0 if self.is_sparse else self.n_features)
         # keep arrays non-empty so the raw pointers are valid addresses
         if self.data.shape[0] == 0:
             self.data = np.zeros(1)
@@ -70,29 +81,73 @@ cdef class RowDataset:
         if self.X_dense.shape[0] == 0 or self.X_dense.shape[1] == 0:
             self.X_dense = np.zeros((1, 1))   # sparse data (or no cells): unused
         self.dense_ptr = &self.X_dense[0, 0]
-        if self.dense_index.shape[0] == 0:
-            self.dense_index = np.zeros(1, dtype=np.int32)
         self.data_ptr = &self.data[0]
         self.indices_ptr = &self.indices[0]
         self.indptr_ptr = &self.indptr[0]
         self.dense_index_ptr = &self.dense_index[0]
-        self.y_ptr = &self.y[0] if self.n_samples > 0 else NULL
-        self.sw_ptr = &self.sample_weight[0] if self.n_samples > 0 else NULL
-        self.order_ptr = &self.order[0] if self.n_samples > 0 else NULL
-        cdef Py_ssize_t longest = 1
+        self.row_buf_len = 0
         if self.is_float32:
+            self.row_buf_len = 1
             if self.is_sparse:
                 if self.data32.shape[0] == 0:
                     self.data32 = np.zeros(1, dtype=np.float32)
                 self.data32_ptr = &self.data32[0]
                 if self.n_samples > 0:
-                    longest = max(1, int(np.max(np.diff(np.asarray(self.indptr)))))
+                    self.row_buf_len = max(1, int(np.max(np.diff(np.asarray(self.indptr)))))
             else:
                 if self.X_dense32.shape[0] == 0 or self.X_dense32.shape[1] == 0:
                     self.X_dense32 = np.zeros((1, 1), dtype=np.float32)
                 self.dense32_ptr = &self.X_dense32[0, 0]
-                longest = max(1, self.n_features)
-            self.row_buf = <double*>malloc(longest * sizeof(double))
+                self.row_buf_len = max(1, self.n_features)
+        self._set_targets(y, sample_weight)
+
+    def with_targets(self, y, sample_weight):
+        """A dataset over the same rows with other targets and sample weights.
+
+        The rows' arrays are shared, not converted again: a fit converts
+        ``X`` once however many sub-problems and passes read it. The new
+        dataset has its own visiting order (the identity) and work buffer,
+        so datasets of one ``X`` may run in different threads.
+
+        Parameters
+        ----------
+        y, sample_weight : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        ds : RowDataset
+        """
+        cdef RowDataset ds = RowDataset.__new__(RowDataset)
+        ds.n_samples, ds.n_features = self.n_samples, self.n_features
+        ds.is_sparse, ds.is_float32 = self.is_sparse, self.is_float32
+        ds.X_dense, ds.data, ds.indices, ds.indptr = (self.X_dense, self.data, self.indices,
+                                                      self.indptr)
+        ds.dense_index = self.dense_index
+        ds.dense_ptr, ds.data_ptr = self.dense_ptr, self.data_ptr
+        ds.indices_ptr, ds.indptr_ptr = self.indices_ptr, self.indptr_ptr
+        ds.dense_index_ptr = self.dense_index_ptr
+        ds.row_buf_len = self.row_buf_len
+        if self.is_float32 and self.is_sparse:
+            ds.data32, ds.data32_ptr = self.data32, self.data32_ptr
+        elif self.is_float32:
+            ds.X_dense32, ds.dense32_ptr = self.X_dense32, self.dense32_ptr
+        ds._set_targets(y, sample_weight)
+        return ds
+
+    cdef _set_targets(self, y, sample_weight):
+        """Targets, weights, the identity order and the float32 row buffer."""
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if y.shape[0] != self.n_samples or sample_weight.shape[0] != self.n_samples:
+            raise ValueError("X, y and sample_weight must have the same number of rows")
+        self.y = y
+        self.sample_weight = sample_weight
+        self.order = np.arange(self.n_samples, dtype=np.intp)
+        self.y_ptr = &self.y[0] if self.n_samples > 0 else NULL
+        self.sw_ptr = &self.sample_weight[0] if self.n_samples > 0 else NULL
+        self.order_ptr = &self.order[0] if self.n_samples > 0 else NULL
+        if self.row_buf_len > 0:
+            self.row_buf = <double*>malloc(self.row_buf_len * sizeof(double))
             if self.row_buf == NULL:
                 raise MemoryError()
 

@@ -99,10 +99,6 @@ class SBMOptions:
         Step ``theta -= eta phi`` (the paper's ``1/t``).
     batch_size : int
         Examples between two steps on ``theta`` (a pass also ends with one).
-    n_epochs : int
-        Passes over the rows.
-    shuffle : bool
-        Shuffle the rows before each pass.
     surrogate : bool
         Full rank only: incremental majorization-minimisation instead of
         Algorithm 2's ``mu`` (see ``_sbm_full.full_epochs``).
@@ -115,8 +111,6 @@ class SBMOptions:
     alpha: float
     eta: float
     batch_size: int = 1
-    n_epochs: int = 1
-    shuffle: bool = True
     surrogate: bool = False
     route: str = "auto"
 

@@ -738,7 +738,8 @@ cdef int full_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
     return 1
 
 
-def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
+def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
+                int n_epochs=1, bint shuffle=True):
     """Full-rank stochastic bound majorization (Algorithm 2), in place.
 
     Per example ``j`` (at the current ``theta``): Algorithm 1 gives
@@ -764,6 +765,10 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     start, stop : int
         The passes visit the rows ``start:stop`` of ``ds``'s current order
         (all by default; a block of a shuffled pass without copying it).
+    n_epochs : int
+        Passes over the rows.
+    shuffle : bool
+        Shuffle the rows before each pass.
 
     Returns
     -------
@@ -780,8 +785,8 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None):
     example_init(&ex, ws, kr.n_features, kr.K)
     work_init(&w, ws, kr.K, kr.P)
     batch_init(&b, ws, kr.route, kr.batch_size, ex.n_y, kr.K, kr.d1, kr.P)
-    cdef int n_epochs = opts.n_epochs, _epoch, epochs_run = 0
-    cdef bint shuffle = opts.shuffle, diverged = False
+    cdef int _epoch, epochs_run = 0
+    cdef bint diverged = False
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef PassTotals tot = start_totals(state.t)
     cdef Route rt = route_of(kr.route)

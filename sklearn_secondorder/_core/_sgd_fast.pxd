@@ -11,6 +11,7 @@ from ._weights cimport ScaledWeights
 cpdef enum ScheduleKind:
     CONSTANT = 0      # eta0
     OPTIMAL = 1       # 1 / (alpha (t + t0))                 (Bottou 2012)
+    # (alpha: the whole penalty strength, lam + l1)
     POWER = 2         # eta0 / (1 + alpha eta0 t)^power      (power 0.75: averaged SGD)
 
 
@@ -47,6 +48,7 @@ cdef class RowSteps:
     cdef int K
     cdef bint fit_intercept
     cdef double intercept_decay
+    cdef double lam              # the L2 strength (the shrink's)
     cdef object _arrays          # keeps b and b_sum alive
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
@@ -60,7 +62,7 @@ cdef class RowStepsL1:
     # the kinds of steps), so that the L2-only row loop is unchanged
     cdef Py_ssize_t n_examples
     cdef RowSteps rows
-    cdef double l2, l1           # the shrink's strength, and C
+    cdef double lam, l1          # the L2 strength (the shrink's), and the L1 strength C
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil
@@ -74,7 +76,7 @@ cdef class SequenceSteps:
     cdef SequenceData ds
     cdef CRFContext ctx
     cdef bint fit_intercept
-    cdef double l2, l1           # with an L1 penalty (l1 > 0): the shrink's strength, C
+    cdef double lam, l1          # the L2 strength (the shrink's); the L1 strength C (0: none)
 
     cdef bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched, long long t,
                    double* loss) noexcept nogil

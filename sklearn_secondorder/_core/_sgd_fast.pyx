@@ -7,24 +7,27 @@ for both stacks; a pass visits ``RowSteps`` (linear models, here) or
 
 One step on row ``x`` (label ``y``, sample weight ``s``) at counter ``t``::
 
-    eta  = 1 / (alpha (t + t0))            # or eta0 when learning_rate='constant'
+    eta  = 1 / (alpha (t + t0))            # alpha = lam + l1; eta0 if learning_rate='constant'
     g    = s * dloss(w.x + b, y)           # loss derivative at the current weights
-    w   *= 1 - eta alpha                   # O(1) with the scale trick
+    w   *= 1 - eta lam                     # O(1) with the scale trick
     w   -= eta g x                         # O(nnz)
     b   -= eta g intercept_decay
 
 Zero-weight rows are skipped and do not advance ``t``. With ``n_outputs = K > 1``
 the loss is the multinomial log loss over K scores.
 
-With an L1 penalty (scikit-learn's ``penalty='l1'`` / ``'elasticnet'``: the
-term ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``) the shrink is
-``1 - eta alpha (1 - l1_ratio)`` and each step adds ``eta alpha l1_ratio`` to
-Tsuruoka et al.'s cumulative penalty (``ScaledWeights.l1_add``); the weights a
-step reads and writes are caught up with it before the read and after the
-write (``_sgd_step``, ``SequenceSteps.step``), the others at the end of the
-call (``l1_apply_all``). Rows with L1 are ``RowStepsL1``, a kind of steps of
-its own in the fused ``sgd_pass``, so the L2-only row loop compiles without
-the L1 lines.
+The options carry the penalty split once, by the estimator
+(``_penalty.split_alpha``): ``lam``, the L2 strength of ``lam/2 ||w||^2``,
+and ``l1``, the L1 strength of ``l1 ||w||_1`` (scikit-learn's ``alpha
+(1 - l1_ratio)`` and ``alpha l1_ratio``). The shrink is ``1 - eta lam``; the
+schedule's ``alpha`` is the whole strength ``lam + l1``. With ``l1 > 0`` each
+step adds ``eta l1`` to Tsuruoka et al.'s cumulative penalty
+(``ScaledWeights.l1_add``); the weights a step reads and writes are caught up
+with it before the read and after the write (``_sgd_step``,
+``SequenceSteps.step``), the others at the end of the call
+(``l1_apply_all``). Rows with L1 are ``RowStepsL1``, a kind of steps of its
+own in the fused ``sgd_pass``, so the L2-only row loop compiles without the
+L1 lines.
 """
 from dataclasses import dataclass
 
@@ -40,10 +43,10 @@ from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
-                           double l2, double l1, bint with_l1, bint fit_intercept,
+                           double lam, double l1, bint with_l1, bint fit_intercept,
                            double intercept_decay, double* scores,
                            double* grad) noexcept nogil:
-    """One plain SGD step: the shrink by the L2 strength ``l2``, the step.
+    """One plain SGD step: the shrink by the L2 strength ``lam``, the step.
 
     With ``with_l1`` (a constant at each call site, so the L2-only loop
     compiles without the L1 lines), Tsuruoka et al.'s cumulative penalty
@@ -64,7 +67,7 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
         softmax_loss(scores, <int>y, K, grad)
     for k in range(K):
         grad[k] = -eta * sw * grad[k]
-    factor = 1.0 - eta * l2
+    factor = 1.0 - eta * lam
     if factor < 0.0:
         factor = 0.0
     if factor != 1.0:
@@ -164,7 +167,7 @@ cdef class SequenceSteps:
         loss[0] = -ll
         if not isfinite(ll):
             return True                # (the pass stops: divergence)
-        w.shrink(1.0 - eta * (self.l2 if with_l1 else sched.alpha))
+        w.shrink(1.0 - eta * self.lam)
         self.ctx.add_gradient(self.ds, s, y, w, eta / w.scale, self.fit_intercept)
         if with_l1:
             w.l1_add(eta * self.l1)
@@ -176,7 +179,7 @@ cdef class SequenceSteps:
 
 
 cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
-                           double l2, double l1, bint with_l1) noexcept nogil:
+                           double lam, double l1, bint with_l1) noexcept nogil:
     """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
     order (``with_l1`` is a constant at each inlined call); False for a row of
     weight 0, which takes no part."""
@@ -187,7 +190,7 @@ cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double 
     fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
     if sw == 0.0:
         return False
-    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, l2, l1, with_l1,
+    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
               rows.fit_intercept, rows.intercept_decay, rows.scores, rows.grad)
     return True
 
@@ -206,7 +209,7 @@ cdef class RowSteps:
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil:
-        return _row_step(self, k, w, step_size(sched, t), sched.alpha, 0.0, False)
+        return _row_step(self, k, w, step_size(sched, t), self.lam, 0.0, False)
 
     cdef void count_iterate(self) noexcept nogil:
         cdef int k
@@ -221,27 +224,27 @@ cdef class RowStepsL1:
 
     cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
                           long long t, double* loss) noexcept nogil:
-        return _row_step(self.rows, k, w, step_size(sched, t), self.l2, self.l1, True)
+        return _row_step(self.rows, k, w, step_size(sched, t), self.lam, self.l1, True)
 
     cdef void count_iterate(self) noexcept nogil:
         self.rows.count_iterate()
 
 
-cdef RowStepsL1 with_l1(RowSteps rows, double alpha, double l1_ratio):
-    """``rows`` with the penalty ``alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)``."""
+cdef RowStepsL1 with_l1(RowSteps rows, double l1):
+    """``rows`` with the L1 penalty ``l1 ||w||_1`` besides their L2 shrink."""
     cdef RowStepsL1 steps = RowStepsL1()
     steps.rows, steps.n_examples = rows, rows.n_examples
-    steps.l2, steps.l1 = alpha * (1.0 - l1_ratio), alpha * l1_ratio
+    steps.lam, steps.l1 = rows.lam, l1
     return steps
 
 
-cdef RowSteps row_steps(RowDataset ds, Loss loss, double[::1] b, b_sum,
+cdef RowSteps row_steps(RowDataset ds, Loss loss, double lam, double[::1] b, b_sum,
                         bint fit_intercept, double intercept_decay):
-    """The steps of a pass over ``ds`` with intercept ``b`` (and its running
-    sum ``b_sum``, or None)."""
+    """The steps of a pass over ``ds`` with the L2 strength ``lam`` and the
+    intercept ``b`` (and its running sum ``b_sum``, or None)."""
     cdef RowSteps steps = RowSteps()
     cdef double[::1] bs
-    steps.ds, steps.loss, steps.n_examples = ds, loss, ds.n_samples
+    steps.ds, steps.loss, steps.n_examples, steps.lam = ds, loss, ds.n_samples, lam
     steps.K = b.shape[0]
     steps.b = &b[0]
     steps.b_sum = NULL
@@ -320,41 +323,53 @@ class LinearSGDState:
 
 @dataclass
 class LinearSGDOptions:
-    """The schedule of ``sgd_epochs`` (module docstring).
+    """The constants of an ``sgd_epochs`` call (module docstring).
 
     Attributes
     ----------
-    alpha : float
+    lam : float
+        L2 strength (scikit-learn's ``alpha`` times its L2 share).
+    l1 : float
+        L1 strength (``alpha`` times ``l1_ratio``; 0: L2 only, else the state
+        needs ``l1_q``).
     learning_rate : {'optimal', 'constant'}
-        ``eta_t = 1 / (alpha (t + t0))`` or ``eta0``.
+        ``eta_t = 1 / (alpha (t + t0))`` (``alpha = lam + l1``) or ``eta0``.
     eta0, t0 : float
-    shuffle, fit_intercept : bool
     intercept_decay : float
-    l1_ratio : float
-        The L1 share of ``alpha`` (0: L2 only; the state then needs
-        ``l1_q``).
     """
 
-    alpha: float = 1e-4
+    lam: float = 1e-4
+    l1: float = 0.0
     learning_rate: str = "optimal"
     eta0: float = 0.01
     t0: float = 1.0
-    shuffle: bool = True
-    fit_intercept: bool = True
     intercept_decay: float = 1.0
-    l1_ratio: float = 0.0
 
 
 @dataclass
-class SGDResult:
-    """Passes completed, and whether the weights overflowed."""
+class LinearSGDResult:
+    """What ``sgd_epochs`` reports: passes completed, and whether the weights
+    overflowed."""
 
     epochs: int
     diverged: bool
 
 
-def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1):
+cdef Schedule _schedule(options, ScheduleKind kind):
+    """The linear schedule of ``options`` (a ``LinearSGDOptions``)."""
+    cdef Schedule sched
+    sched.kind = kind
+    sched.eta0, sched.alpha, sched.t0, sched.power = (
+        options.eta0, options.lam + options.l1, options.t0, 0.0)
+    return sched
+
+
+def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
+               bint shuffle=True, bint fit_intercept=True):
     """Run ``n_epochs`` passes of plain SGD over ``ds``, updating ``state`` in place.
+
+    The penalty and the schedule are the options' constants; the rest comes
+    with each call, as for ``psa_epochs``.
 
     Parameters
     ----------
@@ -365,30 +380,30 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
         Binary margin loss (one output); None with several outputs selects
         the multinomial log loss, ``y`` then holding class indices.
     n_epochs : int
+    shuffle : bool
+        Shuffle the rows before each pass.
+    fit_intercept : bool
 
     Returns
     -------
-    result : SGDResult
+    result : LinearSGDResult
     """
     cdef int K = state.intercept.shape[0]
     if K == 1 and loss is None:
         raise ValueError("a binary loss is required when n_outputs == 1")
     if state.coef.shape[0] != ds.n_features * K:
         raise ValueError("coef/intercept shapes do not match the data")
-    cdef double l1_ratio = getattr(options, "l1_ratio", 0.0)
-    if l1_ratio > 0 and state.l1_q is None:
+    cdef double l1 = options.l1
+    if l1 > 0 and state.l1_q is None:
         raise ValueError("an L1 penalty needs the state's l1_q")
     cdef ScaledWeights w = ScaledWeights(state.coef, K, state.avg_coef, state.n_iterates,
-                                         state.l1_q if l1_ratio > 0 else None, state.l1_u)
+                                         state.l1_q if l1 > 0 else None, state.l1_u)
     cdef double[::1] b = state.intercept
-    cdef RowSteps steps = row_steps(ds, loss, b, state.avg_intercept, options.fit_intercept,
-                                    options.intercept_decay)
-    cdef RowStepsL1 steps_l1 = with_l1(steps, options.alpha, l1_ratio) if l1_ratio > 0 else None
-    cdef Schedule sched
-    sched.kind = CONSTANT if options.learning_rate == "constant" else OPTIMAL
-    sched.eta0, sched.alpha, sched.t0, sched.power = (options.eta0, options.alpha, options.t0,
-                                                      0.0)
-    cdef bint shuffle = options.shuffle
+    cdef RowSteps steps = row_steps(ds, loss, options.lam, b, state.avg_intercept,
+                                    fit_intercept, options.intercept_decay)
+    cdef RowStepsL1 steps_l1 = with_l1(steps, l1) if l1 > 0 else None
+    cdef Schedule sched = _schedule(
+        options, CONSTANT if options.learning_rate == "constant" else OPTIMAL)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     cdef long long t = state.t
@@ -411,30 +426,30 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1)
     state.t, state.seed, state.n_iterates = t, rng, w.n_iterates
     if w.has_l1:
         state.l1_u = w.l1_u
-    return SGDResult(epochs=epochs_run, diverged=diverged)
+    return LinearSGDResult(epochs=epochs_run, diverged=diverged)
 
 
-def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss loss=None,
-               int n_outputs=1, double alpha=1e-4, double eta=0.01, bint fit_intercept=True,
-               double l1_ratio=0.0):
-    """One pass with constant ``eta`` from (copies of) the weights; returns the
-    regularized objective after the pass (``inf`` when it diverges), the L1
-    term ``alpha l1_ratio ||w||_1`` included (the pass then steps with the
-    cumulative L1 penalty, from nothing owed).
+def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, *,
+               Loss loss=None, int n_outputs=1, bint fit_intercept=True):
+    """One pass with the constant step ``options.eta0`` from (copies of) the
+    weights; returns the regularized objective after the pass (``inf`` when
+    it diverges), the L1 term ``l1 ||w||_1`` included (the pass then steps
+    with the cumulative L1 penalty, from nothing owed).
 
     Used by the step-size calibration (Bottou's recipe): the arrays given are
-    not modified.
+    not modified. ``options`` is a ``LinearSGDOptions`` (its
+    ``learning_rate`` is ignored: the step is constant).
     """
     cdef int K = n_outputs
+    cdef double lam = options.lam, l1 = options.l1
     coef_c = np.array(coef, dtype=np.float64)
     intercept_c = np.array(intercept, dtype=np.float64)
     cdef double[::1] ic = intercept_c
     cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
-                                         np.zeros_like(coef_c) if l1_ratio > 0 else None)
-    cdef RowSteps steps = row_steps(ds, loss, ic, None, fit_intercept, 1.0)
-    cdef RowStepsL1 steps_l1 = with_l1(steps, alpha, l1_ratio) if l1_ratio > 0 else None
-    cdef Schedule sched
-    sched.kind, sched.eta0, sched.alpha, sched.t0, sched.power = CONSTANT, eta, alpha, 0.0, 0.0
+                                         np.zeros_like(coef_c) if l1 > 0 else None)
+    cdef RowSteps steps = row_steps(ds, loss, lam, ic, None, fit_intercept, 1.0)
+    cdef RowStepsL1 steps_l1 = with_l1(steps, l1) if l1 > 0 else None
+    cdef Schedule sched = _schedule(options, CONSTANT)
     cdef const double* x
     cdef const int* ind
     cdef int nnz, k
@@ -470,7 +485,6 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, *, Loss l
     # (the kernel's own sum, not np.dot: waking a threaded BLAS costs more
     # than the trial pass over 1000 rows)
     sq_norm = w.sq_norm()
-    if l1_ratio > 0:
-        return obj + alpha * (l1_ratio * float(np.abs(coef_c).sum())
-                              + 0.5 * (1.0 - l1_ratio) * sq_norm)
-    return obj + 0.5 * alpha * sq_norm
+    if l1 > 0:
+        return obj + l1 * float(np.abs(coef_c).sum()) + 0.5 * lam * sq_norm
+    return obj + 0.5 * lam * sq_norm

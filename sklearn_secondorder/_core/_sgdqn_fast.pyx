@@ -124,8 +124,8 @@ class SGDQNState:
         """Whether :meth:`start` has fixed ``t0`` and ``skip``."""
         return self.skip is not None
 
-    def start(self, t0, alpha, skip):
-        """Restart from zero weights with ``B = 1 / (alpha t0)``.
+    def start(self, t0, lam, skip):
+        """Restart from zero weights with ``B = 1 / (lam t0)``.
 
         ``t`` and ``seed`` are kept: the ``t0`` selection starts each
         candidate from the problem's seed without consuming it.
@@ -133,7 +133,7 @@ class SGDQNState:
         Parameters
         ----------
         t0 : float
-        alpha : float
+        lam : float
             L2 strength (the paper's lambda).
         skip : int
             Examples between two skip steps.
@@ -141,8 +141,8 @@ class SGDQNState:
         self.coef[:] = 0.0
         self.intercept[:] = 0.0
         self.v[:] = 0.0
-        self.invB[:] = alpha * t0
-        self.B[:] = 1.0 / (alpha * t0)
+        self.invB[:] = lam * t0
+        self.B[:] = 1.0 / (lam * t0)
         self.t0 = t0
         self.skip = skip
         self.count = skip
@@ -151,32 +151,21 @@ class SGDQNState:
 
 @dataclass(frozen=True)
 class SGDQNOptions:
-    """Settings of :func:`sgdqn_epochs` that do not change during training.
+    """The constants of an :func:`sgdqn_epochs` call.
 
     Parameters
     ----------
-    loss : Loss
-        Binary margin loss.
-    alpha : float
-        L2 strength (the paper's lambda).
-    fit_intercept : bool, default=True
-        Whether the intercept is trained (it is never regularized).
-    shuffle : bool, default=True
-        Shuffle the rows before each pass.
+    lam : float
+        L2 strength (the paper's lambda; scikit-learn's ``alpha``).
     r_max : float, default=100.0
-        Upper clip of the curvature estimates ``r_i``, in units of ``alpha``
-        (libsgdqn's ``cmax``; the lower clip is ``alpha``).
+        Upper clip of the curvature estimates ``r_i``, in units of ``lam``
+        (libsgdqn's ``cmax``; the lower clip is ``lam``).
     """
 
-    loss: Loss
-    alpha: float
-    fit_intercept: bool = True
-    shuffle: bool = True
+    lam: float
     r_max: float = 100.0
 
     def __post_init__(self):
-        if self.loss is None:
-            raise ValueError("a binary loss is required")
         if not self.r_max >= R_MIN:
             raise ValueError("r_max must be >= 1")
 
@@ -372,7 +361,8 @@ cdef void _epochs_nogil(RowDataset ds, Loss loss, const Problem* q, Progress* pr
     pr.rng = rng
 
 
-def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
+def sgdqn_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
+                 bint shuffle=True, bint fit_intercept=True):
     """Run ``n_epochs`` passes of SGD-QN over ``ds``, continuing ``state``.
 
     The arrays and counters of ``state`` are updated in place, also when the
@@ -386,9 +376,15 @@ def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
         A started state (:meth:`SGDQNState.start`) with ``ds.n_features``
         features.
     options : SGDQNOptions
-        Loss, ``alpha``, intercept, shuffling and curvature clip.
+        ``lam`` and the curvature clip.
+    loss : Loss
+        Binary margin loss (required).
     n_epochs : int, default=1
         Passes over ``ds``.
+    shuffle : bool, default=True
+        Shuffle the rows before each pass.
+    fit_intercept : bool, default=True
+        Whether the intercept is trained (it is never regularized).
 
     Returns
     -------
@@ -398,6 +394,8 @@ def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
     """
     if not isinstance(state, SGDQNState) or not isinstance(options, SGDQNOptions):
         raise TypeError("sgdqn_epochs takes an SGDQNState and an SGDQNOptions")
+    if loss is None:
+        raise ValueError("a binary loss is required")
     if not state.started:
         raise ValueError("the state has no t0 and skip yet: call its start() first")
     # The memoryviews keep the state's arrays alive while the loop runs
@@ -407,7 +405,6 @@ def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
     cdef double[::1] B = state.B
     cdef double[::1] invB = state.invB
     cdef double[::1] v = state.v
-    cdef Loss loss = options.loss
     cdef double r_max = options.r_max
     cdef Py_ssize_t d = ds.n_features
     if (coef.shape[0] != d or intercept.shape[0] != 1 or B.shape[0] != d + 1
@@ -422,13 +419,13 @@ def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
     q.invB = &invB[0]
     q.v = &v[0]
     q.d = d
-    q.lam = options.alpha
+    q.lam = options.lam
     q.skip = state.skip
     q.dskip = <double>q.skip
     q.rlo = R_MIN * q.lam
     q.rhi = r_max * q.lam
-    q.fit_intercept = options.fit_intercept
-    q.shuffle = options.shuffle
+    q.fit_intercept = fit_intercept
+    q.shuffle = shuffle
     cdef Progress pr
     pr.t = state.t
     pr.count = state.count
@@ -444,11 +441,11 @@ def sgdqn_epochs(RowDataset ds, state, options, *, int n_epochs=1):
                        epochs=pr.epochs, diverged=bool(pr.diverged))
 
 
-def primal_objective(RowDataset ds, state, options):
+def primal_objective(RowDataset ds, state, options, *, Loss loss):
     """The primal cost (Eq. 1) of the weights of ``state`` on ``ds``.
 
-    ``alpha/2 ||w||^2 + sum_i s_i loss(w.x_i + b, y_i) / sum_i s_i``, with
-    the loss and ``alpha`` of ``options``.
+    ``lam/2 ||w||^2 + sum_i s_i loss(w.x_i + b, y_i) / sum_i s_i``, with
+    ``lam`` of ``options``.
 
     Parameters
     ----------
@@ -456,6 +453,7 @@ def primal_objective(RowDataset ds, state, options):
     state : SGDQNState
         Holds ``coef`` (``ds.n_features`` weights) and ``intercept``.
     options : SGDQNOptions
+    loss : Loss
 
     Returns
     -------
@@ -464,8 +462,7 @@ def primal_objective(RowDataset ds, state, options):
     """
     cdef const double[::1] coef = state.coef
     cdef double intercept = state.intercept[0]
-    cdef Loss loss = options.loss
-    cdef double alpha = options.alpha
+    cdef double lam = options.lam
     cdef Py_ssize_t d = ds.n_features
     if coef.shape[0] != d:
         raise ValueError("coef does not match the data")
@@ -487,7 +484,7 @@ def primal_objective(RowDataset ds, state, options):
                 p += w[ind[k]] * x[k]
             total += sw * loss.loss(p, y)
             wsum += sw
-    obj = 0.5 * alpha * sq + (total / wsum if wsum > 0 else 0.0)
+    obj = 0.5 * lam * sq + (total / wsum if wsum > 0 else 0.0)
     return obj if np.isfinite(obj) else np.inf
 
 

@@ -25,6 +25,7 @@ with a loss the estimator fits jointly), otherwise one-vs-rest with one
 binary problem per class, run in parallel threads (``n_jobs``) because the
 kernels release the GIL.
 """
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -380,6 +381,44 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         overrides this)."""
         state.coef[:] = coef
         state.intercept[:] = intercept
+
+    @classmethod
+    def mix(cls, models, weights, start=None):
+        """Mix models trained on shards of the rows into one (parameter mixing).
+
+        Every sub-problem's state is combined by the estimator's rule for its
+        state (``_mix_states``, which calls the ``mix_*`` function beside the
+        state's kind: weighted means of the weights, summed increments of the
+        counters and statistics, ``sklearn_secondorder._mixing``).
+
+        Parameters
+        ----------
+        models : sequence of estimators of this class
+            Fitted with the same parameters and classes, each continued from
+            ``start`` on its own shard of the rows.
+        weights : sequence of float
+            Each model's share of the rows (summing to 1).
+        start : estimator or None, default=None
+            The model they all continued from; None when each started fresh
+            (zero weights, ``t = 0``).
+
+        Returns
+        -------
+        mixed : estimator
+            A new fitted estimator (``n_iter_ = 1``, ``t_`` the updates of all
+            the models together); the inputs are not modified.
+        """
+        est = copy.deepcopy(models[0])
+        for k in range(len(est._states)):
+            est._states[k] = est._mix_states([m._states[k] for m in models], weights,
+                                             None if start is None else start._states[k])
+        est.t_ = int(max(s.t for s in est._states))
+        est.n_iter_ = 1
+        est._export()
+        return est
+
+    def _mix_states(self, states, weights, start):  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _export(self):
         """Set ``coef_`` (n_problems or n_classes, n_features) and ``intercept_``."""

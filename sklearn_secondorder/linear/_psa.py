@@ -1,4 +1,5 @@
 """PSAClassifier: periodic step-size adaptation for linear classifiers."""
+import copy
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -7,10 +8,10 @@ import scipy.sparse as sp
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
+from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
@@ -162,6 +163,9 @@ class PSAClassifier(LinearClassifierBase):
         Updates made so far (rows with non-zero weight).
     period_ : int
         The ``b`` in use.
+    eta0_ : float
+        The initial step size in use (``eta0``, or the one ``'auto'``
+        calibrated on the first call).
     eta_ : ndarray of shape (n_problems, n_features + 1, n_outputs)
         Current step sizes (the last row belongs to the intercept).
 
@@ -255,6 +259,7 @@ class PSAClassifier(LinearClassifierBase):
             # the kernel steps and shrinks each listed block once per update
             X = X.copy()
             X.sum_duplicates()
+        lam, l1 = split_alpha(self)
         if problem.kernel is None:  # first call: choose b and eta0, allocate
             if self.period == "auto":
                 problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
@@ -264,18 +269,15 @@ class PSAClassifier(LinearClassifierBase):
             if eta0 == "auto":
                 eta0 = calibrate_linear_eta0(
                     X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
-                    loss=loss, n_outputs=K, alpha=self.alpha,
-                    fit_intercept=self.fit_intercept,
-                    random_state=np.random.RandomState(problem.seed),
-                    l1_ratio=l1_share(self))
+                    loss=loss, n_outputs=K, lam=lam, fit_intercept=self.fit_intercept,
+                    random_state=np.random.RandomState(problem.seed), l1=l1)
             problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
-                                                 seed=problem.seed, l1=l1_share(self) > 0)
-        lam, l1 = split_alpha(self)
+                                                 seed=problem.seed, l1=l1 > 0)
         if l1 > 0:
             problem.kernel.with_l1()                # (an L2 state, now with L1)
         options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
-        result = psa_epochs(RowDataset(X, y, sample_weight), problem.kernel, options,
+        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel, options,
                             loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept)
         if result.diverged:
@@ -287,9 +289,13 @@ class PSAClassifier(LinearClassifierBase):
         w = problem.kernel.weights
         return w[: d * K].copy(), w[d * K:].copy()
 
+    def _mix_states(self, states, weights, start):
+        return mix_psa_problems(states, weights, start)
+
     def _export(self):
         super()._export()
         self.period_ = self._states[0].period
+        self.eta0_ = float(self._states[0].kernel.eta0)
         self.eta_ = np.stack([p.kernel.step_sizes.reshape(p.n_features + 1, p.n_outputs)
                               for p in self._states])
 
@@ -308,3 +314,32 @@ class _PSAProblem:
     @property
     def t(self):
         return 0 if self.kernel is None else self.kernel.t
+
+
+def mix_psa_problems(states, weights, start=None):
+    """Mix PSA sub-problems trained on shards of the rows.
+
+    The kernel states are mixed by ``sklearn_secondorder._mixing.mix_lazy_steps``
+    (weights averaged, step sizes averaged geometrically, ``t`` summed, a new
+    adaptation window at the mixed weights); the period is the first
+    problem's (all are equal when the models share their parameters).
+
+    Parameters
+    ----------
+    states : sequence of _PSAProblem
+        One per model, each continued from ``start`` and past its first pass
+        (its kernel state allocated).
+    weights : sequence of float
+        The models' shares of the rows.
+    start : _PSAProblem or None, default=None
+        The problem the models started from (None: a fresh start).
+
+    Returns
+    -------
+    mixed : _PSAProblem
+        A new problem; the inputs are not modified.
+    """
+    out = copy.copy(states[0])
+    out.kernel = mix_lazy_steps([s.kernel for s in states], weights,
+                                None if start is None else start.kernel)
+    return out

@@ -1,4 +1,5 @@
 """Stochastic bound majorization for (multinomial) logistic regression."""
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -6,10 +7,10 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._sbm_bound import SBMOptions
 from .._core._sbm_full import FullRankState, batch_route, full_epochs
 from .._core._sbm_lowrank import LowRankState, lowrank_epochs
+from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
@@ -458,7 +459,7 @@ class SBMLogisticRegression(LinearClassifierBase):
             self._start(X, state)
         n = X.shape[0]
         for epoch in range(n_epochs):
-            ds = RowDataset(X, y, sample_weight)
+            ds = self._row_dataset(X, y, sample_weight)
             if self.shuffle:                    # (the kernels' own shuffle, replayed)
                 state.seed = ds.shuffle_py(state.seed)
                 order = ds.order_
@@ -484,11 +485,9 @@ class SBMLogisticRegression(LinearClassifierBase):
         """One kernel call over the rows ``start:stop`` of ``ds`` in its
         order (no shuffle)."""
         opts = SBMOptions(alpha=self.alpha, eta=state.eta, batch_size=self.batch_size,
-                          n_epochs=1, shuffle=False, surrogate=self.update == "surrogate")
-        if not isinstance(state, FullRankState):
-            result = lowrank_epochs(ds, state, opts, start, stop)
-        else:
-            result = full_epochs(ds, state, opts, start, stop)
+                          surrogate=self.update == "surrogate")
+        epochs = lowrank_epochs if not isinstance(state, FullRankState) else full_epochs
+        result = epochs(ds, state, opts, start, stop, n_epochs=1, shuffle=False)
         if result.diverged:
             raise diverged_error(type(self).__name__, epoch + 1, remedy="lower eta")
 
@@ -500,12 +499,73 @@ class SBMLogisticRegression(LinearClassifierBase):
         if self.fit_intercept:
             state.theta[coef.size:] = intercept
 
+    def _mix_states(self, states, weights, start):
+        if not all(isinstance(s, FullRankState) for s in states):
+            raise ValueError(f"{type(self).__name__} mixes full-rank states only (rank=None); "
+                             "the low-rank factors of different models do not combine.")
+        return mix_full_rank_states(states, weights, start, alpha=self.alpha,
+                                    step_size=self._eta)
+
     def _export(self):
         super()._export()
         low = not isinstance(self._states[0], FullRankState)
         self.rank_ = int(self._states[0].V.shape[0] - 1) if low else None
         self.low_rank_head_ = (("lazy" if self._states[0].lazy_head else "dense") if low
                                else None)
+
+
+def mix_full_rank_states(states, weights, start=None, *, alpha, step_size):
+    """Mix full-rank SBM states (``FullRankState``) trained on shards of the rows.
+
+    ``theta`` is averaged with ``weights``. The bounds' curvature ``Sigma -
+    lam I`` (``Sigma = M^-1``), the gradient sum ``mu`` and the update counter
+    ``t`` sum over the rows seen, so they are summed as increments from
+    ``start``. The regulariser is sized for the largest ``n_t`` of the models
+    (``lam = alpha n_t``; the next pass doubles it, as one machine's would,
+    once the rows seen reach it), and ``M`` and ``phi = M mu`` are derived
+    again.
+
+    Parameters
+    ----------
+    states : sequence of FullRankState
+        One per model, each continued from ``start``.
+    weights : sequence of float
+        The models' shares of the rows.
+    start : FullRankState or None, default=None
+        The state the models started from (None: no curvature, ``mu = 0``).
+    alpha : float
+        The penalty strength per row.
+    step_size : callable
+        ``step_size(n_t) -> eta``, the step for ``n_t`` rows.
+
+    Returns
+    -------
+    mixed : FullRankState
+        A new state; the inputs are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    out.theta = weighted_mean([s.theta for s in states], weights)
+    eye = np.eye(out.theta.size)
+
+    def curvature(s):   # the bounds' part of Sigma, without the regulariser
+        return _spd_inverse(s.M) - s.lam_total * eye
+
+    data = sum_increments([curvature(s) for s in states],
+                          0.0 if start is None else curvature(start))
+    n_ref = max(int(s.n_ref) for s in states)
+    out.n_ref, out.lam, out.eta = n_ref, alpha * n_ref, step_size(n_ref)
+    out.lam_total = out.lam
+    out.M = _spd_inverse(data + out.lam * eye)
+    out.mu = sum_increments([s.mu for s in states], 0.0 if start is None else start.mu)
+    out.phi = out.M @ out.mu
+    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    return out
+
+
+def _spd_inverse(A):
+    """The inverse of a symmetric positive definite matrix, kept symmetric."""
+    inv = np.linalg.inv(A)
+    return np.ascontiguousarray(0.5 * (inv + inv.T))
 
 
 def _most_frequent_features(X, n_head):

@@ -1,14 +1,15 @@
 """Plain (and averaged) SGD on the shared core: the package's baseline."""
+import copy
 from numbers import Real
 
 import numpy as np
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
-from .._core._dataset import RowDataset
 from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
-from .._penalty import PENALTY_CONSTRAINTS, l1_share
+from .._mixing import sum_increments, weighted_mean
+from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
@@ -135,6 +136,9 @@ class PlainSGDClassifier(LinearClassifierBase):
         Passes made by the last call to ``fit`` or ``partial_fit``.
     t_ : int
         Weight updates made so far (rows with non-zero weight).
+    eta0_ : float
+        The step size in use (``eta0``, or the one ``'auto'`` calibrated on
+        the first call).
 
     See Also
     --------
@@ -203,23 +207,68 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _run_problem(self, X, y, sample_weight, state, n_epochs):
         n_outputs = state.intercept.size
         loss = self._loss_object(n_outputs)
-        l1_ratio = l1_share(self)
-        if l1_ratio > 0 and state.l1_q is None:     # (an L2 state, now with L1)
+        lam, l1 = split_alpha(self)
+        if l1 > 0 and state.l1_q is None:     # (an L2 state, now with L1)
             state.l1_q = np.zeros_like(state.coef)
         if state.eta0 is None:
             state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
                 X, y, sample_weight, state.coef, state.intercept, loss=loss,
-                n_outputs=n_outputs, alpha=self.alpha, fit_intercept=self.fit_intercept,
-                random_state=np.random.RandomState(state.seed), l1_ratio=l1_ratio))
+                n_outputs=n_outputs, lam=lam, fit_intercept=self.fit_intercept,
+                random_state=np.random.RandomState(state.seed), l1=l1))
         options = LinearSGDOptions(
-            alpha=self.alpha, learning_rate=self.learning_rate, eta0=state.eta0,
-            t0=1.0 / (self.alpha * state.eta0), shuffle=self.shuffle,
-            fit_intercept=self.fit_intercept, l1_ratio=l1_ratio)
-        result = sgd_epochs(RowDataset(X, y, sample_weight), state, options, loss=loss,
-                            n_epochs=n_epochs)
+            lam=lam, l1=l1, learning_rate=self.learning_rate, eta0=state.eta0,
+            t0=1.0 / (self.alpha * state.eta0))
+        result = sgd_epochs(self._row_dataset(X, y, sample_weight), state, options, loss=loss,
+                            n_epochs=n_epochs, shuffle=self.shuffle,
+                            fit_intercept=self.fit_intercept)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs)
         return result.epochs
 
     def _final_weights(self, state):
         return state.model()
+
+    def _mix_states(self, states, weights, start):
+        return mix_sgd_states(states, weights, start)
+
+    def _export(self):
+        super()._export()
+        self.eta0_ = float(self._states[0].eta0)
+
+
+def mix_sgd_states(states, weights, start=None):
+    """Mix plain SGD states (``LinearSGDState``) trained on shards of the rows.
+
+    The weights and intercepts are averaged with ``weights``; the running
+    sums of the iterates, their count and the update counter ``t`` sum over
+    the rows seen, so they are summed as increments from ``start``
+    (``sklearn_secondorder._mixing``).
+
+    Parameters
+    ----------
+    states : sequence of LinearSGDState
+        One per model, each continued from ``start``.
+    weights : sequence of float
+        The models' shares of the rows.
+    start : LinearSGDState or None, default=None
+        The state the models started from (None: zero weights and sums).
+
+    Returns
+    -------
+    mixed : LinearSGDState
+        A new state (a copy of the first for everything else: ``eta0``, the
+        RNG state); the inputs are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    out.coef = weighted_mean([s.coef for s in states], weights)
+    out.intercept = weighted_mean([s.intercept for s in states], weights)
+    if out.avg_coef is not None:
+        zero = start is None
+        out.avg_coef = sum_increments([s.avg_coef for s in states],
+                                      0.0 if zero else start.avg_coef)
+        out.avg_intercept = sum_increments([s.avg_intercept for s in states],
+                                           0.0 if zero else start.avg_intercept)
+        out.n_iterates = float(sum_increments([s.n_iterates for s in states],
+                                              0.0 if zero else start.n_iterates))
+    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    return out

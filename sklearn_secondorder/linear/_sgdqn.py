@@ -1,4 +1,5 @@
 """SGD-QN: quasi-Newton stochastic gradient descent for linear SVMs."""
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +17,7 @@ from .._core._sgdqn_fast import (
     primal_objective,
     sgdqn_epochs,
 )
+from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
 from .._validation import diverged_error
 from ._base import LinearClassifierBase
@@ -332,9 +334,8 @@ class SGDQNLinearSVC(LinearClassifierBase):
         return state.coef, state.intercept
 
     def _options(self):
-        return SGDQNOptions(loss=LOSSES[self.loss](), alpha=self.alpha,
-                            fit_intercept=self.fit_intercept, shuffle=self.shuffle,
-                            r_max=self.max_curvature)
+        # (SGD-QN is L2 only: lam is alpha)
+        return SGDQNOptions(lam=self.alpha, r_max=self.max_curvature)
 
     def _auto_skip(self, X, nnz=None):
         """``16 n_features / mean non-zeros per row`` (16 on dense data).
@@ -409,7 +410,7 @@ class SGDQNLinearSVC(LinearClassifierBase):
         """
         skip, lower, start, rows, X_sample = self._t0_trial
         ds = RowDataset(X_sample, y[rows], sample_weight[rows])
-        options = self._options()
+        options, loss = self._options(), LOSSES[self.loss]()
         grid = [t0 for t0 in T0_GRID if t0 >= lower] or [lower]
         costs = {}
 
@@ -418,8 +419,11 @@ class SGDQNLinearSVC(LinearClassifierBase):
             if k not in costs:
                 trial = SGDQNState.zeros(X_sample.shape[1], seed)
                 trial.start(grid[k], self.alpha, skip)
-                diverged = sgdqn_epochs(ds, trial, options, n_epochs=1).diverged
-                costs[k] = np.inf if diverged else primal_objective(ds, trial, options)
+                diverged = sgdqn_epochs(ds, trial, options, loss=loss, n_epochs=1,
+                                        shuffle=self.shuffle,
+                                        fit_intercept=self.fit_intercept).diverged
+                costs[k] = (np.inf if diverged
+                            else primal_objective(ds, trial, options, loss=loss))
                 if self.verbose > 1:
                     print(f"[SGDQNLinearSVC] t0={grid[k]:g}: primal cost {costs[k]:.6g}")
             return costs[k]
@@ -453,11 +457,15 @@ class SGDQNLinearSVC(LinearClassifierBase):
             state.start(t0, self.alpha, skip)
             if self.verbose:
                 print(f"[SGDQNLinearSVC] skip={skip}, t0={t0:g}")
-        result = sgdqn_epochs(RowDataset(X, y, sample_weight), state, self._options(),
-                              n_epochs=n_epochs)
+        result = sgdqn_epochs(self._row_dataset(X, y, sample_weight), state, self._options(),
+                              loss=LOSSES[self.loss](), n_epochs=n_epochs,
+                              shuffle=self.shuffle, fit_intercept=self.fit_intercept)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs, remedy="increase t0")
         return result.epochs
+
+    def _mix_states(self, states, weights, start):
+        return mix_sgdqn_states(states, weights, start, lam=self.alpha)
 
     def _export(self):
         super()._export()
@@ -465,3 +473,43 @@ class SGDQNLinearSVC(LinearClassifierBase):
         self.t0_ = np.array([s.t0 for s in self._states])
         self.skip_ = int(self._states[0].skip)
         self.B_ = np.vstack([s.B for s in self._states])
+
+
+def mix_sgdqn_states(states, weights, start=None, *, lam):
+    """Mix SGD-QN states (``SGDQNState``) trained on shards of the rows.
+
+    The weights and intercept are averaged with ``weights``; ``1 / B`` (which
+    accumulates the curvature of every example seen) and the update counter
+    ``t`` are summed as increments from ``start``. The skip cycle restarts:
+    ``B`` is next re-estimated after ``skip`` examples, from the mixed
+    weights (``v``).
+
+    Parameters
+    ----------
+    states : sequence of SGDQNState
+        One per model, each continued from ``start`` (all started with the
+        same ``t0`` and ``skip``).
+    weights : sequence of float
+        The models' shares of the rows.
+    start : SGDQNState or None, default=None
+        The state the models started from; None when each started fresh,
+        from ``1 / B = lam t0`` (``SGDQNState.start``).
+    lam : float
+        The L2 strength the models were started with.
+
+    Returns
+    -------
+    mixed : SGDQNState
+        A new state; the inputs are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    out.coef = weighted_mean([s.coef for s in states], weights)
+    out.intercept = weighted_mean([s.intercept for s in states], weights)
+    invb0 = np.full_like(out.invB, lam * out.t0) if start is None else start.invB
+    out.invB = sum_increments([s.invB for s in states], invb0)
+    out.B = 1.0 / out.invB
+    out.v = np.concatenate([out.coef, out.intercept])
+    out.count = out.skip
+    out.update_b = False
+    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    return out

@@ -16,6 +16,7 @@ from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
+from .._core._dataset import RowDataset
 from .._penalty import split_alpha
 from .._validation import (
     best_constant_loss,
@@ -62,11 +63,17 @@ class TrainingLoopMixin:
             return self._monitored_passes(p, X, targets, sample_weight, n_epochs,
                                           val, stop)
 
-        if n_problems == 1:
-            runs = [run(0)]
-        else:
-            runs = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
-                delayed(run)(p) for p in range(n_problems))
+        # X converted for the kernels once for the call (every problem and
+        # pass takes its own targets on it: _row_dataset)
+        self._call_rows = (X, RowDataset(X, np.zeros(X.shape[0]), sample_weight))
+        try:
+            if n_problems == 1:
+                runs = [run(0)]
+            else:
+                runs = Parallel(n_jobs=self.n_jobs, require="sharedmem")(
+                    delayed(run)(p) for p in range(n_problems))
+        finally:
+            del self._call_rows
         self.n_iter_ = int(max(r[0] for r in runs))
         if monitor and stop and self.tol is not None and n_epochs > 1:
             converged = all(r[1] for r in runs)
@@ -75,6 +82,15 @@ class TrainingLoopMixin:
         used = sample_weight[sample_weight > 0]
         scale_warned = self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
         return converged, scale_warned
+
+    def _row_dataset(self, X, y, sample_weight):
+        """The kernels' ``RowDataset`` of ``(X, y, sample_weight)``: during
+        ``_fit_epochs`` the rows of its ``X`` converted once for the call
+        (``RowDataset.with_targets``), else converted now."""
+        rows = getattr(self, "_call_rows", None)
+        if rows is not None and rows[0] is X:
+            return rows[1].with_targets(y, sample_weight)
+        return RowDataset(X, y, sample_weight)
 
     def _monitored_passes(self, p, X, y, sample_weight, n_epochs, validation, stop):
         """One problem's passes one kernel call at a time, with scikit-learn's
@@ -132,13 +148,13 @@ class TrainingLoopMixin:
 
     def _problem_objective(self, state, X, y, sample_weight):
         """The two terms of one problem's objective: ``sum_i s_i loss_i /
-        sum_i s_i`` and the penalty ``l2/2 ||w||^2 + l1 ||w||_1`` (``alpha``
+        sum_i s_i`` and the penalty ``lam/2 ||w||^2 + l1 ||w||_1`` (``alpha``
         split by ``penalty`` / ``l1_ratio``, ``_penalty.split_alpha``)."""
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
         loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
-        l2, l1 = split_alpha(self)
-        penalty = 0.5 * l2 * float(np.sum(np.square(coef)))
+        lam, l1 = split_alpha(self)
+        penalty = 0.5 * lam * float(np.sum(np.square(coef)))
         if l1:
             penalty += l1 * float(np.sum(np.abs(coef)))
         return loss, penalty

@@ -131,5 +131,4 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
         return super()._bytes_per_weight() + 8      # the diagonal covariance
 
     def _options(self):
-        return OnlineOptions(method=AROW, gamma=self.gamma, epsilon=self.epsilon,
-                             shuffle=self.shuffle, fit_intercept=self.fit_intercept)
+        return OnlineOptions(method=AROW, gamma=self.gamma, epsilon=self.epsilon)

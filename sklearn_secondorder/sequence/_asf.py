@@ -4,8 +4,8 @@ from numbers import Integral
 import numpy as np
 
 from .._compat import Interval, check_is_fitted
-from .._core._crf_sgd import SGDOptions, sgd_epochs
-from .._penalty import PENALTY_CONSTRAINTS, l1_share
+from .._core._crf_sgd import CRFSGDOptions, sgd_epochs
+from .._penalty import PENALTY_CONSTRAINTS, split_alpha
 from ._base import _BaseSequenceTagger
 
 
@@ -160,14 +160,14 @@ class ASFSequenceTagger(_BaseSequenceTagger):
         return self.n_latent
 
     def _run_passes(self, ds, n_epochs):
-        l1_ratio = l1_share(self)
+        lam, l1 = split_alpha(self)
         crf = self._state.crf
-        if l1_ratio > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
+        if l1 > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
             crf.l1_q = np.zeros_like(crf.coef)
-        options = SGDOptions(eta0=self.eta0_, power=0.0, alpha=self.alpha, shuffle=self.shuffle,
-                             fit_intercept=self.fit_intercept, average=True, feedback=True,
-                             l1_ratio=l1_ratio)
+        options = CRFSGDOptions(eta0=self.eta0_, power=0.0, lam=lam, l1=l1, average=True,
+                                feedback=True)
         result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
+                            shuffle=self.shuffle, fit_intercept=self.fit_intercept,
                             n_latent=self.n_latent)
         self._state.feedbacks.extend(result.feedbacks)
         self._check_info(result)

@@ -7,6 +7,7 @@ state, prediction (Viterbi, marginals) and the named weights
 subclasses: ``ASFSequenceTagger`` (``_asf.py``), ``PSASequenceTagger``
 (``_psa.py``) and ``SGDSequenceTagger`` (``_sgd.py``).
 """
+import copy
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -19,7 +20,8 @@ from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
 from .._core._weights import ScaledWeights
-from .._penalty import l1_share
+from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
+from .._penalty import split_alpha
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -68,6 +70,50 @@ class TaggerState:
     pass_losses: list = field(default_factory=list)
 
 
+def mix_tagger_states(states, weights, start=None, *, average=True):
+    """Mix taggers' states (``TaggerState``) trained on shards of the sequences.
+
+    The CRF weights are averaged with ``weights``; with ``average``, the
+    running sum of the iterates and their count sum over the sequences seen,
+    as does the update counter ``t``: they are summed as increments from
+    ``start`` (``sklearn_secondorder._mixing``). PSA's step-size state, when
+    there is one, is mixed by ``mix_lazy_steps`` and gives the weights.
+
+    Parameters
+    ----------
+    states : sequence of TaggerState
+        One per model, each continued from ``start``.
+    weights : sequence of float
+        The models' shares of the sequences.
+    start : TaggerState or None, default=None
+        The state the models started from (None: zero weights and sums).
+    average : bool, default=True
+        Whether the running sum of the iterates is mixed (trainers that
+        average).
+
+    Returns
+    -------
+    mixed : TaggerState
+        A new state (the first's for the rest: RNG, pass timings); the inputs
+        are not modified.
+    """
+    out = copy.deepcopy(states[0])
+    crfs = [s.crf for s in states]
+    s_crf = None if start is None else start.crf
+    out.crf.coef = weighted_mean([c.coef for c in crfs], weights)
+    if average and out.crf.avg is not None:
+        out.crf.avg = sum_increments([c.avg for c in crfs],
+                                     0.0 if s_crf is None else s_crf.avg)
+        out.crf.n_iterates = float(sum_increments(
+            [c.n_iterates for c in crfs], 0.0 if s_crf is None else s_crf.n_iterates))
+    out.crf.t = int(sum_increments([c.t for c in crfs], 0 if s_crf is None else s_crf.t))
+    if out.psa is not None:
+        out.psa = mix_lazy_steps([s.psa for s in states], weights,
+                                 None if start is None else start.psa)
+        out.crf.coef = np.ascontiguousarray(out.psa.weights)
+    return out
+
+
 class _BaseSequenceTagger(BaseEstimator):
     """Shared input handling, state, prediction and named weights.
 
@@ -97,6 +143,40 @@ class _BaseSequenceTagger(BaseEstimator):
     # ---- hooks ------------------------------------------------------------------
     def _n_latent(self):
         return 1
+
+    @classmethod
+    def mix(cls, models, weights, start=None):
+        """Mix taggers trained on shards of the sequences into one (parameter mixing).
+
+        The states are combined by the tagger's rule (``mix_tagger_states``,
+        and for the online trainers ``mix_online_tagger_states``).
+
+        Parameters
+        ----------
+        models : sequence of taggers of this class
+            Fitted with the same parameters, labels and attributes, each
+            continued from ``start`` on its own shard of the sequences.
+        weights : sequence of float
+            Each model's share of the sequences (summing to 1).
+        start : tagger or None, default=None
+            The model they all continued from; None when each started fresh.
+
+        Returns
+        -------
+        mixed : tagger
+            A new fitted tagger (``n_iter_ = 1``, ``t_`` the updates of all
+            the models together); the inputs are not modified.
+        """
+        est = copy.deepcopy(models[0])
+        est._state = est._mix_states([m._state for m in models], weights,
+                                     None if start is None else start._state)
+        est.t_ = est._state.crf.t
+        est.n_iter_ = 1
+        est._model = est._final_flat()
+        return est
+
+    def _mix_states(self, states, weights, start):
+        return mix_tagger_states(states, weights, start)
 
     def _run_passes(self, ds, n_epochs):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -165,11 +245,11 @@ class _BaseSequenceTagger(BaseEstimator):
         rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
         sample, sample_labels = batch.sample(rows, label_idx)
         ds = sample.sequence_data(st.crf.n_attributes, sample_labels)
+        lam, l1 = split_alpha(self)
         return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
-                                  n_latent=self._n_latent(), alpha=self.alpha,
+                                  n_latent=self._n_latent(), lam=lam,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1_ratio=l1_share(self),
-                                  allowed=getattr(st.crf, "allowed", None))
+                                  l1=l1, allowed=getattr(st.crf, "allowed", None))
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)

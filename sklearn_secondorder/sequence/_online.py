@@ -15,7 +15,8 @@ from sklearn.utils import check_random_state
 
 from .._compat import Interval, check_is_fitted
 from .._core._crf_online import OnlineMethod, online_epochs
-from ._base import TaggerState, _BaseSequenceTagger
+from .._mixing import sum_increments
+from ._base import TaggerState, _BaseSequenceTagger, mix_tagger_states
 from ._feature_set import observed_weights
 
 AP, PA, AROW = OnlineMethod.AP, OnlineMethod.PA, OnlineMethod.AROW
@@ -39,6 +40,43 @@ class OnlineTaggerState(TaggerState):
     cov: object = None
     losses: list = field(default_factory=list)
     exists: object = None
+
+
+def mix_online_tagger_states(states, weights, start=None, *, variance=1.0):
+    """Mix online trainers' states (``OnlineTaggerState``) trained on shards.
+
+    As ``mix_tagger_states`` (averaged weights, summed running sums and
+    counters), and: the weights that exist are those of the sequences any
+    model saw (CRFsuite's feature set of the data seen so far); the last
+    pass's loss is summed over the models; AROW's precisions ``1 / Sigma``,
+    which sum ``delta^2 / gamma`` over the updates, are summed as increments.
+
+    Parameters
+    ----------
+    states : sequence of OnlineTaggerState
+        One per model, each continued from ``start``.
+    weights : sequence of float
+        The models' shares of the sequences.
+    start : OnlineTaggerState or None, default=None
+        The state the models started from (None: a fresh start, AROW's
+        variances all ``variance``).
+    variance : float, default=1.0
+        AROW's initial variance of every weight.
+
+    Returns
+    -------
+    mixed : OnlineTaggerState
+        A new state; the inputs are not modified.
+    """
+    out = mix_tagger_states(states, weights, start)
+    for s in states[1:]:
+        out.exists = out.exists | s.exists
+    out.losses[-1] = float(sum(s.losses[-1] for s in states))
+    if out.cov is not None:
+        prec0 = 1.0 / (start.cov if start is not None and start.cov is not None
+                       else np.full_like(out.cov, float(variance)))
+        out.cov = 1.0 / sum_increments([1.0 / s.cov for s in states], prec0)
+    return out
 
 
 def _insert_rows(a, n_old, n_new, n_states, fill):
@@ -114,7 +152,9 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
         if st.cov is not None:
             st.cov = np.require(st.cov, requirements=["C", "W"])
         n_before = len(st.pass_seconds)
-        result = online_epochs(ds, st.crf, self._options(), n_epochs=n_epochs, cov=st.cov,
+        result = online_epochs(ds, st.crf, self._options(), n_epochs=n_epochs,
+                               shuffle=self.shuffle, fit_intercept=self.fit_intercept,
+                               cov=st.cov,
                                exists=np.require(st.exists, requirements=["C"]).view(np.uint8))
         st.pass_seconds.extend(result.seconds)
         st.losses.extend(result.losses)
@@ -130,6 +170,10 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
 
     def _final_flat(self):
         return self._state.crf.model()
+
+    def _mix_states(self, states, weights, start):
+        return mix_online_tagger_states(states, weights, start,
+                                        variance=getattr(self, "variance", 1.0))
 
     @property
     def loss_(self):

@@ -148,5 +148,4 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     def _options(self):
         return OnlineOptions(method=PA, pa_type=self.pa_type, c=self.c,
                              error_sensitive=self.error_sensitive, averaging=self.averaging,
-                             epsilon=self.epsilon, shuffle=self.shuffle,
-                             fit_intercept=self.fit_intercept)
+                             epsilon=self.epsilon)

@@ -113,5 +113,4 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
         self.verbose = verbose
 
     def _options(self):
-        return OnlineOptions(method=AP, averaging=True, epsilon=self.epsilon,
-                             shuffle=self.shuffle, fit_intercept=self.fit_intercept)
+        return OnlineOptions(method=AP, averaging=True, epsilon=self.epsilon)

@@ -8,7 +8,7 @@ from .._core._crf_psa import psa_epochs
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._validation import check_eta0, check_psa_factors
-from ._base import _BaseSequenceTagger
+from ._base import _BaseSequenceTagger, mix_tagger_states
 
 
 class PSASequenceTagger(_BaseSequenceTagger):
@@ -212,6 +212,9 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     def _final_flat(self):
         return self._state.crf.coef.copy()
+
+    def _mix_states(self, states, weights, start):
+        return mix_tagger_states(states, weights, start, average=False)
 
     @property
     def step_sizes_(self):

@@ -1,8 +1,8 @@
 """SGDSequenceTagger: plain or averaged SGD on the CRF core (the tagger baseline)."""
 import numpy as np
 
-from .._core._crf_sgd import SGDOptions, sgd_epochs
-from .._penalty import PENALTY_CONSTRAINTS, l1_share
+from .._core._crf_sgd import CRFSGDOptions, sgd_epochs
+from .._penalty import PENALTY_CONSTRAINTS, split_alpha
 from ._base import _BaseSequenceTagger
 
 
@@ -138,15 +138,14 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         return self.average
 
     def _run_passes(self, ds, n_epochs):
-        l1_ratio = l1_share(self)
+        lam, l1 = split_alpha(self)
         crf = self._state.crf
-        if l1_ratio > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
+        if l1 > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
             crf.l1_q = np.zeros_like(crf.coef)
-        options = SGDOptions(eta0=self.eta0_, power=0.75 if self.average else 1.0,
-                             alpha=self.alpha, shuffle=self.shuffle,
-                             fit_intercept=self.fit_intercept, average=self.average,
-                             l1_ratio=l1_ratio)
-        result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs)
+        options = CRFSGDOptions(eta0=self.eta0_, power=0.75 if self.average else 1.0,
+                                lam=lam, l1=l1, average=self.average)
+        result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
+                            shuffle=self.shuffle, fit_intercept=self.fit_intercept)
         self._check_info(result)
         return result.epochs
 
