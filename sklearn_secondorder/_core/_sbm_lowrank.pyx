@@ -246,26 +246,6 @@ cdef struct LowRankKernel:
     long long* tau          # n_features
 
 
-cdef inline void prefetch_tail(RowDataset ds, Py_ssize_t k,
-                               const LowRankKernel* kr) noexcept nogil:
-    """Prefetch the tail state (``theta``, ``mu``, ``D``, ``tau``) of the
-    features of the k-th sparse row in the current order."""
-    cdef Py_ssize_t i, q
-    cdef long long kk
-    cdef int f, K = kr.K
-    if not ds.is_sparse or k >= ds.n_samples:
-        return
-    i = ds.order_ptr[k]
-    for kk in range(ds.indptr_ptr[i], ds.indptr_ptr[i + 1]):
-        f = ds.indices_ptr[kk]
-        if kr.head_slot[f] < 0:
-            q = <Py_ssize_t>f * K
-            SKSO_PREFETCH_READ(kr.theta + q)
-            SKSO_PREFETCH_READ(kr.mu + q)
-            SKSO_PREFETCH_READ(kr.D + q)
-            SKSO_PREFETCH_READ(kr.tau + f)
-
-
 cdef inline void split_row(const LowRankKernel* kr, const Example* ex, RowParts* rp,
                            long long step) noexcept nogil:
     """Split the row into head and tail entries, and catch the tail
@@ -548,7 +528,9 @@ cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
     after every ``batch_size`` examples and after the last one), then the
     tail and the head brought up to date and ``V`` re-orthonormalised.
     Returns 0 when a step failed (then the pass stops there)."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, nxt, q
+    cdef long long kk
+    cdef int f
     cdef long long step = 0
     cdef int since = 0
     tot.loss_sum = 0.0
@@ -560,7 +542,18 @@ cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
         # tail state row i + 1 will touch (its entries are in cache by now),
         # while this row is processed
         prefetch_row(ds, i + 2)
-        prefetch_tail(ds, i + 1, kr)
+        if ds.is_sparse and i + 1 < ds.n_samples:
+            # (written out here: a function of prefetches alone would be
+            # deleted by GCC, _prefetch.h says why)
+            nxt = ds.order_ptr[i + 1]
+            for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
+                f = ds.indices_ptr[kk]
+                if kr.head_slot[f] < 0:
+                    q = <Py_ssize_t>f * kr.K
+                    SKSO_PREFETCH_READ(kr.theta + q)
+                    SKSO_PREFETCH_READ(kr.mu + q)
+                    SKSO_PREFETCH_READ(kr.D + q)
+                    SKSO_PREFETCH_READ(kr.tau + f)
         if not read_row(ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
         lowrank_example(kr, ops, lr, hd, ex, rp, step)
