@@ -471,28 +471,6 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
     return finite
 
 
-cdef inline void sweep(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t unregularized,
-                       long long e, const LazyCore* c, const Penalty* pen,
-                       const RateRule* rule) noexcept nogil:
-    """The event at time ``e`` on every block not yet current at it, each
-    current at the previous event or later (a small model swept at every
-    event): one decay of at most ``b`` steps and the event, no walk."""
-    cdef Py_ssize_t j, K
-    cdef Block b
-    cdef bint mid = (e // c.b) & 1
-    for j in range(n_blocks):
-        b = block_at(L, j)
-        if b.last[0] >= e:
-            continue           # (stepped just before e: it took the event then)
-        K = width_of(L, j)
-        if j == unregularized:
-            decay(b, K, e - b.last[0], 0.0, 0.0, c, pen, rule)
-        else:
-            decay(b, K, e - b.last[0], c.lam, c.l1, c, pen, rule)
-        apply_event(b, K, mid, c)
-        b.last[0] = e
-
-
 cdef inline void touch(Block b, Py_ssize_t n, long long T, long long ev, double lam,
                        double l1, const LazyCore* c, const Penalty* pen,
                        const RateRule* rule) noexcept nogil:
