@@ -47,23 +47,86 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
     }
 }
 
+/* The factor exp(k log(1 - eta lam)) of k idle steps under the series rate
+ * rule, by decay_exp's polynomial for the block's bound on |k log(1 - eta
+ * lam)| (range 0: below 5e-4, 1: up to 1/16) or skso_exp_neg4 (2: up to 4).
+ * Each loop below calls it with a constant range, so that it is branch-free. */
+static inline double skso_series_decay(float eta, double lam, double k, int range) {
+    double z = k * skso_log_decay_series((double)eta * lam);
+    if (range == 0)
+        return skso_decay_taylor(z);
+    if (range == 1)
+        return 1.0 + skso_expm1_poly(z);
+    return skso_exp_neg4(z);
+}
+
+static inline int skso_decay_range(double bound) {
+    return bound < 5e-4 ? 0 : (bound <= 0.0625 ? 1 : 2);
+}
+
 /* k idle steps of n weights under the series rate rule (every eta lam <
  * 1e-4) when every |k log(1 - eta lam)| is at most `bound` <= 4:
- * v *= exp(k log(1 - eta lam)), the log by its series, the exp by
- * decay_exp's polynomial for bounds up to 1/16 (_lazy_steps.decay), by
- * skso_exp_neg4 beyond. */
+ * v *= exp(k log(1 - eta lam)) (_lazy_steps.decay). */
 SKSO_ROW_CLONES
 static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
                                     double k, double bound, ptrdiff_t n) {
-    if (bound < 5e-4) {
+    switch (skso_decay_range(bound)) {
+    case 0:
         for (ptrdiff_t q = 0; q < n; q++)
-            v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
-    } else if (bound <= 0.0625) {
+            v[q] *= skso_series_decay(eta[q], lam, k, 0);
+        break;
+    case 1:
         for (ptrdiff_t q = 0; q < n; q++)
-            v[q] *= 1.0 + skso_expm1_poly(k * skso_log_decay_series((double)eta[q] * lam));
-    } else {
+            v[q] *= skso_series_decay(eta[q], lam, k, 1);
+        break;
+    default:
         for (ptrdiff_t q = 0; q < n; q++)
-            v[q] *= skso_exp_neg4(k * skso_log_decay_series((double)eta[q] * lam));
+            v[q] *= skso_series_decay(eta[q], lam, k, 2);
+    }
+}
+
+/* The same decay, then the event it leads to, in one loop: a window's
+ * middle (dsnap = v - snap, snap = v) ... */
+#define SKSO_DECAY_MID(range)                                                \
+    for (ptrdiff_t q = 0; q < n; q++) {                                      \
+        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
+        dsnap[q] = (float)(nv - snap[q]);                                    \
+        snap[q] = nv;                                                        \
+        v[q] = nv;                                                           \
+    }
+
+SKSO_ROW_CLONES
+static void skso_block_decay_mid_event(double *restrict v, const float *restrict eta,
+                                       double *restrict snap, float *restrict dsnap,
+                                       double lam, double k, double bound, ptrdiff_t n) {
+    switch (skso_decay_range(bound)) {
+    case 0: SKSO_DECAY_MID(0) break;
+    case 1: SKSO_DECAY_MID(1) break;
+    default: SKSO_DECAY_MID(2)
+    }
+}
+
+/* ... or its end (eta *= f, Eq. 8, as skso_block_end_event; snap = v). */
+#define SKSO_DECAY_END(range)                                                \
+    for (ptrdiff_t q = 0; q < n; q++) {                                      \
+        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
+        double f = skso_psa_factor((nv - snap[q]) / (double)dsnap[q], m, kappa, inv_denom, \
+                                   f_lo, f_hi);                              \
+        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));               \
+        snap[q] = nv;                                                        \
+        v[q] = nv;                                                           \
+    }
+
+SKSO_ROW_CLONES
+static void skso_block_decay_end_event(double *restrict v, float *restrict eta,
+                                       double *restrict snap, const float *restrict dsnap,
+                                       double lam, double k, double bound, double m,
+                                       double kappa, double inv_denom, double f_lo,
+                                       double f_hi, ptrdiff_t n) {
+    switch (skso_decay_range(bound)) {
+    case 0: SKSO_DECAY_END(0) break;
+    case 1: SKSO_DECAY_END(1) break;
+    default: SKSO_DECAY_END(2)
     }
 }
 

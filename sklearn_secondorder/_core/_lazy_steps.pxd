@@ -56,6 +56,13 @@ cdef extern from "_block_ops.h":
                                     Py_ssize_t n) noexcept nogil
     void block_mid_event "skso_block_mid_event"(const double* v, double* snap, float* dsnap,
                                                 Py_ssize_t n) noexcept nogil
+    void block_decay_mid_event "skso_block_decay_mid_event"(
+        double* v, const float* eta, double* snap, float* dsnap, double lam, double k,
+        double bound, Py_ssize_t n) noexcept nogil
+    void block_decay_end_event "skso_block_decay_end_event"(
+        double* v, float* eta, double* snap, const float* dsnap, double lam, double k,
+        double bound, double m, double kappa, double inv_denom, double f_lo, double f_hi,
+        Py_ssize_t n) noexcept nogil
     void block_idle_windows "skso_block_idle_windows"(double* v, float* eta, double* snap,
                                                       double lam, double p1, double two_b,
                                                       double g1, double g2,
@@ -412,10 +419,22 @@ cdef inline void walk(Block b, Py_ssize_t n, long long tau, long long T, double 
     in ``(tau, T]`` (the ``q``-th at ``q b``), whole idle windows in closed
     form. Each event is decided once for the ``n`` weights."""
     cdef long long bb = c.b, q = floor_div(tau, c) + 1, n_win
+    cdef double bound
     while q * bb <= T:
-        decay(b, n, q * bb - tau, lam, l1, c, pen, rule)
+        bound = <double>(q * bb - tau) * c.rate_max
+        if (Penalty is L2Only and RateRule is SeriesRate and n > 1 and lam != 0.0
+                and bound <= 4.0):
+            # a wide block: the decay and the event in one vector loop
+            if q & 1:
+                block_decay_mid_event(b.v, b.eta, b.snap, b.dsnap, lam, <double>(q * bb - tau),
+                                      bound, n)
+            else:
+                block_decay_end_event(b.v, b.eta, b.snap, b.dsnap, lam, <double>(q * bb - tau),
+                                      bound, c.m, c.kappa, c.inv_denom, c.f_lo, c.f_hi, n)
+        else:
+            decay(b, n, q * bb - tau, lam, l1, c, pen, rule)
+            apply_event(b, n, q & 1, c)
         tau = q * bb
-        apply_event(b, n, q & 1, c)
         if (q & 1) == 0 and T - tau >= 2 * bb:
             n_win = floor_div(T - tau, c) // 2
             idle_windows(b, n, n_win, lam, l1, c, pen, rule)
