@@ -284,7 +284,7 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
             The updated tagger.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, ("classes_", "_state"))
         if not hasattr(self, "partial_fit"):     # (L-BFGS: a full-batch objective)
             raise TypeError(f"{type(self).__name__} cannot continue training: it has no "
                             "partial_fit.")
@@ -313,7 +313,7 @@ class _BaseSequenceTagger(BaseEstimator):
         average of the iterates for trainers that average). For extensions
         such as the sklearn-crfsuite facade, which deploys and scores it.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, "_model")
         return self._model.copy()
 
     @property
@@ -323,7 +323,7 @@ class _BaseSequenceTagger(BaseEstimator):
         ``len(vocabulary_)`` for feature dicts, ``n_features_in_`` for
         numeric arrays: the rows of the state block of ``flat_weights_``.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, "_state")
         return int(self._state.crf.n_attributes)
 
     @property
@@ -336,7 +336,7 @@ class _BaseSequenceTagger(BaseEstimator):
         that record their own loss instead (``loss_``). For extensions such
         as the sklearn-crfsuite facade's training log.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, "_state")
         return list(self._state.pass_losses)
 
     def rebuild_exported_arrays(self):
@@ -352,7 +352,7 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
             The tagger, ready to predict.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, "_state")
         self._model = self._final_flat()
         return self
 
