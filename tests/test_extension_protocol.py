@@ -196,12 +196,14 @@ def test_start_model_refusals():
         SGDSequenceTagger(eta0=0.1).start_model(["a"], n_features=3)
     with pytest.raises(ValueError, match="positive integer"):
         SGDSequenceTagger(eta0=0.1).start_model(["a", "b"], n_features=0)
-    # a refused start leaves a fitted tagger unfitted, never half-started
-    est = SGDSequenceTagger(eta0=0.1, alpha=20.0)    # eta0 * alpha >= 1
+    # a refused start changes nothing: a fitted tagger stays as it was
+    X, y = toy()
+    est = TAGGERS["sgd"]().fit(X, y)
+    w = est.flat_weights_
     with pytest.raises(ValueError, match="eta0 \\* alpha < 1"):
-        est.start_model(["a", "b"], n_features=3)
-    with pytest.raises(NotFittedError):
-        est.predict([np.zeros((2, 3))])
+        est.set_params(alpha=20.0).start_model(["a", "b"], n_features=3)
+    assert_array_equal(est.flat_weights_, w)
+    assert est.classes_.tolist() == ["D", "N", "V"]
 
 
 def test_partial_fit_batch_refusals():

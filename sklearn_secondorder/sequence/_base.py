@@ -171,16 +171,19 @@ class _BaseSequenceTagger(BaseEstimator):
         self : object
             The tagger, fitted with zero weights (``t_ = 0``, ``n_iter_ = 0``).
         """
-        from ._input import KIND_ARRAYS  # (the base reads no other kind)
+        from ._input import KIND_ARRAYS  # (only this method names the arrays kind)
 
         self._validate_params()
         self._more_validate_params()
         if (vocabulary is None) == (n_features is None):
             raise ValueError("start_model takes either vocabulary (feature dicts) or "
                              "n_features (numeric arrays), and exactly one of them.")
-        if getattr(self, "eta0", None) == "auto":
+        eta0 = getattr(self, "eta0", None)      # (the online trainers take none)
+        if eta0 == "auto":
             raise ValueError("eta0='auto' calibrates the step size on data, and "
                              "start_model has none: set eta0 to a number.")
+        if eta0 is not None:
+            check_eta0(self, float(eta0))
         classes = self._check_labels(check_classes_arg(classes))
         if vocabulary is not None:
             vocabulary = dict(vocabulary)
@@ -205,9 +208,8 @@ class _BaseSequenceTagger(BaseEstimator):
                 self._kind = KIND_ARRAYS
                 self.n_features_in_ = n_attributes
             self._new_state(n_attributes, check_random_state(self.random_state))
-            if getattr(self, "eta0", None) is not None:  # (the online trainers take none)
-                self.eta0_ = float(self.eta0)
-                check_eta0(self, self.eta0_)
+            if eta0 is not None:
+                self.eta0_ = float(eta0)
             self.t_ = 0
             self.n_iter_ = 0
             self._model = self._final_flat()
