@@ -263,10 +263,10 @@ calibration_max_trials : default=None
         on_pass = pass_recorder(log, dev, classes, batch.n_sequences, alg.regularized, c1, c2,
                                 self.verbose)
         if alg.per_pass:
-            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask,
-                                 callback=on_pass)
+            tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask,
+                             callback=on_pass)
         else:
-            tagger._fit_prepared(batch, n_epochs=tagger.max_iter, allowed=mask)
+            tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask)
             on_pass(tagger)
         model = deployed_model(tagger, batch, classes, mask)
         for attr in ("_model_", "_training_log", "estimator_"):

@@ -49,8 +49,8 @@ def feature_mask(batch, label_idx, n_labels, *, min_freq, all_states, all_transi
 def deployed_model(tagger, batch, classes, mask):
     """The compact model: labels in first-appearance order, the attributes
     with a non-zero weight, the weights that exist."""
-    A, L = tagger._state.crf.n_attributes, classes.size
-    flat = np.asarray(tagger._model, dtype=np.float64)
+    A, L = tagger.n_attributes_, classes.size
+    flat = np.asarray(tagger.flat_weights_, dtype=np.float64)
     W = flat[:A * L].reshape(A, L)
     T = flat[A * L:A * L + L * L].reshape(L, L)
     _, first = np.unique(batch.labels, return_index=True)

@@ -119,13 +119,13 @@ def pass_recorder(log, dev, classes, n, regularized, c1, c2, verbose):
     names = classes.tolist()
 
     def on_pass(t):
-        w = t._model
-        st = t._state
+        w = t.flat_weights_
         losses = getattr(t, "loss_", None)      # (a trainer's own, CRFsuite's scale)
+        pass_losses = t.pass_losses_
         if losses:
             loss = losses[-1]
-        elif st.pass_losses:
-            loss = st.pass_losses[-1] * n + (
+        elif pass_losses:
+            loss = pass_losses[-1] * n + (
                 c1 * np.abs(w).sum() + c2 * w @ w if regularized else 0.0)
         else:
             loss = np.nan
@@ -133,7 +133,7 @@ def pass_recorder(log, dev, classes, n, regularized, c1, c2, verbose):
                "active_features": int(np.count_nonzero(w)),
                "feature_norm": float(np.sqrt(w @ w)),
                # (the kernel's seconds since the last record: one pass, or all)
-               "time": float(sum(st.pass_seconds) - sum(r["time"] for r in log)),
+               "time": float(sum(t.pass_seconds_) - sum(r["time"] for r in log)),
                "scores": {}}
         if dev is not None:
             ds, gold_idx, offsets = dev

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from .._compat import Interval, check_is_fitted
 from ..linear import SBMLogisticRegression
 from ..sequence._base import _BaseSequenceTagger
-from ..sequence._input import KIND_DICTS
+from ..sequence._input import KIND_ARRAYS, KIND_DICTS
 from ._rules import _rule_for
 from ._start import _resolve_auto, _start_tagger
 from ._transport import (
@@ -284,7 +284,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
             start = model = _start_tagger(model, summaries, classes)
         elif isinstance(model, SBMLogisticRegression):
             K = 1 if classes.size == 2 else classes.size
-            rank = model._rank(X.shape[1], K)
+            rank = model.rank_for(X.shape[1], K)
             if rank is not None:
                 raise ValueError(
                     f"ParameterMixing mixes SBMLogisticRegression at full rank only (rank="
@@ -294,7 +294,8 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
 
         # each worker's partitions joined once, on the worker; the partitions go
         vocabulary = getattr(model, "vocabulary_", None) if tagger else None
-        kind = getattr(model, "_kind", None)
+        # (the start has a vocabulary for feature dicts, none for numeric arrays)
+        kind = (KIND_DICTS if vocabulary is not None else KIND_ARRAYS) if tagger else None
         [vocab_f] = client.scatter(
             [vocabulary if kind == KIND_DICTS else getattr(model, "n_features_in_", None)],
             broadcast=True, hash=False)

@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..sequence._base import _BaseSequenceTagger
 from ..sequence._input import (
     KIND_DICTS,
     SequenceBatch,
@@ -22,27 +21,21 @@ from ..sequence._input import (
     vectorize_dicts,
 )
 
+
 # ---- what travels ---------------------------------------------------------------------
-#: What a pass recomputes from the state (partial_fit exports it again), and the
-#: taggers' vocabulary (the client keeps it; the workers' data is vectorised).
-_EXPORTS = ("coef_", "intercept_", "eta_", "B_", "_model", "vocabulary_")
-
-
 def _slim(model):
     """Drop, in place, what need not travel: the exported arrays (a pass
-    recomputes them)."""
-    for name in _EXPORTS:
-        vars(model).pop(name, None)
+    recomputes them) and the taggers' vocabulary (the client keeps it; the
+    workers' data is vectorised)."""
+    model.drop_exported_arrays()
+    vars(model).pop("vocabulary_", None)
     return model
 
 
 def _rehydrate(model, export):
     """Undo ``_slim``: (``export``) the exports."""
     if export:
-        if isinstance(model, _BaseSequenceTagger):
-            model._model = model._final_flat()
-        elif hasattr(model, "_states"):
-            model._export()
+        model.rebuild_exported_arrays()
     return model
 
 
@@ -109,7 +102,7 @@ def _join(parts, tagger, classes, kind, vocabulary):
 def _worker_pass(model, classes, tagger, batch, slim):
     """One pass of ``model`` over a worker's joined partitions (one
     ``partial_fit``, so the worker's rows are shuffled together as one machine's
-    pass would; for taggers its core, ``_fit_batch``, on the batch vectorised
+    pass would; for taggers ``partial_fit_batch``, on the batch vectorised
     once). Returns the model (``_slim`` when it is to be mixed), the rows, and
     the seconds the pass took on the worker."""
     tic, cpu = time.perf_counter(), time.process_time()
@@ -119,7 +112,7 @@ def _worker_pass(model, classes, tagger, batch, slim):
         # a worker's share is not the data the estimator's weight-scale check is about
         warnings.filterwarnings("ignore", message=".*implausibl", category=UserWarning)
         if tagger:
-            model._fit_batch(batch, 1, first=False)
+            model.partial_fit_batch(batch, n_passes=1)
             n = batch.n_sequences
         else:
             X, y, sw = batch

@@ -88,6 +88,48 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
     #: float32 row as it is fetched); others are converted to the first.
     _input_dtypes = (np.float64, np.float32)
 
+    # ---- the extension protocol -------------------------------------------------
+    # Public methods for code that moves fitted models around (the Dask
+    # mixing): they wrap the private export below, the subclasses' hook.
+    def rebuild_exported_arrays(self):
+        """Recompute the fitted arrays derived from the training state.
+
+        ``coef_`` and ``intercept_``, and the estimator's own (``eta_``,
+        ``B_``, ``eta0_``, ...), as every pass exports them. For extensions
+        such as the Dask mixing, which sends models without them
+        (``drop_exported_arrays``) or changes the state by mixing.
+
+        Returns
+        -------
+        self : object
+            The estimator, ready to predict.
+        """
+        from .._compat import check_is_fitted  # (the base needs it nowhere else)
+
+        check_is_fitted(self)
+        check_not_stripped(self)
+        self._export()
+        return self
+
+    def drop_exported_arrays(self):
+        """Drop the large fitted arrays derived from the training state.
+
+        ``coef_``, ``intercept_`` and the per-weight arrays that expose the
+        training state (``eta_``, ``B_``), to send the model lighter;
+        ``rebuild_exported_arrays``
+        recomputes them from the state, and until then the estimator cannot
+        predict. Nothing happens to an unfitted estimator. For extensions
+        such as the Dask mixing.
+
+        Returns
+        -------
+        self : object
+            The estimator, without those arrays.
+        """
+        for name in ("coef_", "intercept_", *self._training_attributes):
+            vars(self).pop(name, None)
+        return self
+
     # ---- hooks ----------------------------------------------------------------
     def _init_problem(self, n_features, n_outputs, seed):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -343,6 +343,30 @@ class SBMLogisticRegression(LinearClassifierBase):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
 
+    # ---- the extension protocol ---------------------------------------------------
+    def rank_for(self, n_features, n_outputs):
+        """The rank a fit on data of this shape uses: None (full rank) or ``k``.
+
+        ``rank`` with ``'auto'`` resolved, before any data is read (after a
+        fit, ``rank_`` holds the rank in use). For extensions such as the Dask
+        mixing, which mixes full-rank models only and checks before the first
+        pass.
+
+        Parameters
+        ----------
+        n_features : int
+            The number of features of ``X``.
+        n_outputs : int
+            The number of weight columns: 1 for two classes, else the number
+            of classes.
+
+        Returns
+        -------
+        rank : int or None
+            The rank of the low-rank bound, or None for the full-rank bound.
+        """
+        return self._rank(n_features, n_outputs)
+
     def _lazy_head(self, n_head, n_outputs):
         """Whether the low-rank head is lazy (``low_rank_head='auto'`` resolved)."""
         if self.low_rank_head != "auto":

@@ -140,6 +140,240 @@ class _BaseSequenceTagger(BaseEstimator):
     _averaged = False
     _private_state = ("_state", "_model", "_kind")
 
+    # ---- the extension protocol ---------------------------------------------------
+    # Public methods for code that drives a tagger from outside its own ``fit``
+    # (the Dask mixing, the sklearn-crfsuite facade): they wrap the private
+    # steps of ``fit`` / ``partial_fit`` below, which stay the trainers' hooks.
+    def start_model(self, classes, *, vocabulary=None, n_features=None):
+        """Start a model with zero weights over known labels and attributes, without data.
+
+        What ``fit`` sets up before its first pass, built from the label set
+        and the attribute set alone: for extensions such as the Dask mixing
+        (every worker continues the same start over the shared vocabulary)
+        and the sklearn-crfsuite facade. Continue it with
+        ``partial_fit_batch`` or ``partial_fit``. ``eta0`` must be a number:
+        ``'auto'`` calibrates on data.
+
+        Parameters
+        ----------
+        classes : array-like of shape (n_classes,)
+            All the labels (at least two).
+        vocabulary : dict, default=None
+            Input of feature dicts: ``{attribute: column}``, the columns
+            ``0 .. len(vocabulary) - 1`` (as ``vocabulary_`` numbers them). A
+            copy becomes ``vocabulary_``.
+        n_features : int, default=None
+            Input of numeric arrays: the number of columns. Exactly one of
+            ``vocabulary`` and ``n_features`` is given.
+
+        Returns
+        -------
+        self : object
+            The tagger, fitted with zero weights (``t_ = 0``, ``n_iter_ = 0``).
+        """
+        from ._input import KIND_ARRAYS  # (only this method names the arrays kind)
+
+        self._validate_params()
+        self._more_validate_params()
+        if (vocabulary is None) == (n_features is None):
+            raise ValueError("start_model takes either vocabulary (feature dicts) or "
+                             "n_features (numeric arrays), and exactly one of them.")
+        eta0 = getattr(self, "eta0", None)      # (the online trainers take none)
+        if eta0 == "auto":
+            raise ValueError("eta0='auto' calibrates the step size on data, and "
+                             "start_model has none: set eta0 to a number.")
+        if eta0 is not None:
+            check_eta0(self, float(eta0))
+        classes = self._check_labels(check_classes_arg(classes))
+        if vocabulary is not None:
+            vocabulary = dict(vocabulary)
+            columns = np.sort(np.fromiter(vocabulary.values(), dtype=np.int64,
+                                          count=len(vocabulary)))
+            if not np.array_equal(columns, np.arange(len(vocabulary))):
+                raise ValueError("vocabulary must number the attributes 0 .. "
+                                 "len(vocabulary) - 1, each column once.")
+            n_attributes = len(vocabulary)
+        else:
+            if isinstance(n_features, bool) or not isinstance(n_features, Integral) \
+                    or n_features < 1:
+                raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
+            n_attributes = int(n_features)
+        remove_fitted(self, self._private_state)
+        with unfit_on_error(self, self._private_state):
+            self.classes_ = classes
+            if vocabulary is not None:
+                self._kind = KIND_DICTS
+                self.vocabulary_ = vocabulary
+            else:
+                self._kind = KIND_ARRAYS
+                self.n_features_in_ = n_attributes
+            self._new_state(n_attributes, check_random_state(self.random_state))
+            if eta0 is not None:
+                self.eta0_ = float(eta0)
+            self.t_ = 0
+            self.n_iter_ = 0
+            self._model = self._final_flat()
+        return self
+
+    def fit_batch(self, batch, *, n_passes, allowed=None, callback=None):
+        """Fit on sequences already read into a batch, for ``n_passes`` passes.
+
+        ``fit`` without the reading: for extensions such as the
+        sklearn-crfsuite facade, which reads the sequences once, derives its
+        feature set from the batch, then trains. The labels are those of the
+        batch; any previous model is discarded.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+            The sequences and their labels as ``read_sequences(self, X, y,
+            fitting=True, first=True)`` reads them (``sequence._input``),
+            which also sets this tagger's ``vocabulary_`` or
+            ``n_features_in_``.
+        n_passes : int
+            The number of passes (L-BFGS: iterations).
+        allowed : ndarray of uint8 of shape (n_weights,), default=None
+            Restrict the model to the weights marked 1 in the flat layout
+            (``flat_weights_``); the others stay zero. None: every weight.
+        callback : callable, default=None
+            ``callback(self)`` after every pass, with ``flat_weights_``,
+            ``t_`` and ``n_iter_`` current; training stops when it returns
+            True.
+
+        Returns
+        -------
+        self : object
+            The fitted tagger.
+        """
+        if isinstance(n_passes, bool) or not isinstance(n_passes, Integral) or n_passes < 1:
+            raise ValueError(f"n_passes must be a positive integer, got {n_passes!r}.")
+        # (the trainers with their own _fit_batch, L-BFGS and the online ones,
+        # set up their feature set themselves and run all their passes at once)
+        if (allowed is not None or callback is not None) and \
+                type(self)._fit_batch is not _BaseSequenceTagger._fit_batch:
+            raise TypeError(f"{type(self).__name__} trains in one call on its own feature "
+                            "set: it takes no allowed mask and no per-pass callback.")
+        if batch.kind == KIND_DICTS:
+            known = len(getattr(self, "vocabulary_", None) or ())
+        else:
+            known = getattr(self, "n_features_in_", None)
+        if getattr(self, "_kind", None) != batch.kind or known != batch.n_features:
+            raise ValueError("the batch was not read by this tagger: read it with "
+                             "read_sequences(tagger, X, y, fitting=True, first=True).")
+        return self._fit_prepared(batch, n_epochs=n_passes, allowed=allowed,
+                                  callback=callback)
+
+    def partial_fit_batch(self, batch, *, n_passes=1):
+        """Continue training on sequences already read into a batch.
+
+        ``partial_fit`` without the reading: for extensions such as the Dask
+        mixing, whose workers vectorise their sequences once and run a pass on
+        them per mixing step. Columns beyond ``n_attributes_`` get new
+        weights, as in ``partial_fit``.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+            The sequences and their labels, vectorised with this tagger's
+            ``vocabulary_`` (``read_sequences(self, X, y, fitting=True)``, or
+            ``vectorize_dicts`` with the vocabulary, in ``sequence._input``).
+            Every label is one of ``classes_``.
+        n_passes : int, default=1
+            The number of passes.
+
+        Returns
+        -------
+        self : object
+            The updated tagger.
+        """
+        check_is_fitted(self, ("classes_", "_state"))
+        if not hasattr(self, "partial_fit"):     # (L-BFGS: a full-batch objective)
+            raise TypeError(f"{type(self).__name__} cannot continue training: it has no "
+                            "partial_fit.")
+        if (batch.kind == KIND_DICTS) != (self._kind == KIND_DICTS):
+            raise ValueError(f"the model was fitted on {self._kind!r} input but the batch "
+                             f"holds {batch.kind!r}: numeric arrays and feature dicts "
+                             "cannot be mixed.")
+        labels = np.asarray(batch.labels)
+        at = np.searchsorted(self.classes_, labels).clip(0, self.classes_.size - 1)
+        unknown = self.classes_[at] != labels
+        if np.any(unknown):
+            raise ValueError(f"the batch holds labels not in classes_ {self.classes_!r}: "
+                             f"{np.unique(labels[unknown])[:5]!r}.")
+        if isinstance(n_passes, bool) or not isinstance(n_passes, Integral) or n_passes < 1:
+            raise ValueError(f"n_passes must be a positive integer, got {n_passes!r}.")
+        with unfit_on_error(self, self._private_state, continued=True):
+            return self._fit_batch(batch, n_passes, first=False)
+
+    @property
+    def flat_weights_(self):
+        """All the weights as one vector (a copy), in the CRF's flat layout.
+
+        ``n_attributes_ * n_states`` state weights (row ``a`` holds attribute
+        ``a``'s weight for every state), ``n_states * n_states`` transitions
+        (from, to), then ``n_states`` biases: what prediction uses (the
+        average of the iterates for trainers that average). For extensions
+        such as the sklearn-crfsuite facade, which deploys and scores it.
+        """
+        check_is_fitted(self, "_model")
+        return self._model.copy()
+
+    @property
+    def n_attributes_(self):
+        """The number of attributes (columns) the model has weights for.
+
+        ``len(vocabulary_)`` for feature dicts, ``n_features_in_`` for
+        numeric arrays: the rows of the state block of ``flat_weights_``.
+        """
+        check_is_fitted(self, "_state")
+        return int(self._state.crf.n_attributes)
+
+    @property
+    def pass_losses_(self):
+        """Mean ``-log p(y|x)`` over the sequences, per call of the training kernel.
+
+        Measured during the last pass of each call (at the weights before
+        each step): one entry per pass when passes run one at a time, as in
+        ``partial_fit`` or ``fit_batch`` with a callback. Empty for trainers
+        that record their own loss instead (``loss_``). For extensions such
+        as the sklearn-crfsuite facade's training log.
+        """
+        check_is_fitted(self, "_state")
+        return list(self._state.pass_losses)
+
+    def rebuild_exported_arrays(self):
+        """Recompute the weights prediction uses from the training state.
+
+        ``flat_weights_`` (and what it gives: ``coef_``, ``intercept_``,
+        the named features) is derived from the training state after every
+        pass. For extensions such as the Dask mixing, which sends models
+        without it (``drop_exported_arrays``) or changes the state by mixing.
+
+        Returns
+        -------
+        self : object
+            The tagger, ready to predict.
+        """
+        check_is_fitted(self, "_state")
+        self._model = self._final_flat()
+        return self
+
+    def drop_exported_arrays(self):
+        """Drop the weights derived from the training state.
+
+        To send the model lighter: ``rebuild_exported_arrays`` recomputes
+        them from the state, and until then the tagger
+        cannot predict. Nothing happens to an unfitted tagger. For extensions
+        such as the Dask mixing.
+
+        Returns
+        -------
+        self : object
+            The tagger, without the exported weights.
+        """
+        vars(self).pop("_model", None)
+        return self
+
     # ---- hooks ------------------------------------------------------------------
     def _n_latent(self):
         return 1
