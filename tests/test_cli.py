@@ -743,12 +743,20 @@ def test_reader_thread_gives_the_same_model(tmp_path, fmt, model, extra):
 
 @pytest.mark.parametrize("reader", [True, False])
 @pytest.mark.parametrize("scan", [True, False])
-def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, scan):
+@pytest.mark.parametrize("bad, message", [
+    ("value", "line 2500: feature value 'x' is not a number"),     # (the scan skips values)
+    ("label", "line 2500: label 'x' is not a number"),             # (the scan's error)
+])
+def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, scan, bad,
+                                                             message):
     X, y = make_rows(n=3000, d=20, seed=4)
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, y, str(path), zero_based=False)
     lines = path.read_text().splitlines()
-    lines[2499] = lines[2499].rsplit(":", 1)[0] + ":x"    # a bad value: the scan skips values
+    if bad == "value":
+        lines[2499] = lines[2499].rsplit(":", 1)[0] + ":x"
+    else:
+        lines[2499] = "x " + lines[2499].split(" ", 1)[1]
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "m.skso"
     code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
@@ -756,9 +764,9 @@ def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, s
                        *([] if scan else ["--classes=-1,1", "--n-features", 20]),
                        *([] if reader else ["--no-reader-thread"]))
     assert code == 2
-    assert f"skso train: error: {path}, line 2500: feature value 'x' is not a number" in err
-    # the chunks before it were trained on (their progressive validation), no model
-    assert "avg loss" in err
+    assert f"skso train: error: {path}, {message}" in err
+    if not scan or bad == "value":      # the chunks before it were trained on
+        assert "avg loss" in err
     assert not out.exists() and list(tmp_path.iterdir()) == [path]
     assert not _reader_threads()
 

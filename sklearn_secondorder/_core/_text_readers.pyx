@@ -26,10 +26,11 @@ scikit-learn's ``FeatureHasher`` and Vowpal Wabbit use). A VW feature
 import numpy as np
 
 cimport numpy as cnp
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.math cimport NAN
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc, strtod
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr
 
 cnp.import_array()
 
@@ -217,15 +218,34 @@ cdef inline int _out_push(_Out* o, int idx, double val, _Error* err) noexcept no
     return 0
 
 
-cdef tuple _out_arrays(const _Out* o):
-    """Copies of the buffers' ``n`` items: (int32 indices, float64 values)."""
-    idx_a = np.empty(o.n, dtype=np.int32)
-    val_a = np.empty(o.n, dtype=np.float64)
-    cdef int[::1] idx = idx_a
-    cdef double[::1] val = val_a
-    if o.n > 0:
-        memcpy(&idx[0], o.idx, o.n * sizeof(int))
-        memcpy(&val[0], o.val, o.n * sizeof(double))
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object _owning_array(void* data, Py_ssize_t n, int typenum):
+    """A 1-D array of ``n`` items over the malloc'd ``data``, which it frees."""
+    cdef cnp.npy_intp dims = n
+    arr = cnp.PyArray_SimpleNewFromData(1, &dims, typenum, data)
+    cnp.set_array_base(arr, PyCapsule_New(data, NULL, &_free_capsule))
+    return arr
+
+
+cdef tuple _out_arrays(_Out* o):
+    """The buffers' ``n`` items as arrays (int32 indices, float64 values),
+    which take the buffers over: no copy of the parsed rows."""
+    cdef Py_ssize_t n = max(o.n, 1)
+    cdef void* p
+    # give back what the doubling over-allocated (in place, as a rule)
+    p = realloc(o.idx, n * sizeof(int))
+    if p != NULL:
+        o.idx = <int*>p
+    p = realloc(o.val, n * sizeof(double))
+    if p != NULL:
+        o.val = <double*>p
+    idx_a = _owning_array(o.idx, o.n, cnp.NPY_INT32)
+    o.idx = NULL
+    val_a = _owning_array(o.val, o.n, cnp.NPY_FLOAT64)
+    o.val = NULL
     return idx_a, val_a
 
 

@@ -83,7 +83,9 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
     """
     src = _Source(path)
     try:
-        pending = b""
+        # (a bytearray: appending a read and dropping the bytes cut off are
+        # in place, where bytes would copy all that is pending at each read)
+        pending = bytearray()
         nl = np.zeros(0, dtype=np.int64)   # newline positions in pending
         before = 0                         # text bytes before pending
         line = 1
@@ -130,12 +132,14 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
                         cut, n_lines = len(pending), nl.size - k0 + 1
                     else:
                         break
-                yield Block(pending[start:cut], line, src.path, src.tell(), before + cut)
+                with memoryview(pending) as view:
+                    text = bytes(view[start:cut])
+                yield Block(text, line, src.path, src.tell(), before + cut)
                 first_max_lines = None
                 line += n_lines
                 k0 += n_lines
                 start = cut
-            pending = pending[start:]
+            del pending[:start]
             nl = nl[k0:] - start
             before += start
     finally:

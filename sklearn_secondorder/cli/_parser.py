@@ -179,9 +179,9 @@ def build_parser():
                          "training on it)")
     tr.add_argument("--no-reader-thread", action="store_true",
                     help="read and parse the chunks in the training thread, one after the "
-                         "other (default: a reader thread parses up to 2 chunks ahead while "
-                         "the model trains on the previous one; the same model either way), "
-                         "for debugging and profiling")
+                         "other (default: a reader thread reads the files and parses up to 2 "
+                         "chunks ahead while the model trains on the previous one; the same "
+                         "model either way), for debugging and profiling")
     tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                     help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd; "
                          "-1: all the cores; default: the estimator's). The reader thread "

@@ -36,11 +36,13 @@ class ScanResult:
     n_columns: int = 0
 
 
-def scan(paths, fmt, *, featurizer=None):
+def scan(paths, fmt, *, featurizer=None, read_ahead=False):
     """Rows, classes (and svmlight's index range / CoNLL's columns) of the files.
 
     Compiled scans for svmlight and VW (no feature parsing); CoNLL files are
-    split into columns (the label column is what is needed).
+    split into columns (the label column is what is needed). With
+    ``read_ahead``, a reader thread reads the next block of the file while
+    this one is scanned.
     """
     n_rows = n_units = 0
     lo, hi, n_columns = -1, -1, 0
@@ -54,37 +56,50 @@ def scan(paths, fmt, *, featurizer=None):
             featurizer = ConllFeaturizer(10, n_columns, "U:%x[0,0]")
         blocks = (iter_blocks(path, 1 << 16, sentences=True) if fmt == "conll" else
                   iter_blocks(path, None, block_bytes=1 << 24))
-        for block in blocks:
-            if fmt == "svmlight":
-                try:
-                    labels, a, b = scan_svmlight(block.data, block.first_line)
-                except ValueError as e:
-                    raise DataError(f"{path}, {e}") from None
-                if a >= 0:
-                    lo = a if lo < 0 else min(lo, a)
-                    hi = max(hi, b)
-                units = labels.size
-            elif fmt == "vw":
-                try:
-                    labels = scan_vw(block.data, block.first_line)
-                except ValueError as e:
-                    raise DataError(f"{path}, {e}") from None
-                if np.isnan(labels).any():
-                    at = int(np.flatnonzero(np.isnan(labels))[0])
-                    raise DataError(f"{path}: row {n_rows + at + 1} has no label "
-                                    "(training needs every row's label)")
-                units = labels.size
-            else:
-                fields, offsets = featurizer.split(block, labelled=True)
-                labels = np.char.decode(fields[:, -1], "utf-8")
-                units = offsets.size - 1
-            u = np.unique(labels)
-            classes = u if classes is None else np.union1d(classes, u)
-            n_rows += labels.size
-            n_units += units
+        if read_ahead:
+            blocks = ReadAhead(blocks, 2)
+        try:
+            n_rows, n_units, lo, hi, classes = _scan_blocks(
+                blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes)
+        finally:
+            if read_ahead:
+                blocks.close()
     if n_rows == 0:
         raise DataError(f"{', '.join(map(str, paths))}: no data rows")
     return ScanResult(n_rows, n_units, classes, lo, hi, n_columns)
+
+
+def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes):
+    """``scan``'s loop over the blocks of one file: the running totals."""
+    for block in blocks:
+        if fmt == "svmlight":
+            try:
+                labels, a, b = scan_svmlight(block.data, block.first_line)
+            except ValueError as e:
+                raise DataError(f"{path}, {e}") from None
+            if a >= 0:
+                lo = a if lo < 0 else min(lo, a)
+                hi = max(hi, b)
+            units = labels.size
+        elif fmt == "vw":
+            try:
+                labels = scan_vw(block.data, block.first_line)
+            except ValueError as e:
+                raise DataError(f"{path}, {e}") from None
+            if np.isnan(labels).any():
+                at = int(np.flatnonzero(np.isnan(labels))[0])
+                raise DataError(f"{path}: row {n_rows + at + 1} has no label "
+                                "(training needs every row's label)")
+            units = labels.size
+        else:
+            fields, offsets = featurizer.split(block, labelled=True)
+            labels = np.char.decode(fields[:, -1], "utf-8")
+            units = offsets.size - 1
+        u = np.unique(labels)
+        classes = u if classes is None else np.union1d(classes, u)
+        n_rows += labels.size
+        n_units += units
+    return n_rows, n_units, lo, hi, classes
 
 
 def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):

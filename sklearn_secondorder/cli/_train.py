@@ -210,7 +210,8 @@ def cmd_train(args, out):
                          "files), not CoNLL sentences: use a tagger (psa-tagger, asf-tagger, "
                          "sgd-tagger)")
     t0 = time.perf_counter()
-    scanned = scan(paths, fmt) if args.classes is None else _no_scan(args, paths, fmt)
+    scanned = (scan(paths, fmt, read_ahead=not args.no_reader_thread) if args.classes is None
+               else _no_scan(args, paths, fmt))
     if saved is None:
         featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
                                      zero_based=args.zero_based, template=args.template)
