@@ -12,6 +12,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from sklearn_secondorder._core._text_readers import (
+    newline_positions,
     parse_svmlight,
     parse_vw,
     scan_svmlight,
@@ -132,3 +133,11 @@ def test_the_line_loops_release_the_gil(name):
     stall, took = _longest_stall(parse)
     # (the arrays are made with the GIL, a small part of the time)
     assert stall < 0.5 * took, (stall, took)
+
+
+@pytest.mark.parametrize("text", [b"", b"a", b"\n", b"a\nb", b"a\nb\n", b"\n\n\r\nx\n",
+                                  bytes(range(256)) * 50])
+def test_newline_positions_match_numpy(text):
+    got = newline_positions(text)
+    assert got.dtype == np.int64
+    assert_array_equal(got, np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10))

@@ -13,6 +13,8 @@ One pass of C over a chunk of bytes, never a Python step per feature or row:
     The pre-scan of a file: every row's label (and, for svmlight, the
     smallest and largest feature index), so that ``classes``, the number of
     features and the size-dependent parameters are known before training.
+``newline_positions``
+    Where the lines of a block of text end (``cli._files.iter_blocks``).
 ``hash_strings``
     MurmurHash3 of every item of a fixed-width byte array (the CoNLL column
     values and the CRF++ template features built from their hashes).
@@ -146,6 +148,37 @@ cdef Py_ssize_t _count_lines(const unsigned char* b, Py_ssize_t n) noexcept nogi
             break
         pos = (<const unsigned char*>p - b) + 1
     return count
+
+
+def newline_positions(const unsigned char[::1] buf):
+    """The positions of the newlines (byte 10) of ``buf``, found without the GIL.
+
+    ``np.flatnonzero(np.frombuffer(buf, np.uint8) == 10)``, with ``memchr``
+    (about ten times faster on text lines, and other threads run meanwhile).
+
+    Parameters
+    ----------
+    buf : bytes-like
+        Text.
+
+    Returns
+    -------
+    positions : ndarray of shape (n_newlines,), dtype int64
+    """
+    cdef Py_ssize_t n = buf.shape[0], count = 0, pos = 0, k
+    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
+    cdef const void* p
+    with nogil:
+        if n > 0:
+            count = _count_lines(b, n) - (0 if b[n - 1] == 10 else 1)
+    out = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for k in range(count):
+            p = memchr(b + pos, 10, n - pos)
+            o[k] = <const unsigned char*>p - b
+            pos = o[k] + 1
+    return out
 
 
 # ---- the line readers --------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core._text_readers import newline_positions
 from ._parser import FORMATS  # noqa: F401  (the formats, named where they are read)
 
 
@@ -94,7 +95,7 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
             data = src.read(block_bytes)
             eof = not data
             if data:
-                fresh = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+                fresh = newline_positions(data)
                 nl = np.concatenate((nl, fresh + len(pending)))
                 pending += data
             if sentences:
