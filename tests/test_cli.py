@@ -36,6 +36,7 @@ from sklearn_secondorder._core._text_readers import (
 from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
 from sklearn_secondorder.cli._featurizers import ConllFeaturizer, SvmlightFeaturizer
 from sklearn_secondorder.cli._files import Block, DataError, iter_blocks
+from sklearn_secondorder.cli._parser import MODEL_KINDS, model_class
 from sklearn_secondorder.cli._stream import ReadAhead
 from sklearn_secondorder.cli._templates import (
     CHUNKING_TEMPLATE,
@@ -831,6 +832,8 @@ def test_read_ahead_order_errors_and_close():
 # ---- --jobs: the estimator's n_jobs -----------------------------------------------------
 def test_jobs_is_the_estimators_n_jobs(tmp_path, binary_file):
     path, X, y = binary_file
+    with_jobs = [m for m in sorted(MODEL_KINDS) if "n_jobs" in model_class(m)().get_params()]
+    assert {"psa", "sgdqn", "sgd"} <= set(with_jobs)
     for value, model in (("2", "psa"), ("-1", "sgdqn"), ("3", "sgd")):
         out = tmp_path / f"{model}.skso"
         code, _, err = run("train", path, "--model", model, "--out", out, "--jobs", value,
@@ -846,10 +849,20 @@ def test_jobs_is_the_estimators_n_jobs(tmp_path, binary_file):
         assert code == 2
         assert (f"argument --jobs/-j: {bad!r}: expected a positive number of threads, "
                 "or -1 for all the cores") in err
-    code, _, err = run("train", path, "--model", "sbm", "--out", tmp_path / "s.skso",
-                       "--jobs", "2")
-    assert code == 2 and not (tmp_path / "s.skso").exists()
-    assert ("--jobs 2: --model sbm (SBMLogisticRegression) learns on one thread (no n_jobs "
-            "parameter); the models with n_jobs: psa, sgd, sgdqn") in err
+    # a multi-class model learns with its threads
+    X3, y3 = make_rows(n=600, d=30, n_classes=3, seed=6)
+    path3 = tmp_path / "multi.svm"
+    dump_svmlight_file(X3, y3, str(path3), zero_based=False)
+    code, _, err = run("train", path3, "--model", "psa", "--out", out, "-j", "2",
+                       "--chunk-size", 200, "--first-chunk-size", 200, "--progress", "none")
+    assert code == 0, err
+    assert load_model(out).estimator.n_jobs == 2
+    assert load_model(out).estimator.coef_.shape == (3, 30)
+    if "sbm" not in with_jobs:
+        code, _, err = run("train", path, "--model", "sbm", "--out", tmp_path / "s.skso",
+                           "--jobs", "2")
+        assert code == 2 and not (tmp_path / "s.skso").exists()
+        assert ("--jobs 2: --model sbm (SBMLogisticRegression) learns on one thread (no "
+                f"n_jobs parameter); the models with n_jobs: {', '.join(with_jobs)}") in err
     code, text, _ = run("train", "--help")
     assert "--jobs N" in text and "--no-reader-thread" in text
