@@ -51,6 +51,9 @@ Usage::
     python benchmarks/bench_cli.py                  # a9a, a9a x 10, w8a, CoNLL tokens x 15
     python benchmarks/bench_cli.py --big-rows 0     # skip the large file
     python benchmarks/bench_cli.py --no-tagger      # skip the tagger model files
+    python benchmarks/bench_cli.py --reader-thread --folder /tmp/skso-big
+        # only skso psa on the large file with and without the reader thread
+        # (--repeats runs of each, alternated), the file kept for the next run
 """
 import argparse
 import gzip
@@ -121,7 +124,7 @@ def write_svmlight(path, X, y, order=None):
                 f.writelines(lines[i] for i in order[start:start + 100_000])
 
 
-def conll_tokens(folder, big_rows, seed=0):
+def conll_tokens(folder, big_rows, seed=0, skip_train=False):
     """CoNLL-2000 tokens, chunking template hashed to 2**20 (the featurizer of
     ``skso``), labels +1 inside a noun phrase; train replicated and shuffled."""
     from sklearn_secondorder.cli._featurizers import ConllFeaturizer
@@ -136,7 +139,9 @@ def conll_tokens(folder, big_rows, seed=0):
             Xs.append(chunk.X)
             ys.append(np.where(np.isin(chunk.y, ["B-NP", "I-NP"]), 1, -1))
         X, y = sp.vstack(Xs, format="csr"), np.concatenate(ys)
-        if name == "train":
+        if name == "train" and skip_train:
+            out["X"], out["y"] = X, y
+        elif name == "train":
             reps = max(1, -(-big_rows // X.shape[0]))
             order = np.random.default_rng(seed).permutation(np.tile(np.arange(X.shape[0]),
                                                                     reps))
@@ -151,11 +156,14 @@ def conll_tokens(folder, big_rows, seed=0):
     return out
 
 
-def skso_run(train, test, n, folder, label, n_features=None, model="psa"):
+def skso_run(train, test, n, folder, label, n_features=None, model="psa", reader=True):
     """``skso train --model psa`` with its defaults (with ``n_features``:
-    ``--classes`` and ``--n-features``, no pre-scan), then ``skso evaluate``."""
+    ``--classes`` and ``--n-features``, no pre-scan; ``reader`` false:
+    ``--no-reader-thread``), then ``skso evaluate``."""
     path = folder / "m.skso"
     extra = [] if n_features is None else ["--classes=-1,1", "--n-features", str(n_features)]
+    if not reader:
+        extra.append("--no-reader-thread")
     wall, rss, _, err = measured([PY, "-m", "sklearn_secondorder", "train", str(train),
                                   "--model", model, "--out", str(path), "--progress",
                                   "lines", *extra], folder)
@@ -164,11 +172,55 @@ def skso_run(train, test, n, folder, label, n_features=None, model="psa"):
     header = json.loads(measured([PY, "-m", "sklearn_secondorder", "info", str(path),
                                   "--json"], folder)[2])
     tr = header["training"]
-    tool = f"skso {model}" + ("" if n_features is None else ", no scan")
+    tool = (f"skso {model}" + ("" if n_features is None else ", no scan")
+            + ("" if reader else ", 1 thread"))
     return {"data": label, "tool": tool, "rows": n, "wall_s": wall, "rss_mb": rss,
-            "stream_s": tr["seconds"] + tr["scan_seconds"], "alpha": tr["alpha"],
+            "stream_s": tr["seconds"] + tr["scan_seconds"], "train_s": tr["seconds"],
+            "alpha": tr["alpha"],
             "model_bytes": path.stat().st_size,
             "test_acc": 100 * json.loads(res)["accuracy"], "log": err.strip().splitlines()}
+
+
+def load():
+    """The load averages (1, 5, 15 min) and the cores, as ``uptime`` gives them."""
+    avg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"load average {avg} on {os.cpu_count()} cores"
+
+
+def reader_thread_runs(train, test, n, folder, label, repeats):
+    """``skso train --model psa`` (defaults, pre-scan) with and without the
+    reader thread, alternated ``repeats`` times: the rows of each run."""
+    runs = []
+    for _ in range(repeats):
+        for reader in (False, True):
+            r = skso_run(train, test, n, folder, label, reader=reader)
+            r["load"] = os.getloadavg()[0]
+            r.pop("log")
+            runs.append(r)
+    return runs
+
+
+def print_reader_thread(runs):
+    """With / without the reader thread: rows/s of the whole command, of the
+    streaming (scan + training) and of the training alone, best of the runs."""
+    print(f"\n{'tool':24s} {'run':>3s} {'wall s':>7s} {'rows/s':>9s} {'stream rows/s':>13s} "
+          f"{'train rows/s':>12s} {'test acc':>8s} {'load 1m':>7s}")
+    best = {}
+    for i, r in enumerate(runs):
+        r["rows_s"] = r["rows"] / r["wall_s"]
+        r["stream_rows_s"] = r["rows"] / r["stream_s"]
+        r["train_rows_s"] = r["rows"] / r["train_s"]
+        print(f"{r['tool']:24s} {i // 2 + 1:3d} {r['wall_s']:7.2f} {r['rows_s']:9,.0f} "
+              f"{r['stream_rows_s']:13,.0f} {r['train_rows_s']:12,.0f} {r['test_acc']:8.2f} "
+              f"{r['load']:7.2f}")
+        b = best.setdefault(r["tool"], {})
+        for k in ("rows_s", "stream_rows_s", "train_rows_s"):
+            b[k] = max(b.get(k, 0), r[k])
+    (_, a), (_, b) = sorted(best.items(), key=lambda kv: "1 thread" not in kv[0])
+    gain = {k: b[k] / a[k] for k in a}
+    print(f"reader thread / none (best of {len(runs) // 2}): rows/s {gain['rows_s']:.2f}x, "
+          f"streaming {gain['stream_rows_s']:.2f}x, training {gain['train_rows_s']:.2f}x "
+          f"(target >= 1.3); {load()}")
 
 
 def vw_run(train_vw, test_vw, n, folder, label, l2=None):
@@ -228,6 +280,22 @@ def tagger_model_files(folder):
             "n_weights": info["n_weights"], "contents": info["contents"]}
 
 
+def big_file(folder, big_rows):
+    """``conll_tokens``, unless ``folder`` has its files from an earlier run
+    (``--folder``): then only the test rows are featurized again."""
+    t = time.perf_counter()
+    done = folder / "conll_big.done"
+    if done.exists() and int(done.read_text().split()[0]) == big_rows:
+        big = conll_tokens(folder, 0, skip_train=True)
+        big["train"] = folder / "conll_big.svm"
+        big["n_train"], big["reps"] = map(int, done.read_text().split()[1:])
+        return big
+    big = conll_tokens(folder, big_rows)
+    done.write_text(f"{big_rows} {big['n_train']} {big['reps']}")
+    print(f"(CoNLL-token files written in {time.perf_counter() - t:.0f}s)")
+    return big
+
+
 def write_w8a(folder):
     """w8a split 80/20 with seed 0 (as ``_datasets.w8a``), as svmlight files."""
     from sklearn.model_selection import train_test_split
@@ -252,10 +320,33 @@ def main():
                     help="skip the converged LogisticRegression on the CoNLL tokens (~90 s)")
     ap.add_argument("--no-tagger", action="store_true",
                     help="skip the tagger model files (skso and CRFsuite on CoNLL-2000)")
+    ap.add_argument("--reader-thread", action="store_true",
+                    help="only the reader thread's part: skso psa on the large file with and "
+                         "without the reader thread (--no-reader-thread), alternated "
+                         "--repeats times, with the machine's load")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="runs of each, with --reader-thread (default 2; best of them)")
+    ap.add_argument("--folder", type=Path,
+                    help="the data folder (default: a temporary one, deleted afterwards): "
+                         "files already there are reused, and it is kept")
     args = ap.parse_args()
     if not (DATA / "a9a" / "a9a.gz").exists():
         sys.exit(f"{DATA} has no a9a: the benchmark needs ../shared/data")
-    folder = Path(tempfile.mkdtemp(prefix="skso-bench-"))
+    if args.folder is not None:
+        args.folder.mkdir(parents=True, exist_ok=True)
+        args.keep = True
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="skso-bench-"))
+    if args.reader_thread:
+        try:
+            big = big_file(folder, args.big_rows)
+            print(f"CoNLL tokens 2^20: {big['n_train']:,} rows; before: {load()}")
+            runs = reader_thread_runs(big["train"], big["test"], big["n_train"], folder,
+                                      "CoNLL tokens 2^20", args.repeats)
+        finally:
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+        print_reader_thread(runs)
+        return
     vw = have_vw()
     if not vw:
         print("vowpalwabbit is not installed (pip install vowpalwabbit): no VW rows")
@@ -273,9 +364,7 @@ def main():
         (w8a, w8a_t), *w8a_data = write_w8a(folder)
         sets.append(("w8a", w8a, w8a_t, w8a_data[0].shape[0], 300))
         if args.big_rows > 0:
-            t = time.perf_counter()
-            big = conll_tokens(folder, args.big_rows)
-            print(f"(CoNLL-token files written in {time.perf_counter() - t:.0f}s)")
+            big = big_file(folder, args.big_rows)
             sets.append(("CoNLL tokens 2^20", big["train"], big["test"], big["n_train"],
                          1 << 20))
         # (the command's imports: the parser alone loads no scikit-learn)
@@ -300,6 +389,10 @@ def main():
                     to_vw(test, sv)
                 rows.append(vw_run(tv, sv, n, folder, label))
                 rows.append(vw_run(tv, sv, n, folder, label, l2=1.0 / n))
+        if args.big_rows > 0:
+            # the reader thread's gain, on the large file (same run)
+            reader_runs = reader_thread_runs(big["train"], big["test"], big["n_train"],
+                                             folder, "CoNLL tokens 2^20", 1)
         X, y = load_svmlight_file(str(a9a), n_features=123)
         Xt, yt = load_svmlight_file(str(a9a_t), n_features=123)
         lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
@@ -363,6 +456,8 @@ def main():
         sb, vb = by[("CoNLL tokens 2^20", "skso psa")], by[("CoNLL tokens 2^20", "vw")]
         print(f"  CoNLL tokens 2^20, skso psa (defaults) - vw (defaults): "
               f"{sb['test_acc'] - vb['test_acc']:+.2f} points (target >= 0)")
+    if args.big_rows > 0:
+        print_reader_thread(reader_runs)
     if vw:
         v1, v10 = by[("a9a", "vw")], by[("a9a x 10", "vw")]
         print(f"  vw   peak RSS a9a x 10 / a9a: {v10['rss_mb'] / v1['rss_mb']:.3f}")

@@ -13,6 +13,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +34,16 @@ from sklearn_secondorder._core._text_readers import (
     scan_svmlight,
 )
 from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
-from sklearn_secondorder.cli._featurizers import ConllFeaturizer
-from sklearn_secondorder.cli._files import Block, iter_blocks
+from sklearn_secondorder.cli._featurizers import ConllFeaturizer, SvmlightFeaturizer
+from sklearn_secondorder.cli._files import Block, DataError, iter_blocks
+from sklearn_secondorder.cli._parser import MODEL_KINDS, model_class
+from sklearn_secondorder.cli._stream import ReadAhead
 from sklearn_secondorder.cli._templates import (
     CHUNKING_TEMPLATE,
     feature_strings,
     parse_template,
 )
+from sklearn_secondorder.cli._train import READ_AHEAD
 from sklearn_secondorder.metrics import chunk_precision_recall_fscore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -684,3 +688,181 @@ def test_public_docstrings():
         errors = [(c, m) for c, m in validate(f"sklearn_secondorder.cli.{name}")["errors"]
                   if c not in {"EX01", "SA01", "ES01", "RT02"}]
         assert not errors, (name, errors)
+
+
+# ---- the reader thread: the same model, its errors, its end ---------------------------
+def _reader_threads():
+    return [t for t in threading.enumerate() if t.name == "skso-reader" and t.is_alive()]
+
+
+def _vw_file(path, X, y):
+    lines = [f"{int(y[i])} |f " + " ".join(f"x{j}:{v:g}" for j, v in
+                                         zip(X[i].indices, X[i].data)) for i in range(X.shape[0])]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("fmt, model, extra", [
+    ("svmlight", "psa", ["--passes", 2, "--shuffle-buffer", 250]),
+    ("svmlight", "sgdqn", []),
+    ("vw", "psa", ["--hash-bits", 9, "--classes=-1,1"]),
+])
+def test_reader_thread_gives_the_same_model(tmp_path, fmt, model, extra):
+    X, y = make_rows(n=1500, d=40, seed=2)
+    path = tmp_path / f"train.{fmt}"
+    if fmt == "vw":
+        _vw_file(path, X, y)
+    else:
+        dump_svmlight_file(X, y, str(path), zero_based=False)
+    models, logs = [], []
+    for reader in (True, False):
+        out = tmp_path / f"m{reader}.skso"
+        code, _, err = run("train", path, "--model", model, "--out", out, "--keep-state",
+                           "--chunk-size", 100, "--first-chunk-size", 150, "--progress",
+                           "lines", *extra, *([] if reader else ["--no-reader-thread"]))
+        assert code == 0, err
+        models.append(load_model(out))
+        logs.append([ln for ln in err.splitlines() if ln.startswith("progressive")])
+    a, b = (m.estimator for m in models)
+    assert_array_equal(a.coef_, b.coef_)
+    assert_array_equal(a.intercept_, b.intercept_)
+    assert a.t_ == b.t_
+    ta, tb = (m.header["training"] for m in models)
+    assert ta["rows"] == tb["rows"] == 1500 * (2 if "--passes" in extra else 1)
+    assert ta["progressive_loss"] == tb["progressive_loss"]
+    assert logs[0] == logs[1] and len(logs[0]) == 1
+    # --resume continues with the reader thread as without it
+    for reader in (True, False):
+        out = tmp_path / f"r{reader}.skso"
+        code, _, err = run("train", path, "--resume", tmp_path / f"m{reader}.skso", "--out",
+                           out, "--chunk-size", 100, "--progress", "none", "--keep-state",
+                           *([] if reader else ["--no-reader-thread"]))
+        assert code == 0, err
+    a, b = (load_model(tmp_path / f"r{r}.skso").estimator for r in (True, False))
+    assert_array_equal(a.coef_, b.coef_)
+    assert not _reader_threads()
+
+
+@pytest.mark.parametrize("reader", [True, False])
+@pytest.mark.parametrize("scan", [True, False])
+@pytest.mark.parametrize("bad, message", [
+    ("value", "line 2500: feature value 'x' is not a number"),     # (the scan skips values)
+    ("label", "line 2500: label 'x' is not a number"),             # (the scan's error)
+])
+def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, scan, bad,
+                                                             message):
+    X, y = make_rows(n=3000, d=20, seed=4)
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    lines = path.read_text().splitlines()
+    if bad == "value":
+        lines[2499] = lines[2499].rsplit(":", 1)[0] + ":x"
+    else:
+        lines[2499] = "x " + lines[2499].split(" ", 1)[1]
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
+                       "--first-chunk-size", 100, "--progress", "lines",
+                       *([] if scan else ["--classes=-1,1", "--n-features", 20]),
+                       *([] if reader else ["--no-reader-thread"]))
+    assert code == 2
+    assert f"skso train: error: {path}, {message}" in err
+    if not scan or bad == "value":      # the chunks before it were trained on
+        assert "avg loss" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
+    assert not _reader_threads()
+
+
+def test_error_in_training_stops_the_reader(tmp_path, binary_file, monkeypatch):
+    X, y = make_rows(n=6000, d=20, seed=5)
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    calls, parsed = [], []
+    original_parse, original_fit = SvmlightFeaturizer.parse, PSAClassifier.partial_fit
+
+    def parse(self, block):
+        parsed.append(block.first_line)
+        return original_parse(self, block)
+
+    def partial_fit(est, X, y, **kw):
+        calls.append(X.shape[0])
+        if len(calls) == 3:
+            raise ValueError("training failed here")
+        return original_fit(est, X, y, **kw)
+
+    monkeypatch.setattr(SvmlightFeaturizer, "parse", parse)
+    monkeypatch.setattr(PSAClassifier, "partial_fit", partial_fit)
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
+                       "--first-chunk-size", 100, "--progress", "none")
+    assert code == 2 and "skso train: error: training failed here" in err
+    assert not out.exists()
+    # the reader stopped a few chunks ahead (the queue, the one it was
+    # parsing), not at the end of the file's 60 chunks, and is gone
+    assert len(parsed) <= 3 + READ_AHEAD + 2
+    assert not _reader_threads()
+
+
+def test_read_ahead_order_errors_and_close():
+    def items(n, fail_at=None, log=None):
+        try:
+            for i in range(n):
+                if i == fail_at:
+                    raise DataError(f"bad item {i}")
+                yield i
+        finally:
+            if log is not None:
+                log.append(threading.current_thread().name)
+
+    assert list(ReadAhead(items(50), depth=3)) == list(range(50))
+    got = []
+    with pytest.raises(DataError, match="bad item 7"):
+        for i in ReadAhead(items(50, fail_at=7)):
+            got.append(i)
+    assert got == list(range(7))            # the items before the error, then the error
+    # closed early: the reader stops and closes the generator (its files) itself
+    log = []
+    reader = ReadAhead(items(10 ** 9, log=log), depth=2)
+    assert [next(reader) for _ in range(5)] == [0, 1, 2, 3, 4]
+    reader.close()
+    assert log == ["skso-reader"] and not _reader_threads()
+    with pytest.raises(StopIteration):
+        next(reader)
+
+
+# ---- --jobs: the estimator's n_jobs -----------------------------------------------------
+def test_jobs_is_the_estimators_n_jobs(tmp_path, binary_file):
+    path, X, y = binary_file
+    with_jobs = [m for m in sorted(MODEL_KINDS) if "n_jobs" in model_class(m)().get_params()]
+    assert {"psa", "sgdqn", "sgd"} <= set(with_jobs)
+    for value, model in (("2", "psa"), ("-1", "sgdqn"), ("3", "sgd")):
+        out = tmp_path / f"{model}.skso"
+        code, _, err = run("train", path, "--model", model, "--out", out, "--jobs", value,
+                           "--progress", "none", "--keep-state")
+        assert code == 0, err
+        assert load_model(out).estimator.n_jobs == int(value)
+        assert load_model(out).header["params"]["n_jobs"] == int(value)
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "psa", "--out", out, "--progress", "none")
+    assert code == 0 and load_model(out).header["params"]["n_jobs"] is None
+    for bad in ("0", "-2", "two", "1.5"):
+        code, _, err = run("train", path, "--model", "psa", "--out", out, "--jobs", bad)
+        assert code == 2
+        assert (f"argument --jobs/-j: {bad!r}: expected a positive number of threads, "
+                "or -1 for all the cores") in err
+    # a multi-class model learns with its threads
+    X3, y3 = make_rows(n=600, d=30, n_classes=3, seed=6)
+    path3 = tmp_path / "multi.svm"
+    dump_svmlight_file(X3, y3, str(path3), zero_based=False)
+    code, _, err = run("train", path3, "--model", "psa", "--out", out, "-j", "2",
+                       "--chunk-size", 200, "--first-chunk-size", 200, "--progress", "none")
+    assert code == 0, err
+    assert load_model(out).estimator.n_jobs == 2
+    assert load_model(out).estimator.coef_.shape == (3, 30)
+    if "sbm" not in with_jobs:
+        code, _, err = run("train", path, "--model", "sbm", "--out", tmp_path / "s.skso",
+                           "--jobs", "2")
+        assert code == 2 and not (tmp_path / "s.skso").exists()
+        assert ("--jobs 2: --model sbm (SBMLogisticRegression) learns on one thread (no "
+                f"n_jobs parameter); the models with n_jobs: {', '.join(with_jobs)}") in err
+    code, text, _ = run("train", "--help")
+    assert "--jobs N" in text and "--no-reader-thread" in text

@@ -12,6 +12,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from sklearn_secondorder._core._text_readers import (
+    newline_positions,
     parse_svmlight,
     parse_vw,
     scan_svmlight,
@@ -95,3 +96,48 @@ def test_vw_scan_labels_match_the_parse():
     assert_array_equal(labels, [1, np.nan, -1, np.nan, 0.5])
     assert_array_equal(weights, [2.5, 1, 1, 1, 3])
     assert_array_equal(scan_vw(text), labels)
+
+
+def _longest_stall(parse):
+    """Run ``parse()`` on a thread; the longest this thread waited to run
+    meanwhile, and the parse's own time. A parse that held the GIL would stall
+    this thread for (about) its whole time."""
+    import threading
+    import time
+    took = []
+
+    def work():
+        t = time.perf_counter()
+        parse()
+        took.append(time.perf_counter() - t)
+
+    thread = threading.Thread(target=work)
+    stamps = [time.perf_counter()]
+    thread.start()
+    while thread.is_alive():
+        stamps.append(time.perf_counter())
+    thread.join()
+    return float(np.max(np.diff(stamps))), took[0]
+
+
+@pytest.mark.parametrize("name", ["svmlight", "vw", "scan"])
+def test_the_line_loops_release_the_gil(name):
+    feats = " ".join(f"{j}:0.{j}" for j in range(1, 120))
+    if name == "vw":
+        buf = f"1 |ns {feats.replace(':', 'x:')}\n".encode() * 20_000
+        parse = lambda: parse_vw(buf, 18)      # noqa: E731
+    else:
+        buf = f"-1 {feats}\n".encode() * 20_000
+        parse = ((lambda: parse_svmlight(buf, False, 200)) if name == "svmlight"
+                 else (lambda: scan_svmlight(buf)))
+    stall, took = _longest_stall(parse)
+    # (the arrays are made with the GIL, a small part of the time)
+    assert stall < 0.5 * took, (stall, took)
+
+
+@pytest.mark.parametrize("text", [b"", b"a", b"\n", b"a\nb", b"a\nb\n", b"\n\n\r\nx\n",
+                                  bytes(range(256)) * 50])
+def test_newline_positions_match_numpy(text):
+    got = newline_positions(text)
+    assert got.dtype == np.int64
+    assert_array_equal(got, np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10))

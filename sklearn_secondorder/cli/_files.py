@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core._text_readers import newline_positions
 from ._parser import FORMATS  # noqa: F401  (the formats, named where they are read)
 
 
@@ -83,7 +84,9 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
     """
     src = _Source(path)
     try:
-        pending = b""
+        # (a bytearray: appending a read and dropping the bytes cut off are
+        # in place, where bytes would copy all that is pending at each read)
+        pending = bytearray()
         nl = np.zeros(0, dtype=np.int64)   # newline positions in pending
         before = 0                         # text bytes before pending
         line = 1
@@ -92,7 +95,7 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
             data = src.read(block_bytes)
             eof = not data
             if data:
-                fresh = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+                fresh = newline_positions(data)
                 nl = np.concatenate((nl, fresh + len(pending)))
                 pending += data
             if sentences:
@@ -130,12 +133,14 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
                         cut, n_lines = len(pending), nl.size - k0 + 1
                     else:
                         break
-                yield Block(pending[start:cut], line, src.path, src.tell(), before + cut)
+                with memoryview(pending) as view:
+                    text = bytes(view[start:cut])
+                yield Block(text, line, src.path, src.tell(), before + cut)
                 first_max_lines = None
                 line += n_lines
                 k0 += n_lines
                 start = cut
-            pending = pending[start:]
+            del pending[:start]
             nl = nl[k0:] - start
             before += start
     finally:

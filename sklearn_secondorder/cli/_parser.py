@@ -77,6 +77,17 @@ def _positive_int(s):
     return v
 
 
+def _jobs(s):
+    try:
+        v = int(s)
+    except ValueError:
+        v = 0
+    if v < 1 and v != -1:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected a positive number of threads, "
+                                         "or -1 for all the cores")
+    return v
+
+
 def _hash_bits(s):
     v = int(s)
     if not 1 <= v <= 30:
@@ -166,6 +177,15 @@ def build_parser():
     tr.add_argument("--no-progressive", action="store_true",
                     help="skip progressive validation (the loss of each chunk before "
                          "training on it)")
+    tr.add_argument("--no-reader-thread", action="store_true",
+                    help="read and parse the chunks in the training thread, one after the "
+                         "other (default: a reader thread reads the files and parses up to 2 "
+                         "chunks ahead while the model trains on the previous one; the same "
+                         "model either way), for debugging and profiling")
+    tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                    help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd; "
+                         "-1: all the cores; default: the estimator's). The reader thread "
+                         "comes on top")
 
     pr = sub.add_parser("predict", help="predict the labels of a data file",
                         description="One label per line (taggers: per token, a blank line "

@@ -7,7 +7,13 @@ yields the ``Chunk`` s of the files (``_files.iter_blocks`` parsed by a
 featurizer of ``_featurizers``) and ``shuffled`` passes them through a
 shuffle buffer. Memory holds one block and one chunk (plus the shuffle
 buffer, if any), never the file.
+
+``ReadAhead`` runs such a stream on a reader thread, a few chunks ahead of
+the learner: the compiled parsers and the learners' passes release the GIL,
+so that reading and parsing the next chunk overlaps training on this one.
 """
+import queue
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,11 +36,13 @@ class ScanResult:
     n_columns: int = 0
 
 
-def scan(paths, fmt, *, featurizer=None):
+def scan(paths, fmt, *, featurizer=None, read_ahead=False):
     """Rows, classes (and svmlight's index range / CoNLL's columns) of the files.
 
     Compiled scans for svmlight and VW (no feature parsing); CoNLL files are
-    split into columns (the label column is what is needed).
+    split into columns (the label column is what is needed). With
+    ``read_ahead``, a reader thread reads the next block of the file while
+    this one is scanned.
     """
     n_rows = n_units = 0
     lo, hi, n_columns = -1, -1, 0
@@ -48,37 +56,50 @@ def scan(paths, fmt, *, featurizer=None):
             featurizer = ConllFeaturizer(10, n_columns, "U:%x[0,0]")
         blocks = (iter_blocks(path, 1 << 16, sentences=True) if fmt == "conll" else
                   iter_blocks(path, None, block_bytes=1 << 24))
-        for block in blocks:
-            if fmt == "svmlight":
-                try:
-                    labels, a, b = scan_svmlight(block.data, block.first_line)
-                except ValueError as e:
-                    raise DataError(f"{path}, {e}") from None
-                if a >= 0:
-                    lo = a if lo < 0 else min(lo, a)
-                    hi = max(hi, b)
-                units = labels.size
-            elif fmt == "vw":
-                try:
-                    labels = scan_vw(block.data, block.first_line)
-                except ValueError as e:
-                    raise DataError(f"{path}, {e}") from None
-                if np.isnan(labels).any():
-                    at = int(np.flatnonzero(np.isnan(labels))[0])
-                    raise DataError(f"{path}: row {n_rows + at + 1} has no label "
-                                    "(training needs every row's label)")
-                units = labels.size
-            else:
-                fields, offsets = featurizer.split(block, labelled=True)
-                labels = np.char.decode(fields[:, -1], "utf-8")
-                units = offsets.size - 1
-            u = np.unique(labels)
-            classes = u if classes is None else np.union1d(classes, u)
-            n_rows += labels.size
-            n_units += units
+        if read_ahead:
+            blocks = ReadAhead(blocks, 2)
+        try:
+            n_rows, n_units, lo, hi, classes = _scan_blocks(
+                blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes)
+        finally:
+            if read_ahead:
+                blocks.close()
     if n_rows == 0:
         raise DataError(f"{', '.join(map(str, paths))}: no data rows")
     return ScanResult(n_rows, n_units, classes, lo, hi, n_columns)
+
+
+def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes):
+    """``scan``'s loop over the blocks of one file: the running totals."""
+    for block in blocks:
+        if fmt == "svmlight":
+            try:
+                labels, a, b = scan_svmlight(block.data, block.first_line)
+            except ValueError as e:
+                raise DataError(f"{path}, {e}") from None
+            if a >= 0:
+                lo = a if lo < 0 else min(lo, a)
+                hi = max(hi, b)
+            units = labels.size
+        elif fmt == "vw":
+            try:
+                labels = scan_vw(block.data, block.first_line)
+            except ValueError as e:
+                raise DataError(f"{path}, {e}") from None
+            if np.isnan(labels).any():
+                at = int(np.flatnonzero(np.isnan(labels))[0])
+                raise DataError(f"{path}: row {n_rows + at + 1} has no label "
+                                "(training needs every row's label)")
+            units = labels.size
+        else:
+            fields, offsets = featurizer.split(block, labelled=True)
+            labels = np.char.decode(fields[:, -1], "utf-8")
+            units = offsets.size - 1
+        u = np.unique(labels)
+        classes = u if classes is None else np.union1d(classes, u)
+        n_rows += labels.size
+        n_units += units
+    return n_rows, n_units, lo, hi, classes
 
 
 def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):
@@ -147,3 +168,98 @@ def shuffled(chunks, buffer_units, rng):
         perm = rng.permutation(merged.n_units)
         for a in range(0, merged.n_units, out_units):
             yield merged.take(perm[a:a + out_units]), last
+
+
+# ---- the reader thread -----------------------------------------------------------------
+_END = object()         # the reader's last item: the end of the stream, or its error
+
+
+class ReadAhead:
+    """The items of an iterable, produced on a reader thread up to ``depth`` ahead.
+
+    The thread iterates ``items`` (a stream of chunks: reading, parsing,
+    shuffling) and puts them in a queue of ``depth`` items, while the caller
+    trains on the previous one: memory holds at most ``depth + 2`` chunks
+    (the queue's, the one being parsed and the one being trained on). The
+    items come in the same order as from ``items`` itself; an exception of
+    the reader (a bad line's ``DataError``) is raised by ``__next__`` in the
+    caller's thread, after the items before it.
+
+    ``close`` (also on leaving a ``with`` block, and at the end of the
+    stream) stops the thread and waits for it: it finishes the item it is
+    parsing and closes ``items`` (its files) in its own thread. The thread
+    is a daemon, so that even an unclosed reader never holds up the exit.
+
+    Parameters
+    ----------
+    items : iterable
+        Iterated on the reader thread only.
+    depth : int, default=2
+        Items parsed ahead (the queue's size).
+    """
+
+    def __init__(self, items, depth=2):
+        self._queue = queue.Queue(maxsize=max(1, int(depth)))
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, args=(items,),
+                                        name="skso-reader", daemon=True)
+        self._thread.start()
+
+    def _put(self, item):
+        # wait for room in the queue, but not for a caller that has stopped
+        # taking items (an error in training, Ctrl-C)
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def _read(self, items):
+        it = iter(items)
+        try:
+            for item in it:
+                if not self._put((item, None)) or self._stop.is_set():
+                    return
+            self._put((_END, None))
+        except BaseException as e:      # (any: handed to the caller, raised there)
+            self._put((_END, e))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:       # a generator: its files close now, here
+                close()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        item, error = self._queue.get()
+        if item is _END:
+            self.close()
+            if error is not None:
+                raise error
+            raise StopIteration
+        return item
+
+    def close(self):
+        """Stop the reader thread and wait for it (the items left are dropped)."""
+        self._done = True
+        self._stop.set()
+        while True:                     # free the parsed chunks, wake a blocked put
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -3,9 +3,11 @@
 ``make_estimator`` builds the ``--model`` estimator with the command line's
 parameters (size-dependent ones, the L2 strength among them, from the whole
 data); ``cmd_train`` scans the files (or takes ``--classes``), streams them
-in chunks through ``partial_fit`` with progressive validation, and writes
-the model file: what prediction needs, or with ``--keep-state`` the whole
-training state, which ``--resume`` continues.
+in chunks through ``partial_fit`` with progressive validation (the chunks
+read and parsed on a reader thread, ahead of the training, unless
+``--no-reader-thread``), and writes the model file: what prediction needs,
+or with ``--keep-state`` the whole training state, which ``--resume``
+continues.
 """
 import ast
 import os
@@ -21,7 +23,11 @@ from ._files import DataError, describe_format, detect_format, iter_blocks, text
 from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model, save_model
 from ._parser import EXIT_OK, MODEL_KINDS, UsageError, model_class
 from ._progress import Feedback, RunningLoss, chunk_scores, loss_name
-from ._stream import ScanResult, iter_chunks, make_featurizer, scan, shuffled
+from ._stream import ReadAhead, ScanResult, iter_chunks, make_featurizer, scan, shuffled
+
+#: Chunks the reader thread parses ahead of the training: two keep the
+#: learner fed through a slow chunk, and memory at a few chunks.
+READ_AHEAD = 2
 
 
 def _literal(text):
@@ -46,11 +52,23 @@ def explicit_params(args, cls):
         if not sep:
             raise UsageError(f"--param {item!r}: expected NAME=VALUE")
         params[name.strip()] = _literal(value.strip())
+    jobs = getattr(args, "jobs", None)
+    if jobs is not None:
+        if "n_jobs" not in names:
+            raise UsageError(f"--jobs {jobs}: --model {args.model} ({cls.__name__}) learns on "
+                             "one thread (no n_jobs parameter); the models with n_jobs: "
+                             f"{', '.join(_models_with_jobs())}")
+        params["n_jobs"] = jobs
     unknown = sorted(set(params) - names)
     if unknown:
         raise UsageError(f"--model {args.model} ({cls.__name__}) has no parameter(s) "
                          f"{', '.join(unknown)}; its parameters: {', '.join(sorted(names))}")
     return params
+
+
+def _models_with_jobs():
+    """The ``--model`` names whose estimator has an ``n_jobs`` parameter."""
+    return [m for m in sorted(MODEL_KINDS) if "n_jobs" in model_class(m)().get_params()]
 
 
 def make_estimator(args, n, n_units=None):
@@ -192,7 +210,8 @@ def cmd_train(args, out):
                          "files), not CoNLL sentences: use a tagger (psa-tagger, asf-tagger, "
                          "sgd-tagger)")
     t0 = time.perf_counter()
-    scanned = scan(paths, fmt) if args.classes is None else _no_scan(args, paths, fmt)
+    scanned = (scan(paths, fmt, read_ahead=not args.no_reader_thread) if args.classes is None
+               else _no_scan(args, paths, fmt))
     if saved is None:
         featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
                                      zero_based=args.zero_based, template=args.template)
@@ -237,48 +256,61 @@ def cmd_train(args, out):
                              first_chunk_size=None if fitted else args.first_chunk_size)
         if args.shuffle_buffer > 0:
             chunks = shuffled(chunks, args.shuffle_buffer, rng)
+        # the reader thread reads, parses and shuffles (the shuffle's rng is
+        # used by it alone, one pass after the other): the same chunks in the
+        # same order as without it; a bad line raises here, before any model
+        # file is written
+        reader = None if args.no_reader_thread else ReadAhead(chunks, READ_AHEAD)
+        if reader is not None:
+            chunks = reader
         if p == 0 and not fitted and not args.no_progressive:
             chunks = _at_least_two(chunks)
-        for chunk, block in chunks:
-            if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
-                raise DataError(f"{block.path}, lines from {block.first_line}: a row without "
-                                "a label (training needs labels)")
-            if est is None:
-                # no scan: the rows (sentences) of the whole data estimated
-                # from this first block's rows per byte
-                ratio = sum(texts) / max(block.end, 1)
-                scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
-                scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
-                est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-                fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
-            if not header_written and not args.no_progressive:
-                fb.write(f"loss: {loss_name(est, kind, classes.size)}")
-                fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
-                         f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
-                         f"{'left':>8}")
-                header_written = True
-            if fitted and p == 0 and not args.no_progressive:
-                progressive.add(*chunk_scores(est, kind, chunk)[:3])
-            # (classes on the first call only: later calls are checked against it)
-            first = {} if fitted else {"classes": classes}
-            with warnings.catch_warnings():
-                # scikit-learn's check of `classes` takes more than 20 labels
-                # for a regression target: the labels here are the data's
-                warnings.filterwarnings("ignore", message="The number of unique classes")
-                if kind == "tagger":
-                    est.partial_fit(*chunk.sequences(), **first)
+        try:
+            for chunk, block in chunks:
+                if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
+                    raise DataError(f"{block.path}, lines from {block.first_line}: a row "
+                                    "without a label (training needs labels)")
+                if est is None:
+                    # no scan: the rows (sentences) of the whole data estimated
+                    # from this first block's rows per byte
+                    ratio = sum(texts) / max(block.end, 1)
+                    scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
+                    scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
+                    est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+                    fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first "
+                             "chunk)")
+                if not header_written and not args.no_progressive:
+                    fb.write(f"loss: {loss_name(est, kind, classes.size)}")
+                    fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
+                             f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
+                             f"{'left':>8}")
+                    header_written = True
+                if fitted and p == 0 and not args.no_progressive:
+                    progressive.add(*chunk_scores(est, kind, chunk)[:3])
+                # (classes on the first call only: later calls are checked against it)
+                first = {} if fitted else {"classes": classes}
+                with warnings.catch_warnings():
+                    # scikit-learn's check of `classes` takes more than 20 labels
+                    # for a regression target: the labels here are the data's
+                    warnings.filterwarnings("ignore",
+                                            message="The number of unique classes")
+                    if kind == "tagger":
+                        est.partial_fit(*chunk.sequences(), **first)
+                    else:
+                        est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
+                fitted = True
+                rows += chunk.n_rows
+                units += chunk.n_units
+                if fb.unit == "rows":
+                    fb.update(rows, rows)
                 else:
-                    est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
-            fitted = True
-            rows += chunk.n_rows
-            units += chunk.n_units
-            if fb.unit == "rows":
-                fb.update(rows, rows)
-            else:
-                i = paths.index(block.path)
-                fb.update(p * sum(texts) + sum(texts[:i]) + block.end, rows)
-            if fb.due(rows) and progressive.last_w and not args.no_progressive:
-                _report(fb, progressive, rows, t_train)
+                    i = paths.index(block.path)
+                    fb.update(p * sum(texts) + sum(texts[:i]) + block.end, rows)
+                if fb.due(rows) and progressive.last_w and not args.no_progressive:
+                    _report(fb, progressive, rows, t_train)
+        finally:
+            if reader is not None:      # (an error in training, Ctrl-C: stop it now)
+                reader.close()
     if progressive.last_w:           # the rows since the last report (small files too)
         _report(fb, progressive, rows, t_train)
     fb.close()
