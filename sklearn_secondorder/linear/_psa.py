@@ -292,6 +292,12 @@ class PSAClassifier(LinearClassifierBase):
     def _mix_states(self, states, weights, start):
         return mix_psa_problems(states, weights, start)
 
+    def _shuffle_seed(self, problem):
+        return problem.kernel.seed
+
+    def _set_shuffle_seed(self, problem, seed):
+        problem.kernel.seed = seed
+
     def _export(self):
         super()._export()
         self.period_ = self._states[0].period

@@ -115,7 +115,7 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
 
     def __init__(self, *, variance=1.0, gamma=1.0, max_iter=100, epsilon=0.0,
                  all_possible_states=False, all_possible_transitions=False,
-                 fit_intercept=True, shuffle=True, random_state=None, verbose=0):
+                 fit_intercept=True, shuffle=True, random_state=None, verbose=0, n_jobs=None):
         self.variance = variance
         self.gamma = gamma
         self.max_iter = max_iter
@@ -126,6 +126,7 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     def _bytes_per_weight(self):
         return super()._bytes_per_weight() + 8      # the diagonal covariance

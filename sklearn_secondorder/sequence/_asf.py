@@ -144,7 +144,8 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     _averaged = True
 
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, max_iter=10, eta0="auto",
-                 fit_intercept=True, shuffle=True, random_state=None, n_latent=1, verbose=0):
+                 fit_intercept=True, shuffle=True, random_state=None, n_latent=1, verbose=0,
+                 n_jobs=None):
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -155,9 +156,12 @@ class ASFSequenceTagger(_BaseSequenceTagger):
         self.random_state = random_state
         self.n_latent = n_latent
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     def _n_latent(self):
         return self.n_latent
+
+    _data_parallel = True
 
     def _run_passes(self, ds, n_epochs):
         lam, l1 = split_alpha(self)

@@ -8,6 +8,7 @@ subclasses: ``ASFSequenceTagger`` (``_asf.py``), ``PSASequenceTagger``
 (``_psa.py``) and ``SGDSequenceTagger`` (``_sgd.py``).
 """
 import copy
+import time
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -19,9 +20,11 @@ from .._calibration import calibrate_crf_eta0
 from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
+from .._core._dataset import shuffled_order
 from .._core._weights import ScaledWeights
 from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
 from .._penalty import split_alpha
+from .._threads import ThreadRunner, balanced_chunks, effective_n_jobs
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -139,6 +142,9 @@ class _BaseSequenceTagger(BaseEstimator):
 
     _averaged = False
     _private_state = ("_state", "_model", "_kind")
+    #: Whether ``n_jobs`` threads share a pass (``_sharded_passes``): the
+    #: online trainers; L-BFGS threads its objective instead.
+    _data_parallel = False
 
     # ---- hooks ------------------------------------------------------------------
     def _n_latent(self):
@@ -272,6 +278,7 @@ class _BaseSequenceTagger(BaseEstimator):
             The fitted tagger.
         """
         self._more_validate_params()
+        self._n_threads()
         remove_fitted(self, self._private_state)
         with unfit_on_error(self, self._private_state):
             batch = self._to_data(X, y, fitting=True, first=True)
@@ -313,6 +320,7 @@ class _BaseSequenceTagger(BaseEstimator):
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
         self._more_validate_params(for_partial_fit=True)
+        self._n_threads()
         if classes is not None:
             classes = check_classes_arg(classes)
         if not first:
@@ -361,6 +369,7 @@ class _BaseSequenceTagger(BaseEstimator):
         """
         self._validate_params()
         self._more_validate_params()
+        self._n_threads()
         for attr in self._private_state:
             if attr != "_kind" and hasattr(self, attr):
                 delattr(self, attr)
@@ -383,22 +392,108 @@ class _BaseSequenceTagger(BaseEstimator):
             self._grow(batch.n_features)
         if first:
             self.eta0_ = self._eta0(batch, label_idx)
-        crf = self._state.crf
-        ds = batch.sequence_data(crf.n_attributes, label_idx)
+        ds = batch.sequence_data(self._state.crf.n_attributes, label_idx)
         if callback is None:
-            self.n_iter_ = self._run_passes(ds, n_epochs)
+            self.n_iter_ = self._passes(ds, n_epochs)
         else:
             self.n_iter_ = 0
             for _ in range(n_epochs):
-                self.n_iter_ += self._run_passes(ds, 1)
+                self.n_iter_ += self._passes(ds, 1)
                 self._model = self._final_flat()
-                self.t_ = crf.t
+                self.t_ = self._state.crf.t
                 if callback(self):
                     break
-        self.t_ = crf.t
+        self.t_ = self._state.crf.t
         self._model = self._final_flat()
         self._check_weight_scale(batch.n_tokens / batch.n_sequences)
         return self
+
+    # ---- threads ------------------------------------------------------------------
+    def _n_threads(self):
+        """The threads ``n_jobs`` asks for (1 for a trainer without them);
+        a ValueError naming ``n_jobs`` for a bad value."""
+        n_jobs = getattr(self, "n_jobs", None)
+        if not self._data_parallel:
+            return 1
+        return effective_n_jobs(n_jobs)
+
+    def _passes(self, ds, n_epochs):
+        """``n_epochs`` passes over ``ds``: one kernel call (``_run_passes``),
+        or with several threads ``_sharded_passes``."""
+        n_threads = self._n_threads()
+        if n_threads <= 1 or ds.n_sequences < 2:
+            return self._run_passes(ds, n_epochs)
+        return self._sharded_passes(ds, n_epochs, n_threads)
+
+    def _sharded_passes(self, ds, n_epochs, n_threads):
+        """Passes with the sequences of each split between threads.
+
+        Each pass draws the order a one-thread pass would visit (the CRF
+        state's seed, ``shuffled_order``) and cuts it into ``n_threads``
+        contiguous shards of about equal work (tokens plus non-zeros,
+        ``balanced_chunks``). Every thread gathers its shard's sequences
+        (``SequenceData.take``) and runs the trainer's compiled kernel for one
+        pass over them, without the GIL, on its own copy of the state; the
+        copies are then mixed (``_mix_states``: the rules of
+        ``sklearn_secondorder._mixing``, each shard weighted by its share of
+        the sequences) into the state of the next pass. The partition and the
+        order of the sums depend on the data, the seed and ``n_threads`` only,
+        so a given ``n_jobs`` gives the same model bit for bit. The state is
+        replaced only when every thread has finished without error. Returns
+        the passes made.
+        """
+        H = self._n_states()
+        check_model_memory(self, self._state.crf.n_attributes + H + 1, H,
+                           (n_threads + 1) * self._bytes_per_weight())
+        n = ds.n_sequences
+        work = ds.token_counts() + ds.nnz_counts()
+        worker = copy.copy(self)        # the same parameters, no shuffle, no output
+        worker.shuffle, worker.verbose = False, 0
+        passes = 0
+        with ThreadRunner(n_threads) as runner:
+            for _ in range(n_epochs):
+                start = self._state
+                began = time.perf_counter()
+                if self.shuffle:
+                    order, seed = shuffled_order(n, start.crf.seed)
+                else:
+                    order, seed = np.arange(n, dtype=np.intp), start.crf.seed
+                bounds = balanced_chunks(np.concatenate(([0], np.cumsum(work[order]))),
+                                         n_threads)
+                shards = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+                def shard_pass(shard, start=start):
+                    w = copy.copy(worker)
+                    w._state = copy.deepcopy(start)
+                    w._run_passes(ds.take(shard), 1)
+                    return w._state
+
+                states = runner.map(shard_pass, shards)
+                shares = [s.size / n for s in shards]
+                mixed = self._mix_states(states, shares, start)
+                mixed.crf.seed = seed
+                # the pass's record: its wall time, the shards' mean loss
+                mixed.pass_seconds = start.pass_seconds + [time.perf_counter() - began]
+                if len(states[0].pass_losses) > len(start.pass_losses):
+                    mixed.pass_losses = start.pass_losses + [float(sum(
+                        p * s.pass_losses[-1] for p, s in zip(shares, states)))]
+                self._state = mixed
+                passes += 1
+                if self.verbose:
+                    self._print_threaded_pass()
+                if self._threaded_stop(n):
+                    break
+        return passes
+
+    def _print_threaded_pass(self):
+        st = self._state
+        loss = st.pass_losses[-1] if st.pass_losses else float("nan")
+        print(f"-- pass {st.crf.passes}: mean -log p(y|x) {loss:.6g}, updates {st.crf.t} "
+              "(threads, mixed)")
+
+    def _threaded_stop(self, n_sequences):
+        """Whether a threaded pass ends the training (default: never)."""
+        return False
 
     def _check_weight_scale(self, mean_length):
         """Warn when the weights are implausibly large without overflowing:

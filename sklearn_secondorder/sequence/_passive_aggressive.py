@@ -127,7 +127,7 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     def __init__(self, *, pa_type=1, c=1.0, error_sensitive=True, averaging=True,
                  max_iter=100, epsilon=0.0, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, shuffle=True,
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, n_jobs=None):
         self.pa_type = pa_type
         self.c = c
         self.error_sensitive = error_sensitive
@@ -140,6 +140,7 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     @property
     def _averaged(self):

@@ -102,7 +102,7 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
 
     def __init__(self, *, max_iter=100, epsilon=0.0, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, shuffle=True,
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, n_jobs=None):
         self.max_iter = max_iter
         self.epsilon = epsilon
         self.all_possible_states = all_possible_states
@@ -111,6 +111,7 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     def _options(self):
         return OnlineOptions(method=AP, averaging=True, epsilon=self.epsilon)

@@ -148,7 +148,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, period=10, eta0=0.1,
                  psa_alpha=0.9999, psa_beta=0.99, psa_kappa=0.9, max_iter=1,
-                 fit_intercept=True, shuffle=True, random_state=None, verbose=0):
+                 fit_intercept=True, shuffle=True, random_state=None, verbose=0, n_jobs=None):
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -162,6 +162,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     def _more_validate_params(self, for_partial_fit=False):
         check_psa_factors(self)
@@ -178,6 +179,8 @@ class PSASequenceTagger(_BaseSequenceTagger):
         super()._grow(n_attributes)
         if n_attributes > old and self._state.psa is not None:
             self._state.psa.insert_blocks(old, n_attributes - old, self.period)
+
+    _data_parallel = True
 
     def _run_passes(self, ds, n_epochs):
         st = self._state

@@ -121,7 +121,8 @@ class SGDSequenceTagger(_BaseSequenceTagger):
     }
 
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, max_iter=10, eta0="auto",
-                 average=False, fit_intercept=True, shuffle=True, random_state=None, verbose=0):
+                 average=False, fit_intercept=True, shuffle=True, random_state=None, verbose=0,
+                 n_jobs=None):
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -132,10 +133,13 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     @property
     def _averaged(self):
         return self.average
+
+    _data_parallel = True
 
     def _run_passes(self, ds, n_epochs):
         lam, l1 = split_alpha(self)
