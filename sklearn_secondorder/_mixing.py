@@ -65,6 +65,11 @@ def sum_increments(values, start):
 def geometric_mean(arrays, weights):
     """``exp(sum_w p_w log a_w)`` (every ``a_w > 0``).
 
+    Where every model has the same value the mean is that value, exactly
+    (the weights sum to 1): the logarithms are taken only where the models
+    differ. Most of a wide model's step sizes are those no shard adapted, so
+    this is also most of the cost saved.
+
     Parameters
     ----------
     arrays : sequence of array-like of positive values, all of one shape
@@ -74,10 +79,17 @@ def geometric_mean(arrays, weights):
     -------
     mean : ndarray
     """
-    out = np.zeros_like(np.asarray(arrays[0], dtype=np.float64))
-    for a, pw in zip(arrays, weights):
-        out += pw * np.log(a)
-    return np.exp(out)
+    arrays = [np.asarray(a) for a in arrays]
+    out = np.array(arrays[0], dtype=np.float64)
+    differ = np.zeros(out.shape, dtype=bool)
+    for a in arrays[1:]:
+        differ |= a != arrays[0]
+    if differ.any():
+        acc = np.zeros(int(np.count_nonzero(differ)))
+        for a, pw in zip(arrays, weights):
+            acc += pw * np.log(a[differ])
+        out[differ] = np.exp(acc)
+    return out
 
 
 def mix_lazy_steps(states, weights, start=None):

@@ -111,6 +111,28 @@ def balanced_chunks(offsets, n_chunks):
     return np.unique(np.concatenate(([0], inner, [n_items]))).astype(np.int64)
 
 
+def shard_order(order, work, n_shards):
+    """A pass's visiting order cut into contiguous shards of about equal work.
+
+    Parameters
+    ----------
+    order : ndarray of int
+        The items (rows, sequences) in the order the pass visits them.
+    work : ndarray of int
+        The work of every item, indexed by item (e.g. its non-zeros).
+    n_shards : int
+        The shards wanted (the threads).
+
+    Returns
+    -------
+    shards : list of ndarray
+        Views of ``order``, in order, never empty (fewer than ``n_shards``
+        when there are fewer items): `balanced_chunks` of the cumulated work.
+    """
+    bounds = balanced_chunks(np.concatenate(([0], np.cumsum(work[order]))), n_shards)
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 class ThreadRunner:
     """Run one call per chunk on ``n_threads`` threads; results in chunk order.
 

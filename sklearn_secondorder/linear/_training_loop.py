@@ -20,7 +20,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from .._core._dataset import RowDataset, shuffled_order
 from .._penalty import split_alpha
-from .._threads import ThreadRunner, balanced_chunks, effective_n_jobs
+from .._threads import ThreadRunner, effective_n_jobs, shard_order
 from .._validation import (
     best_constant_loss,
     check_model_memory,
@@ -162,9 +162,7 @@ class TrainingLoopMixin:
                     order, seed = shuffled_order(n, seed)
                 else:
                     order = np.arange(n, dtype=np.intp)
-                bounds = balanced_chunks(np.concatenate(([0], np.cumsum(work[order]))),
-                                         n_threads)
-                shards = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+                shards = shard_order(order, work, n_threads)
 
                 def shard_pass(shard, state=state):
                     local = copy.deepcopy(state)
@@ -174,9 +172,9 @@ class TrainingLoopMixin:
                     return local
 
                 locals_ = runner.map(shard_pass, shards)
-                mixed = self._mix_states(locals_, [s.size / n for s in shards], state)
-                self._set_shuffle_seed(mixed, seed)
-                self._states[p] = state = mixed
+                state = self._mix_states(locals_, [s.size / n for s in shards], state)
+                self._set_shuffle_seed(state, seed)
+                self._states[p] = state
         return n_epochs
 
     def _shuffle_seed(self, state):

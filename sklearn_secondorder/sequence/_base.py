@@ -24,7 +24,7 @@ from .._core._dataset import shuffled_order
 from .._core._weights import ScaledWeights
 from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
 from .._penalty import split_alpha
-from .._threads import ThreadRunner, balanced_chunks, effective_n_jobs
+from .._threads import ThreadRunner, effective_n_jobs, shard_order
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -100,17 +100,28 @@ def mix_tagger_states(states, weights, start=None, *, average=True):
         A new state (the first's for the rest: RNG, pass timings); the inputs
         are not modified.
     """
-    out = copy.deepcopy(states[0])
+    # a deep copy of the first state without what is computed below (the
+    # weights, the running sum, PSA's state: most of the bytes)
+    proto = copy.copy(states[0])
+    proto.psa = None
+    proto.crf = copy.copy(states[0].crf)
+    proto.crf.coef = None
+    if average:
+        proto.crf.avg = None
+    out = copy.deepcopy(proto)
+    if average:
+        out.crf.avg = states[0].crf.avg       # (replaced by the mixed sum below)
     crfs = [s.crf for s in states]
     s_crf = None if start is None else start.crf
-    out.crf.coef = weighted_mean([c.coef for c in crfs], weights)
+    if states[0].psa is None:
+        out.crf.coef = weighted_mean([c.coef for c in crfs], weights)
     if average and out.crf.avg is not None:
         out.crf.avg = sum_increments([c.avg for c in crfs],
                                      0.0 if s_crf is None else s_crf.avg)
         out.crf.n_iterates = float(sum_increments(
             [c.n_iterates for c in crfs], 0.0 if s_crf is None else s_crf.n_iterates))
     out.crf.t = int(sum_increments([c.t for c in crfs], 0 if s_crf is None else s_crf.t))
-    if out.psa is not None:
+    if states[0].psa is not None:
         out.psa = mix_lazy_steps([s.psa for s in states], weights,
                                  None if start is None else start.psa)
         out.crf.coef = np.ascontiguousarray(out.psa.weights)
@@ -458,9 +469,7 @@ class _BaseSequenceTagger(BaseEstimator):
                     order, seed = shuffled_order(n, start.crf.seed)
                 else:
                     order, seed = np.arange(n, dtype=np.intp), start.crf.seed
-                bounds = balanced_chunks(np.concatenate(([0], np.cumsum(work[order]))),
-                                         n_threads)
-                shards = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+                shards = shard_order(order, work, n_threads)
 
                 def shard_pass(shard, start=start):
                     w = copy.copy(worker)
@@ -476,7 +485,7 @@ class _BaseSequenceTagger(BaseEstimator):
                 mixed.pass_seconds = start.pass_seconds + [time.perf_counter() - began]
                 if len(states[0].pass_losses) > len(start.pass_losses):
                     mixed.pass_losses = start.pass_losses + [float(sum(
-                        p * s.pass_losses[-1] for p, s in zip(shares, states)))]
+                        p * st.pass_losses[-1] for p, st in zip(shares, states)))]
                 self._state = mixed
                 passes += 1
                 if self.verbose:
