@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.utils import check_random_state
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_trainers import conll_subset, dataset, random_sequences
 
 from sklearn_secondorder import (
@@ -423,3 +424,19 @@ def test_n_jobs_minus_one_is_all_the_cores():
     ref = PSAClassifier(eta0=0.05, period=10, random_state=0,
                         n_jobs=joblib.cpu_count()).fit(X, y)
     assert_array_equal(est.coef_, ref.coef_)
+
+
+@parametrize_with_checks([PSAClassifier(max_iter=3, n_jobs=2),
+                          PlainSGDClassifier(max_iter=3, n_jobs=2),
+                          SGDQNLinearSVC(max_iter=3, n_jobs=2),
+                          ASFSequenceTagger(max_iter=3, n_jobs=2),
+                          PSASequenceTagger(max_iter=3, n_jobs=3),
+                          AveragedPerceptronSequenceTagger(max_iter=3, n_jobs=2)],
+                         expected_failed_checks=lambda est: {
+                             "check_sample_weight_equivalence_on_dense_data":
+                                 "a row of weight 2 is one step, not two (as at n_jobs=1 "
+                                 "and for scikit-learn's SGDClassifier)",
+                             "check_sample_weight_equivalence_on_sparse_data":
+                                 "same as on dense data"})
+def test_sklearn_api_with_threads(estimator, check):
+    check(estimator)
