@@ -440,3 +440,14 @@ def test_n_jobs_minus_one_is_all_the_cores():
                                  "same as on dense data"})
 def test_sklearn_api_with_threads(estimator, check):
     check(estimator)
+
+
+def test_monitored_threaded_passes_are_the_same_passes(capsys):
+    """``verbose`` (one pass at a time, each evaluated) gives the model of
+    the unmonitored threaded fit."""
+    X, y = linear_data(LINEAR[0])
+    kw = {"eta0": 0.05, "period": 10, "random_state": 0, "max_iter": 3, "n_jobs": 2}
+    quiet = PSAClassifier(**kw).fit(X, y)
+    loud = PSAClassifier(verbose=1, **kw).fit(X, y)
+    assert_array_equal(quiet.coef_, loud.coef_)
+    assert capsys.readouterr().out.count("pass") == 3
