@@ -92,7 +92,7 @@ def geometric_mean(arrays, weights):
     return out
 
 
-def mix_lazy_steps(states, weights, start=None):
+def mix_lazy_steps(states, weights, start=None, *, out=None):
     """Mix PSA's per-weight step-size states (``LazyStepState``).
 
     The weights are averaged, the step sizes averaged geometrically (they
@@ -113,14 +113,22 @@ def mix_lazy_steps(states, weights, start=None):
         The models' shares of the rows.
     start : LazyStepState or None
         The state the models started from (None: a fresh start, ``t = 0``).
+    out : LazyStepState or None, default=None
+        The state to write the mix into, e.g. one of ``states`` that the
+        caller owns and no longer needs (the threads of one fit: it saves a
+        copy of the whole state). None: a deep copy of the first state.
 
     Returns
     -------
     mixed : LazyStepState
-        A new state; the inputs are not modified.
+        ``out``, or a new state; the inputs other than ``out`` are not
+        modified.
     """
-    out = copy.deepcopy(states[0])
-    out.t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
-    out.set_weights(weighted_mean([s.weights for s in states], weights),
-                    geometric_mean([s.step_sizes for s in states], weights))
+    t = int(sum_increments([s.t for s in states], 0 if start is None else start.t))
+    w = weighted_mean([s.weights for s in states], weights)
+    eta = geometric_mean([s.step_sizes for s in states], weights)
+    if out is None:
+        out = copy.deepcopy(states[0])
+    out.t = t
+    out.set_weights(w, eta)
     return out

@@ -307,6 +307,10 @@ class PSAClassifier(LinearClassifierBase):
     def _mix_states(self, states, weights, start):
         return mix_psa_problems(states, weights, start)
 
+    def _mix_shards(self, states, weights, start):
+        # (the threads' states are the fit's own: the first takes the mix)
+        return mix_psa_problems(states, weights, start, reuse_first=True)
+
     def _shuffle_seed(self, problem):
         return problem.kernel.seed
 
@@ -337,7 +341,7 @@ class _PSAProblem:
         return 0 if self.kernel is None else self.kernel.t
 
 
-def mix_psa_problems(states, weights, start=None):
+def mix_psa_problems(states, weights, start=None, *, reuse_first=False):
     """Mix PSA sub-problems trained on shards of the rows.
 
     The kernel states are mixed by ``sklearn_secondorder._mixing.mix_lazy_steps``
@@ -354,13 +358,18 @@ def mix_psa_problems(states, weights, start=None):
         The models' shares of the rows.
     start : _PSAProblem or None, default=None
         The problem the models started from (None: a fresh start).
+    reuse_first : bool, default=False
+        Write the mix into the first problem's kernel state (the caller owns
+        it and no longer needs it) instead of a copy.
 
     Returns
     -------
     mixed : _PSAProblem
-        A new problem; the inputs are not modified.
+        A new problem; the inputs are not modified (but for the first
+        kernel state with ``reuse_first``).
     """
     out = copy.copy(states[0])
     out.kernel = mix_lazy_steps([s.kernel for s in states], weights,
-                                None if start is None else start.kernel)
+                                None if start is None else start.kernel,
+                                out=states[0].kernel if reuse_first else None)
     return out

@@ -172,10 +172,15 @@ class TrainingLoopMixin:
                     return local
 
                 locals_ = runner.map(shard_pass, shards)
-                state = self._mix_states(locals_, [s.size / n for s in shards], state)
+                state = self._mix_shards(locals_, [s.size / n for s in shards], state)
                 self._set_shuffle_seed(state, seed)
                 self._states[p] = state
         return n_epochs
+
+    def _mix_shards(self, states, weights, start):
+        """Mix the threads' states of one pass (``_mix_states``; an
+        estimator may let the mix reuse them: they are the fit's own)."""
+        return self._mix_states(states, weights, start)
 
     def _shuffle_seed(self, state):
         """The shuffling seed of a problem's state (default: ``state.seed``)."""

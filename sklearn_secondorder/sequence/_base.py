@@ -73,7 +73,7 @@ class TaggerState:
     pass_losses: list = field(default_factory=list)
 
 
-def mix_tagger_states(states, weights, start=None, *, average=True):
+def mix_tagger_states(states, weights, start=None, *, average=True, reuse_first=False):
     """Mix taggers' states (``TaggerState``) trained on shards of the sequences.
 
     The CRF weights are averaged with ``weights``; with ``average``, the
@@ -93,6 +93,9 @@ def mix_tagger_states(states, weights, start=None, *, average=True):
     average : bool, default=True
         Whether the running sum of the iterates is mixed (trainers that
         average).
+    reuse_first : bool, default=False
+        Write PSA's mixed step-size state into the first state's (the caller
+        owns it and no longer needs it) instead of a copy.
 
     Returns
     -------
@@ -123,7 +126,8 @@ def mix_tagger_states(states, weights, start=None, *, average=True):
     out.crf.t = int(sum_increments([c.t for c in crfs], 0 if s_crf is None else s_crf.t))
     if states[0].psa is not None:
         out.psa = mix_lazy_steps([s.psa for s in states], weights,
-                                 None if start is None else start.psa)
+                                 None if start is None else start.psa,
+                                 out=states[0].psa if reuse_first else None)
         out.crf.coef = np.ascontiguousarray(out.psa.weights)
     return out
 
@@ -479,7 +483,7 @@ class _BaseSequenceTagger(BaseEstimator):
 
                 states = runner.map(shard_pass, shards)
                 shares = [s.size / n for s in shards]
-                mixed = self._mix_states(states, shares, start)
+                mixed = self._mix_shards(states, shares, start)
                 mixed.crf.seed = seed
                 # the pass's record: its wall time, the shards' mean loss
                 mixed.pass_seconds = start.pass_seconds + [time.perf_counter() - began]
@@ -493,6 +497,11 @@ class _BaseSequenceTagger(BaseEstimator):
                 if self._threaded_stop(n):
                     break
         return passes
+
+    def _mix_shards(self, states, weights, start):
+        """Mix the threads' states of one pass (``_mix_states``; a trainer
+        may let the mix reuse them: they are the fit's own)."""
+        return self._mix_states(states, weights, start)
 
     def _print_threaded_pass(self):
         st = self._state

@@ -235,6 +235,11 @@ class PSASequenceTagger(_BaseSequenceTagger):
     def _mix_states(self, states, weights, start):
         return mix_tagger_states(states, weights, start, average=False)
 
+    def _mix_shards(self, states, weights, start):
+        # (the threads' states are the fit's own: the first's PSA state
+        # takes the mix)
+        return mix_tagger_states(states, weights, start, average=False, reuse_first=True)
+
     @property
     def step_sizes_(self):
         """Per-weight step sizes (flat layout)."""
