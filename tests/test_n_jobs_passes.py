@@ -40,7 +40,7 @@ from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._psa_fast import psa_epochs
 from sklearn_secondorder._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
-from sklearn_secondorder._threads import shard_order
+from sklearn_secondorder._threads import copy_state, shard_order
 from sklearn_secondorder._validation import draw_seed
 from sklearn_secondorder.crfsuite import CRF
 from sklearn_secondorder.linear import _psa as linear_psa
@@ -451,3 +451,24 @@ def test_monitored_threaded_passes_are_the_same_passes(capsys):
     loud = PSAClassifier(verbose=1, **kw).fit(X, y)
     assert_array_equal(quiet.coef_, loud.coef_)
     assert capsys.readouterr().out.count("pass") == 3
+
+
+def test_copy_state_reuses_the_arrays_it_is_given():
+    """``copy_state(src, into)`` equals ``copy.deepcopy(src)`` and writes into
+    ``into``'s arrays (same shapes); other fields are deep-copied."""
+    X, y = random_sequences(n_seq=15, seed=1)
+    a = ASFSequenceTagger(eta0=0.1, max_iter=2, random_state=0).fit(X, y)._state
+    b = ASFSequenceTagger(eta0=0.1, max_iter=1, random_state=1).fit(X, y)._state
+    coef_buffer = b.crf.coef
+    out = copy_state(a, b)
+    assert out is b and out.crf.coef is coef_buffer
+    ref = copy.deepcopy(a)
+    assert_array_equal(out.crf.coef, ref.crf.coef)
+    assert_array_equal(out.crf.avg, ref.crf.avg)
+    assert (out.crf.t, out.crf.passes, out.crf.seed) == (ref.crf.t, ref.crf.passes, ref.crf.seed)
+    assert out.pass_seconds == a.pass_seconds and out.pass_seconds is not a.pass_seconds
+    assert not np.may_share_memory(out.crf.coef, a.crf.coef)
+    # nothing to reuse: a deep copy
+    fresh = copy_state(a)
+    assert_array_equal(fresh.crf.coef, a.crf.coef)
+    assert not np.may_share_memory(fresh.crf.coef, a.crf.coef)

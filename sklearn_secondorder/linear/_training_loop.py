@@ -20,7 +20,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from .._core._dataset import RowDataset, shuffled_order
 from .._penalty import split_alpha
-from .._threads import ThreadRunner, effective_n_jobs, shard_order
+from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
 from .._validation import (
     best_constant_loss,
     check_model_memory,
@@ -155,6 +155,7 @@ class TrainingLoopMixin:
             work = np.full(n, X.shape[1] + 1, dtype=np.int64)
         worker = copy.copy(self)          # the same parameters, no shuffle, no output
         worker.shuffle, worker.verbose = False, 0
+        spare = []            # the last pass's copies, whose arrays the next reuses
         with ThreadRunner(n_threads) as runner:
             for _ in range(n_epochs):
                 seed = self._shuffle_seed(state)
@@ -163,18 +164,25 @@ class TrainingLoopMixin:
                 else:
                     order = np.arange(n, dtype=np.intp)
                 shards = shard_order(order, work, n_threads)
+                # the threads' copies of the state, made here (copy_state)
+                locals_ = [copy_state(state, spare.pop() if spare else None)
+                           for _ in shards]
 
-                def shard_pass(shard, state=state):
-                    local = copy.deepcopy(state)
+                def shard_pass(job):
+                    shard, local = job
                     w = copy.copy(worker)
                     w._call_rows = (X, _RowShard(rows, shard))
                     w._run_problem(X, y, sample_weight, local, 1)
                     return local
 
-                locals_ = runner.map(shard_pass, shards)
-                state = self._mix_shards(locals_, [s.size / n for s in shards], state)
-                self._set_shuffle_seed(state, seed)
-                self._states[p] = state
+                locals_ = runner.map(shard_pass, list(zip(shards, locals_)))
+                mixed = self._mix_shards(locals_, [s.size / n for s in shards], state)
+                self._set_shuffle_seed(mixed, seed)
+                self._states[p] = mixed
+                # (the first copy may live on in the mix; the others and the
+                # replaced state are free)
+                spare = [*locals_[1:], state]
+                state = mixed
         return n_epochs
 
     def _mix_shards(self, states, weights, start):

@@ -24,7 +24,7 @@ from .._core._dataset import shuffled_order
 from .._core._weights import ScaledWeights
 from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
 from .._penalty import split_alpha
-from .._threads import ThreadRunner, effective_n_jobs, shard_order
+from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -465,6 +465,7 @@ class _BaseSequenceTagger(BaseEstimator):
         worker = copy.copy(self)        # the same parameters, no shuffle, no output
         worker.shuffle, worker.verbose = False, 0
         passes = 0
+        spare = []            # the last pass's copies, whose arrays the next reuses
         with ThreadRunner(n_threads) as runner:
             for _ in range(n_epochs):
                 start = self._state
@@ -474,14 +475,17 @@ class _BaseSequenceTagger(BaseEstimator):
                 else:
                     order, seed = np.arange(n, dtype=np.intp), start.crf.seed
                 shards = shard_order(order, work, n_threads)
+                # the threads' copies of the state, made here (copy_state)
+                copies = [copy_state(start, spare.pop() if spare else None) for _ in shards]
 
-                def shard_pass(shard, start=start):
+                def shard_pass(job):
+                    shard, state = job
                     w = copy.copy(worker)
-                    w._state = copy.deepcopy(start)
+                    w._state = state
                     w._run_passes(ds.take(shard), 1)
                     return w._state
 
-                states = runner.map(shard_pass, shards)
+                states = runner.map(shard_pass, list(zip(shards, copies)))
                 shares = [s.size / n for s in shards]
                 mixed = self._mix_shards(states, shares, start)
                 mixed.crf.seed = seed
@@ -491,6 +495,9 @@ class _BaseSequenceTagger(BaseEstimator):
                     mixed.pass_losses = start.pass_losses + [float(sum(
                         p * st.pass_losses[-1] for p, st in zip(shares, states)))]
                 self._state = mixed
+                # (the first copy may live on in the mix; the others and the
+                # replaced state are free)
+                spare = [*states[1:], start]
                 passes += 1
                 if self.verbose:
                     self._print_threaded_pass()
