@@ -62,6 +62,14 @@ DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 # (_block_ops.h) into blends and vectorise them for AVX2, not only AVX-512
 # (masks)
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
+# The lazy PSA core's event walk (_lazy_steps.pxd: walk, apply_event, decay,
+# idle_windows) is inline code that GCC leaves out of line at its default
+# limits, passing each block's fields through memory; inlined into the
+# passes, a binary PSA pass is about 17% faster (same-run A/B). GCC only:
+# other compilers have no such parameters.
+LAZY_CORE_MODULES = ("_psa_fast", "_crf_psa")
+GCC_INLINE_ARGS = ["--param=max-inline-insns-single=2000", "--param=max-inline-insns-auto=500",
+                   "--param=large-function-growth=2000", "--param=inline-unit-growth=500"]
 
 
 def _common_inputs():
@@ -74,7 +82,8 @@ def _common_inputs():
     digest.update(repr((
         sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
         np.__version__, version("scipy"), sorted(directives.items()), DEFINE_MACROS,
-        COMPILE_ARGS, os.environ.get("CC", ""), os.environ.get("CFLAGS", ""), SHARED_UTILITY,
+        COMPILE_ARGS, GCC_INLINE_ARGS, os.environ.get("CC", ""), os.environ.get("CFLAGS", ""),
+        SHARED_UTILITY,
     )).encode())
     return digest.digest()
 
@@ -105,6 +114,20 @@ def lacks_buffer_structs(c_file):
     return "__Pyx_TypeInfo" in text and "} __Pyx_TypeInfo;" not in text
 
 
+def _is_gcc(compiler):
+    """Whether a distutils compiler is GCC (not clang under the name cc)."""
+    import subprocess
+    cmd = getattr(compiler, "compiler_so", None)
+    if not cmd:
+        return False
+    try:
+        out = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,
+                             check=False).stdout
+    except OSError:
+        return False
+    return "Free Software Foundation" in out and "clang" not in out.lower()
+
+
 class CachedParallelBuildExt(build_ext):
     """``build_ext`` on every core, copying the modules found in the cache."""
 
@@ -124,6 +147,8 @@ class CachedParallelBuildExt(build_ext):
             shutil.copyfile(ext.cached, target)
             print(f"{ext.name}: unchanged, copied from {ext.cached}")
             return
+        if ext.name.rsplit(".", 1)[-1] in LAZY_CORE_MODULES and _is_gcc(self.compiler):
+            ext.extra_compile_args = ext.extra_compile_args + GCC_INLINE_ARGS
         super().build_extension(ext)
         os.makedirs(CACHE, exist_ok=True)
         shutil.copyfile(target, ext.cached + ".tmp")

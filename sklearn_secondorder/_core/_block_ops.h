@@ -48,18 +48,42 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
 }
 
 /* k idle steps of n weights under the series rate rule (every eta lam <
- * 1e-4) when every |k log(1 - eta lam)| is at most `bound` <= 1/16:
+ * 1e-4) when every |k log(1 - eta lam)| is at most `bound` <= 4:
  * v *= exp(k log(1 - eta lam)), the log by its series, the exp by
- * decay_exp's polynomial for that bound (_lazy_steps.decay). */
+ * decay_exp's polynomial for bounds up to 1/16 (_lazy_steps.decay), by
+ * skso_exp_neg4 beyond. */
 SKSO_ROW_CLONES
 static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,
                                     double k, double bound, ptrdiff_t n) {
     if (bound < 5e-4) {
         for (ptrdiff_t q = 0; q < n; q++)
             v[q] *= skso_decay_taylor(k * skso_log_decay_series((double)eta[q] * lam));
-    } else {
+    } else if (bound <= 0.0625) {
         for (ptrdiff_t q = 0; q < n; q++)
             v[q] *= 1.0 + skso_expm1_poly(k * skso_log_decay_series((double)eta[q] * lam));
+    } else {
+        for (ptrdiff_t q = 0; q < n; q++)
+            v[q] *= skso_exp_neg4(k * skso_log_decay_series((double)eta[q] * lam));
+    }
+}
+
+/* Whole idle windows of n weights from a window start, all in the clipped
+ * regime, under the series rate rule (_lazy_steps.idle_windows): a
+ * non-zero weight decays by exp(2b sum_i log(1 - x alpha^i)) -- the series
+ * x p1 (g1 + x (2 - p1) g2) of idle_log_decay, x = eta lam, its exponent at
+ * most 4 -- and its eta shrinks by alpha^n_win = 1 - p1; a zero weight keeps
+ * eta (0/0). The window restarts: snap = v. */
+SKSO_ROW_CLONES
+static void skso_block_idle_windows(double *restrict v, float *restrict eta,
+                                    double *restrict snap, double lam, double p1, double two_b,
+                                    double g1, double g2, ptrdiff_t n) {
+    for (ptrdiff_t q = 0; q < n; q++) {
+        double x = (double)eta[q] * lam;
+        double nv = v[q] * skso_exp_neg4(-two_b * (x * p1 * (g1 + x * (2.0 - p1) * g2)));
+        float ne = (float)((double)eta[q] * (1.0 - p1));
+        eta[q] = v[q] != 0.0 ? ne : eta[q];
+        v[q] = nv;
+        snap[q] = nv;
     }
 }
 

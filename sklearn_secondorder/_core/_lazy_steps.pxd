@@ -56,6 +56,10 @@ cdef extern from "_block_ops.h":
                                     Py_ssize_t n) noexcept nogil
     void block_mid_event "skso_block_mid_event"(const double* v, double* snap, float* dsnap,
                                                 Py_ssize_t n) noexcept nogil
+    void block_idle_windows "skso_block_idle_windows"(double* v, float* eta, double* snap,
+                                                      double lam, double p1, double two_b,
+                                                      double g1, double g2,
+                                                      Py_ssize_t n) noexcept nogil
     void block_end_event "skso_block_end_event"(const double* v, double* snap,
                                                 const float* dsnap, float* eta, double m,
                                                 double kappa, double inv_denom, double f_lo,
@@ -156,6 +160,7 @@ ctypedef struct LazyCore:
     double eta_clip      # (1 - eta lam)^b >= kappa  <=>  eta <= eta_clip
     double rate_max      # -log(1 - eta lam) of the largest eta at the call's start
     double inv_geo[41]   # 1 / (m (1 - alpha^m)), m = 1..40 (the idle windows' series)
+    bint clipped         # every eta <= eta_clip at the call's start (so for all of it)
 
 
 cdef LazyCore make_core(options, state) except *
@@ -232,16 +237,16 @@ cdef inline void decay(Block b, Py_ssize_t n, long long k, double lam, double l1
     """``k >= 0`` idle steps of ``n`` weights at a constant eta: ``v *= (1 -
     eta lam)^k``; with the L1 penalty also the steps' penalty, the geometric
     sum ``C/lam (1 - (1 - eta lam)^k)`` (``k eta C`` without L2), then the
-    clip. When every weight's ``|k log(1 - eta lam)|`` is at most ``1/16``
-    (bounded by the call's largest rate) the loop is one of ``decay_exp``'s
-    polynomial branches, for a wide block a vector loop over its weights
-    (``_block_ops.h``)."""
+    clip. A wide block under the series rule whose ``|k log(1 - eta lam)|``
+    are at most 4 (bounded by the call's largest rate) takes a vector loop
+    over its weights (``_block_ops.h``); a binary weight takes
+    ``decay_exp``."""
     cdef Py_ssize_t q
     cdef double z, f, bound = <double>k * c.rate_max
     if Penalty is L2Only:
         if lam == 0.0:
             return
-        if RateRule is SeriesRate and n > 1 and bound <= 0.0625:
+        if RateRule is SeriesRate and n > 1 and bound <= 4.0:
             block_decay_series(b.v, b.eta, lam, <double>k, bound, n)   # (vector loops)
             return
         if bound < 5e-4:
@@ -358,6 +363,15 @@ cdef inline void idle_windows(Block b, Py_ssize_t n, long long n_win, double lam
     cdef Py_ssize_t q
     cdef long long left
     cdef double p1 = -decay_expm1(<double>n_win * c.log_alpha), p1_left = <double>n_win
+    cdef double two_b = 2.0 * <double>c.b
+    if Penalty is L2Only and RateRule is SeriesRate:
+        # a wide block, every weight clipped, its decay's exponent at most 4
+        # (bounded by the call's largest rate): one vector loop
+        if (n > 1 and lam != 0.0 and c.clipped
+                and two_b * c.rate_max * p1 * (c.inv_geo[1] + 2.0 * c.rate_max * c.inv_geo[2])
+                <= 4.0):
+            block_idle_windows(b.v, b.eta, b.snap, lam, p1, two_b, c.inv_geo[1], c.inv_geo[2], n)
+            return
     for q in range(n):
         left = n_win
         if Penalty is L2Only:
@@ -455,28 +469,6 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
         for k in range(K):
             finite &= isfinite(b.v[k])
     return finite
-
-
-cdef inline void sweep(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t unregularized,
-                       long long e, const LazyCore* c, const Penalty* pen,
-                       const RateRule* rule) noexcept nogil:
-    """The event at time ``e`` on every block not yet current at it, each
-    current at the previous event or later (a small model swept at every
-    event): one decay of at most ``b`` steps and the event, no walk."""
-    cdef Py_ssize_t j, K
-    cdef Block b
-    cdef bint mid = (e // c.b) & 1
-    for j in range(n_blocks):
-        b = block_at(L, j)
-        if b.last[0] >= e:
-            continue           # (stepped just before e: it took the event then)
-        K = width_of(L, j)
-        if j == unregularized:
-            decay(b, K, e - b.last[0], 0.0, 0.0, c, pen, rule)
-        else:
-            decay(b, K, e - b.last[0], c.lam, c.l1, c, pen, rule)
-        apply_event(b, K, mid, c)
-        b.last[0] = e
 
 
 cdef inline void touch(Block b, Py_ssize_t n, long long T, long long ev, double lam,

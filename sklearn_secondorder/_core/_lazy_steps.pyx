@@ -114,6 +114,7 @@ cdef LazyCore make_core(options, state) except *:
     cdef double alpha = options.psa_alpha, beta = options.psa_beta, kappa = options.kappa
     cdef double n
     c.b = options.period if options.period > 0 else 0
+    c.clipped = False
     c.rate_max = -log1p(-x_max) if x_max < 1.0 else 1e300
     c.inv_b = 1.0 / c.b if c.b > 0 else 0.0
     c.lam = options.lam
@@ -128,6 +129,7 @@ cdef LazyCore make_core(options, state) except *:
         c.f_lo, c.f_hi = beta, alpha
         c.log_alpha = log(alpha)
         c.eta_clip = -expm1(log(kappa) / c.b) / c.lam if c.lam > 0 else 0.0
+        c.clipped = c.lam > 0 and x_max <= c.eta_clip * c.lam
         for mm in range(1, 41):
             c.inv_geo[mm] = 1.0 / (mm * -expm1(mm * c.log_alpha))
     return c

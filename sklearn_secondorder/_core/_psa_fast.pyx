@@ -7,10 +7,7 @@ as it reads them (``touch``), scores, and steps them, so an update costs
 O(nnz(x) K) plus the events its blocks crossed since their last touch. The
 blocks a row stepped at the end of a window's half take that event at once
 (they are in cache), so that a block's ``last`` always means "every event up
-to it applied". A small model (at most ``2 b`` times a row's non-zeros of
-blocks: a9a, w8a, letter) is swept instead: every block takes each event as
-it happens (``sweep``), the same arithmetic, and a row's touches are single
-decays. Otherwise the only O(n_features K) work is the flush at the end of a
+to it applied". The only O(n_features K) work is the flush at the end of a
 pass (``catch_up`` of every block) and the finiteness check.
 """
 from ._dataset cimport RowDataset, fetch_row, prefetch_row
@@ -28,7 +25,6 @@ from ._lazy_steps cimport (
     block_at,
     catch_up_all,
     last_event,
-    sweep,
     layout_of,
     make_core,
     prefetch_block,
@@ -47,7 +43,6 @@ cdef struct RowWork:
     # what one call's row updates share
     Py_ssize_t d             # features; block d is the intercept
     bint fit_intercept
-    bint sweeping            # every block takes each event as it happens
     double* scores           # (K,) work buffers
     double* grad
 
@@ -71,16 +66,11 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     # the latest event <= t (a block current before it has events to cross),
     # and the next one
     cdef long long ev = last_event(c, t)
-    cdef long long next_event = ev + c.b if c.b > 0 else -1, swept = -1
+    cdef long long next_event = ev + c.b if c.b > 0 else -1
     for i in range(ds.n_samples):
         fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
         if sw == 0.0:
             continue
-        if wk.sweeping and t == ev and t != swept:
-            # a small model: every block takes the event now (a loop over a
-            # model in cache), so that the rows' touches are single decays
-            sweep(L, wk.d + 1, wk.d, t, c, pen, rule)
-            swept = t
         if ds.is_sparse and i + 1 < ds.n_samples:
             # the next row's blocks (mostly cold in a large model), and the
             # indices of the row after, so that they are in cache then
@@ -146,11 +136,6 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     cdef double[::1] buf = np.zeros(2 * state.n_outputs)
     wk.d = ds.n_features
     wk.fit_intercept = fit_intercept
-    # sweep when there are at most 2 b times a row's non-zeros of blocks:
-    # sweeping costs about what their lazy catch-ups would
-    mean_nnz = (ds.indptr[ds.n_samples] / max(ds.n_samples, 1) if ds.is_sparse
-                else ds.n_features)
-    wk.sweeping = c.b > 0 and wk.d + 1 <= 2 * c.b * mean_nnz
     wk.scores = &buf[0]
     wk.grad = &buf[L.K]
     with nogil:
