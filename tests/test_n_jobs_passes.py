@@ -472,3 +472,18 @@ def test_copy_state_reuses_the_arrays_it_is_given():
     fresh = copy_state(a)
     assert_array_equal(fresh.crf.coef, a.crf.coef)
     assert not np.may_share_memory(fresh.crf.coef, a.crf.coef)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threaded_dense_rows_are_the_sparse_rows(dtype):
+    """Dense and CSR rows (float64 or float32, read in place) give the same
+    threaded model."""
+    X, y = linear_data(LINEAR[2], sparse=False)
+    X = X.astype(dtype)
+    kw = {"eta0": 0.05, "max_iter": 2, "tol": None, "random_state": 0, "n_jobs": 2}
+    dense = PlainSGDClassifier(**kw).fit(X, y)
+    # (the CSR rows hold the explicit zeros too, so the shards have the same work)
+    Xs = sp.csr_matrix((X.ravel(), np.tile(np.arange(X.shape[1]), X.shape[0]),
+                        np.arange(0, X.size + 1, X.shape[1])), shape=X.shape)
+    sparse = PlainSGDClassifier(**kw).fit(Xs, y)
+    assert_allclose(dense.coef_, sparse.coef_, rtol=1e-12, atol=1e-14)
