@@ -17,6 +17,31 @@ default):
 
     python benchmarks/bench_jobs.py                      # every part
     python benchmarks/bench_jobs.py --parts lbfgs --max-iterations 50
+    python benchmarks/bench_jobs.py --parts psa_binary,taggers --passes 2
+
+* ``psa_binary`` -- ``PSAClassifier`` one pass (``max_iter=1``, ``alpha = 1/n``)
+  on the CoNLL-2000 training tokens hashed to 2^20 columns, label I-NP
+  against the rest (``claims_psa.binary_2_20``'s task): ``n_jobs=1`` then
+  ``n_jobs=2``, the wall and CPU seconds of ``fit`` (calibration and
+  allocation included), the speed-up and the test accuracy of each. Target
+  on a quiet 2-core machine: >= 1.6x, accuracy within 0.05 points.
+* ``taggers`` -- ``ASFSequenceTagger`` and ``PSASequenceTagger`` on
+  CoNLL-2000 chunking with the CRF++ template (``bench_tagger.make_task``,
+  ``alpha = 2 c2 / n`` with ``c2 = 1`` as ``claims_psa.tagger_pass``), the same
+  ``--passes`` (2) at ``n_jobs=1`` and 2: wall and CPU seconds of ``fit`` and
+  of the passes alone (``pass_seconds_``), the speed-up, the conlleval chunk
+  F1 of each. Target: >= 1.5x, F1 within 0.3.
+
+The threaded parts end with a model of the speed-up on more cores, from
+measured inputs: the pass at one thread ``P``, the copy of one state ``C``
+(each thread starts from its own), the mix of two states ``M`` (it reads
+every state: ``M k / 2`` for ``k``), the bytes of one state ``S`` and, for the
+taggers, the gather of the whole data ``G`` (each thread gathers its shard:
+``G / k``); a pass cannot beat the time to stream the data once
+(``stream_rows``, the memory-bandwidth floor ``B``):
+``T(k) = max(P / k, B) + C + G / k + M k / 2``, speed-up ``P / T(k)``; and
+``k S`` bytes of states compete for the last-level cache, which the model
+does not charge (it is optimistic once ``k S`` exceeds it).
 
 Without the data set a part prints that it is skipped and the script exits 0.
 """
@@ -85,7 +110,139 @@ def part_lbfgs(args):
     return rows
 
 
-PARTS = {"lbfgs": part_lbfgs}
+def speedup_model(name, P, C, M, S, B, G=0.0):
+    """Print ``T(k)`` and the speed-up ``P / T(k)`` for 1 to 16 threads
+    (module docstring), from the measured inputs."""
+    print(f"  speed-up model ({name}): pass at 1 thread P={P:.3f} s, copy of a state "
+          f"C={C * 1e3:.1f} ms, mix of 2 states M={M * 1e3:.1f} ms, state "
+          f"S={S / 2 ** 20:.1f} MiB, bandwidth floor B={B * 1e3:.1f} ms"
+          + (f", gather G={G * 1e3:.1f} ms" if G else ""))
+    cells = []
+    for k in (1, 2, 4, 8, 16):
+        T = P if k == 1 else max(P / k, B) + C + G / k + M * k / 2
+        cells.append(f"k={k}: {P / T:4.2f}x ({k * S / 2 ** 20:.0f} MiB of states)")
+    print("    " + "; ".join(cells))
+
+
+def _best_of(fn, rounds=3):
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return out, best
+
+
+def part_psa_binary(args):
+    """PSAClassifier, one pass on 2^20 hashed tokens, n_jobs=1 against 2."""
+    if not (DATA / "conll2000" / "train.txt.gz").exists():
+        print(f"psa_binary: skipped, {DATA / 'conll2000'} is absent")
+        return None
+    import copy
+
+    import _datasets
+    import numpy as np
+
+    from sklearn_secondorder import PSAClassifier
+    from sklearn_secondorder._core._dataset import RowDataset, stream_rows
+    from sklearn_secondorder.linear._psa import mix_psa_problems
+
+    Xtr, ytr, Xte, yte = _datasets.conll_tokens(2 ** 20)
+    y, yt = (ytr == "I-NP").astype(int), (yte == "I-NP").astype(int)
+    alpha = 1.0 / Xtr.shape[0]
+    print(f"psa_binary: CoNLL-2000 tokens hashed to 2^20 columns ({Xtr.shape[0]} rows, "
+          f"{Xtr.nnz / Xtr.shape[0]:.1f} non-zeros a row), I-NP vs rest, alpha = 1/n, one "
+          f"pass; {os.cpu_count()} cores, load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    rows = []
+    for n_jobs in args.n_jobs:
+        best = None
+        for _ in range(args.rounds):
+            est, wall, cpu = timed_fit(PSAClassifier(alpha=alpha, random_state=0,
+                                                     n_jobs=n_jobs), Xtr, y)
+            if best is None or wall < best[1]:
+                best = (est, wall, cpu)
+        est, wall, cpu = best
+        acc = 100 * est.score(Xte, yt)
+        rows.append({"n_jobs": n_jobs, "wall": wall, "cpu": cpu, "acc": acc, "est": est})
+        print(f"  n_jobs={n_jobs}: fit {wall:7.3f} s wall {cpu:7.3f} s CPU (best of "
+              f"{args.rounds}), test accuracy {acc:.3f}", flush=True)
+    base = rows[0]
+    for row in rows[1:]:
+        print(f"  n_jobs={row['n_jobs']} vs {base['n_jobs']}: speed-up "
+              f"{base['wall'] / row['wall']:.2f}x (target >= 1.6x at 2 threads, quiet "
+              f"machine); accuracy {row['acc'] - base['acc']:+.3f} points (target within "
+              "0.05)")
+    # the model's inputs: a pass at one thread (a further partial_fit: no
+    # calibration), one copy and one mix of the state, the bandwidth floor
+    one = copy.deepcopy(base["est"]).set_params(n_jobs=1)
+    _, P = _best_of(lambda: one.partial_fit(Xtr, y))
+    state = base["est"]._states[0]
+    _, C = _best_of(lambda: copy.deepcopy(state))
+    _, M = _best_of(lambda: mix_psa_problems([state, copy.deepcopy(state)], [0.5, 0.5],
+                                             state))
+    ds = RowDataset(Xtr, np.zeros(Xtr.shape[0]), np.ones(Xtr.shape[0]))
+    _, B = _best_of(lambda: stream_rows(ds))
+    speedup_model("PSAClassifier", P, C, M - C, state.kernel.records.nbytes, B)
+    return rows
+
+
+def part_taggers(args):
+    """ASF and PSA taggers on CoNLL-2000 chunking, n_jobs=1 against 2."""
+    if not (DATA / "conll2000" / "train.txt.gz").exists():
+        print(f"taggers: skipped, {DATA / 'conll2000'} is absent")
+        return None
+    import copy
+
+    from bench_tagger import make_task
+
+    from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger
+
+    Xtr, ytr, Xte, yte = make_task("chunking", False)
+    if args.n_train:
+        Xtr, ytr = Xtr[:args.n_train], ytr[:args.n_train]
+    alpha = 2.0 * 1.0 / len(Xtr)
+    print(f"taggers: CoNLL-2000 chunking, CRF++ template, {len(Xtr)} training / {len(Xte)} "
+          f"test sentences, alpha = 2 c2 / n (c2 = 1), {args.passes} passes; "
+          f"{os.cpu_count()} cores, load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    out = {}
+    for cls in (ASFSequenceTagger, PSASequenceTagger):
+        rows = []
+        for n_jobs in args.n_jobs:
+            est, wall, cpu = timed_fit(cls(alpha=alpha, max_iter=args.passes, random_state=0,
+                                           n_jobs=n_jobs), Xtr, ytr)
+            f1 = 100 * chunk_f1_score(yte, est.predict(Xte))
+            passes = float(sum(est.pass_seconds_))
+            rows.append({"n_jobs": n_jobs, "wall": wall, "cpu": cpu, "passes": passes,
+                         "f1": f1, "est": est})
+            print(f"  {cls.__name__} n_jobs={n_jobs}: fit {wall:7.2f} s wall {cpu:7.2f} s "
+                  f"CPU, passes {passes:6.2f} s, F1 {f1:.2f}", flush=True)
+        base = rows[0]
+        for row in rows[1:]:
+            print(f"  {cls.__name__} n_jobs={row['n_jobs']} vs {base['n_jobs']}: speed-up "
+                  f"fit {base['wall'] / row['wall']:.2f}x, passes "
+                  f"{base['passes'] / row['passes']:.2f}x (target >= 1.5x at 2 threads, "
+                  f"quiet machine); F1 {row['f1'] - base['f1']:+.2f} (target within 0.3)")
+        # the model's inputs, from the one-thread fit
+        est = base["est"]
+        st = est._state
+        P = min(est.pass_seconds_)
+        _, C = _best_of(lambda: copy.deepcopy(st))
+        _, M = _best_of(lambda: est._mix_states([st, copy.deepcopy(st)], [0.5, 0.5], st))
+        batch = est._to_data(Xtr, ytr, fitting=True)
+        import numpy as np
+        label_idx = np.searchsorted(est.classes_, batch.labels).astype(np.int32)
+        ds = batch.sequence_data(st.crf.n_attributes, label_idx)
+        _, G = _best_of(lambda: ds.take(np.arange(ds.n_sequences)))
+        S = st.crf.coef.nbytes * (2 if st.crf.avg is not None else 1) + (
+            st.psa.records.nbytes if st.psa is not None else 0)
+        speedup_model(cls.__name__, P, C, M - C, S, 0.0, G)
+        out[cls.__name__] = rows
+    return out
+
+
+PARTS = {"lbfgs": part_lbfgs, "psa_binary": part_psa_binary, "taggers": part_taggers}
 
 
 def main(argv=None):
@@ -98,6 +255,10 @@ def main(argv=None):
                     default=[1, 2], help="the n_jobs values, the first the baseline (1,2)")
     ap.add_argument("--n-train", type=int, default=0,
                     help="the first N training sentences only (0: all)")
+    ap.add_argument("--passes", type=int, default=2,
+                    help="passes of the taggers part, the same for every n_jobs (2)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="fits per n_jobs in the psa_binary part, the best kept (3)")
     args = ap.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     unknown = [p for p in parts if p not in PARTS]

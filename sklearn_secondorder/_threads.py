@@ -16,6 +16,7 @@ rules, shared by every estimator that takes such an ``n_jobs``:
   reduces them in a fixed order and a given ``n_jobs`` gives the same model
   bit for bit on every run.
 """
+import copy
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
@@ -109,6 +110,72 @@ def balanced_chunks(offsets, n_chunks):
     cuts = np.where(targets - offsets[lower] <= offsets[cuts] - targets, lower, cuts)
     inner = cuts[(cuts > 0) & (cuts < n_items)]
     return np.unique(np.concatenate(([0], inner, [n_items]))).astype(np.int64)
+
+
+def copy_state(src, into=None):
+    """A deep copy of a training state, written into ``into``'s arrays when it can.
+
+    A thread's copy of the state is made afresh at every pass; writing it
+    into the arrays of the previous pass's copy (same shapes and dtypes)
+    avoids allocating, and first touching, the whole state again, which on
+    Linux costs more than the copy itself (and a worker thread's large
+    allocations come from fresh pages every time). Objects with a
+    ``__dict__`` (dataclasses) are copied field by field, recursively;
+    anything else is deep-copied.
+
+    Parameters
+    ----------
+    src : object
+        The state to copy (not modified).
+    into : object or None, default=None
+        A state of the same kind to reuse (its arrays are overwritten), or
+        None for a plain ``copy.deepcopy``. It must share no array with
+        ``src``.
+
+    Returns
+    -------
+    copy : object
+        ``into``, updated to equal ``src``, or a new deep copy.
+    """
+    if into is None or type(into) is not type(src) or not hasattr(src, "__dict__"):
+        return copy.deepcopy(src)
+    for name, value in vars(src).items():
+        old = vars(into).get(name)
+        if (isinstance(value, np.ndarray) and isinstance(old, np.ndarray)
+                and old.shape == value.shape and old.dtype == value.dtype
+                and old.flags.writeable and old.flags.c_contiguous
+                and not np.may_share_memory(old, value)):
+            np.copyto(old, value)
+        elif hasattr(value, "__dict__") and not isinstance(value, np.ndarray) and (
+                type(old) is type(value)) and not isinstance(value, np.random.RandomState):
+            setattr(into, name, copy_state(value, old))
+        else:
+            setattr(into, name, copy.deepcopy(value))
+    for name in [k for k in vars(into) if k not in vars(src)]:
+        delattr(into, name)
+    return into
+
+
+def shard_order(order, work, n_shards):
+    """A pass's visiting order cut into contiguous shards of about equal work.
+
+    Parameters
+    ----------
+    order : ndarray of int
+        The items (rows, sequences) in the order the pass visits them.
+    work : ndarray of int
+        The work of every item, indexed by item (e.g. its non-zeros).
+    n_shards : int
+        The shards wanted (the threads).
+
+    Returns
+    -------
+    shards : list of ndarray
+        Views of ``order``, in order, never empty (fewer than ``n_shards``
+        when there are fewer items): `balanced_chunks` of the cumulated work.
+    """
+    bounds = balanced_chunks(np.concatenate(([0], np.cumsum(work[order]))), n_shards)
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 class ThreadRunner:

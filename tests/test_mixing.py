@@ -204,3 +204,22 @@ def test_mix_full_rank_states_against_numpy(shards):
     assert_allclose(out.phi, out.M @ out.mu, rtol=1e-12)
     assert out.lam == out.lam_total == 1e-2 * n_ref and out.eta == 1.0 / n_ref
     assert out.t == sa.t + sb.t
+
+
+def test_mix_lazy_steps_into_a_given_state():
+    """``out=`` (a state the caller owns, e.g. a thread's) gets the mix that
+    a new state would; the other inputs are untouched."""
+    rng = np.random.RandomState(5)
+    states = []
+    for t in (4, 9):
+        k = LazyStepState.zeros(6, 1, 0.1, seed=1)
+        k.set_weights(rng.randn(6), 0.1 * rng.rand(6) + 0.01)
+        k.t = t
+        states.append(k)
+    ref = mix_lazy_steps(states, [0.3, 0.7])
+    second = copy.deepcopy(states[1])
+    out = mix_lazy_steps(states, [0.3, 0.7], out=states[0])
+    assert out is states[0] and out.t == ref.t
+    assert_array_equal(out.weights, ref.weights)
+    assert_array_equal(out.step_sizes, ref.step_sizes)
+    assert_array_equal(states[1].weights, second.weights)

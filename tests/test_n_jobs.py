@@ -299,17 +299,21 @@ TINY_X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]] * 4
 TINY_Y = [["D", "N"], ["D", "N"]] * 4
 
 
-def test_crf_passes_n_jobs_to_lbfgs_only():
+def test_crf_passes_n_jobs_to_every_algorithm():
     crf = CRF(algorithm="lbfgs", n_jobs=2, keep_training_state=True).fit(TINY_X, TINY_Y)
     assert crf.estimator_.n_jobs == 2
     one = CRF(algorithm="lbfgs", keep_training_state=True).fit(TINY_X, TINY_Y)
     assert one.estimator_.n_jobs is None
     assert_allclose(crf.estimator_._model, one.estimator_._model, rtol=1e-9, atol=1e-12)
-    # the other algorithms take it and run on one thread: the same model
-    asf = CRF(algorithm="asf", keep_training_state=True).fit(TINY_X, TINY_Y)
-    asf2 = CRF(algorithm="asf", n_jobs=2, keep_training_state=True).fit(TINY_X, TINY_Y)
-    assert "n_jobs" not in asf2.estimator_.get_params()
-    assert_array_equal(asf2.estimator_._model, asf.estimator_._model)
+    # the online algorithms share their passes between the threads: the
+    # tagger's own threaded model, the same on every run
+    for algorithm in ("asf", "l2sgd", "ap", "pa", "arow"):
+        kw = {"algorithm": algorithm, "keep_training_state": True, "max_iterations": 3}
+        two = CRF(n_jobs=2, **kw).fit(TINY_X, TINY_Y)
+        assert two.estimator_.n_jobs == 2
+        again = CRF(n_jobs=2, **kw).fit(TINY_X, TINY_Y)
+        assert_array_equal(two.estimator_._model, again.estimator_._model)
+        assert CRF(**kw).fit(TINY_X, TINY_Y).estimator_.n_jobs is None
 
 
 def fails_in_a_worker(real):

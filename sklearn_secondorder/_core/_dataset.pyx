@@ -101,7 +101,7 @@ cdef class RowDataset:
                 self.row_buf_len = max(1, self.n_features)
         self._set_targets(y, sample_weight)
 
-    def with_targets(self, y, sample_weight):
+    def with_targets(self, y, sample_weight, rows=None):
         """A dataset over the same rows with other targets and sample weights.
 
         The rows' arrays are shared, not converted again: a fit converts
@@ -112,6 +112,13 @@ cdef class RowDataset:
         Parameters
         ----------
         y, sample_weight : ndarray of shape (n_samples,)
+            Indexed by the rows of ``X`` (all of them, also with ``rows``).
+        rows : array-like of int or None, default=None
+            Only these rows of ``X``, visited in this order: the dataset's
+            ``n_samples`` is ``len(rows)`` and its order is ``rows`` (one
+            thread's shard of a pass, without copying ``X``). Such a dataset
+            must be passed with ``shuffle=False``: a shuffle restarts from the
+            identity order of its ``n_samples`` rows.
 
         Returns
         -------
@@ -132,6 +139,19 @@ cdef class RowDataset:
         elif self.is_float32:
             ds.X_dense32, ds.dense32_ptr = self.X_dense32, self.dense32_ptr
         ds._set_targets(y, sample_weight)
+        if rows is not None:
+            order = np.array(rows, dtype=np.intp)
+            if order.ndim != 1 or (order.size and (order.min() < 0
+                                                   or order.max() >= self.n_samples)):
+                raise ValueError(f"rows must be a 1-D array of row indices in "
+                                 f"0..{self.n_samples - 1}")
+            if order.size == 0:
+                order = np.zeros(1, dtype=np.intp)      # (a valid address; no rows)
+                ds.n_samples = 0
+            else:
+                ds.n_samples = order.size
+            ds.order = order
+            ds.order_ptr = &ds.order[0]
         return ds
 
     cdef _set_targets(self, y, sample_weight):
@@ -242,6 +262,85 @@ cdef class SequenceData:
 
     def py_order(self):
         return np.asarray(self.order).copy()
+
+    def take(self, sequences):
+        """A new ``SequenceData`` of the given sequences, in that order.
+
+        The tokens of those sequences are copied (gathered), not viewed: the
+        CRF kernels size their work buffers from the sequences ``0 ..
+        n_sequences - 1`` of the data they get, so a shard must be a data set
+        of its own. Used for one thread's shard of a pass.
+
+        Parameters
+        ----------
+        sequences : array-like of int
+            Sequence indices (each at most once, in visiting order).
+
+        Returns
+        -------
+        ds : SequenceData
+            With the same ``n_features`` and labels (if any).
+        """
+        seqs = np.asarray(sequences, dtype=np.int64)
+        offsets = np.asarray(self.offsets)
+        indptr = np.asarray(self.indptr)
+        if seqs.ndim != 1 or (seqs.size and (seqs.min() < 0 or seqs.max() >= self.n_sequences)):
+            raise ValueError(f"sequences must be a 1-D array of indices in "
+                             f"0..{self.n_sequences - 1}")
+        lengths = offsets[seqs + 1] - offsets[seqs]
+        new_offsets = np.zeros(seqs.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=new_offsets[1:])
+        # the token rows of the sequences, in order: a range per sequence
+        # (explicit ends: no negative indices under wraparound=False)
+        n_tok = int(new_offsets[seqs.size])
+        tok = (np.repeat(offsets[seqs] - new_offsets[:seqs.size], lengths)
+               + np.arange(n_tok, dtype=np.int64))
+        row_nnz = indptr[tok + 1] - indptr[tok]
+        new_indptr = np.zeros(n_tok + 1, dtype=np.int64)
+        np.cumsum(row_nnz, out=new_indptr[1:])
+        src = (np.repeat(indptr[tok] - new_indptr[:n_tok], row_nnz)
+               + np.arange(int(new_indptr[n_tok]), dtype=np.int64))
+        labels = np.asarray(self.labels)[tok] if self.has_labels else None
+        return SequenceData(np.asarray(self.data)[src], np.asarray(self.indices)[src],
+                            new_indptr, new_offsets, labels, self.n_features)
+
+    def token_counts(self):
+        """The number of tokens of every sequence (int64 ndarray)."""
+        return np.diff(np.asarray(self.offsets))
+
+    def nnz_counts(self):
+        """The stored values of every sequence (int64 ndarray): the work of
+        a sequence, for balancing the threads' shards."""
+        indptr = np.asarray(self.indptr)
+        return np.diff(indptr[np.asarray(self.offsets)])
+
+
+def shuffled_order(Py_ssize_t n, unsigned int seed):
+    """The visiting order a kernel's shuffle draws from ``seed``, and the new seed.
+
+    The kernels shuffle with ``shuffle_order`` from their state's seed (0 is
+    read as 1); this is the same draw, so the threads' shards of a pass are
+    contiguous pieces of the order one thread would visit.
+
+    Parameters
+    ----------
+    n : int
+        The number of rows or sequences.
+    seed : int
+        The state's shuffling seed.
+
+    Returns
+    -------
+    order : ndarray of intp of shape (n,)
+    seed : int
+        The seed after the shuffle.
+    """
+    cdef unsigned int rng = seed if seed != 0 else 1
+    order = np.empty(max(n, 1), dtype=np.intp)
+    cdef Py_ssize_t[::1] o = order
+    with nogil:
+        shuffle_order(&o[0], n, &rng)
+    return order[:n], int(rng)
 
 
 def stream_rows(RowDataset ds, int n_epochs=1):

@@ -44,7 +44,7 @@ def tagger_params(crf, alg, tagger, n_sequences):
                 f"algorithm={alg.name!r} trains every (attribute, label) pair and "
                 f"transition: {', '.join(explicit)} cannot be honoured (leave them None, "
                 "or choose an algorithm that generates CRFsuite's features).")
-    # every algorithm takes n_jobs (those without threads yet train on one)
+    # every algorithm takes n_jobs (threads on one model: _threads.py)
     check_n_jobs(crf.n_jobs)
     if crf.max_iterations is not None and not (
             isinstance(crf.max_iterations, Integral) and crf.max_iterations >= 1):

@@ -40,6 +40,7 @@ from .._compat import (
     _fit_context,
     validate_data,
 )
+from .._threads import check_n_jobs
 from .._validation import (
     check_classes_arg,
     check_init_weights,
@@ -204,6 +205,7 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             The fitted estimator.
         """
         self._more_validate_params()
+        check_n_jobs(getattr(self, "n_jobs", None))
         init = coef_init is not None or intercept_init is not None
         # SGDClassifier's warm start: the fitted coefficients become
         # coef_init / intercept_init (read now: a refused call keeps them)
@@ -284,6 +286,7 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
         self._more_validate_params(for_partial_fit=True)
+        check_n_jobs(getattr(self, "n_jobs", None))
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")

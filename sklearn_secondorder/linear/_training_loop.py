@@ -8,18 +8,22 @@ call per problem, or, when something watches the passes (``verbose``, ``tol``,
 weight-scale and worse-than-constant warnings and ``ConvergenceWarning``.
 The mixin relies on ``LinearClassifierBase``'s hooks and state.
 """
+import copy
 import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
-from .._core._dataset import RowDataset
+from .._core._dataset import RowDataset, shuffled_order
 from .._penalty import split_alpha
+from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
 from .._validation import (
     best_constant_loss,
+    check_model_memory,
     mean_margin_loss,
     user_stacklevel,
     warn_if_implausible,
@@ -55,11 +59,23 @@ class TrainingLoopMixin:
             stop and self.tol is not None and n_epochs > 1)
         converged = True
 
+        # one problem (binary, or multinomial) and several threads: the rows
+        # of each pass are split between them (_sharded_passes); several
+        # one-vs-rest problems run side by side instead (each on one thread)
+        n_threads = (effective_n_jobs(getattr(self, "n_jobs", None)) if n_problems == 1
+                     else 1)
+        if n_threads > 1:
+            self._check_thread_memory(X.shape[1], n_threads)
+            if sp.issparse(X) and not X.has_canonical_format:
+                # (once for every thread: a kernel that merges a row's
+                # duplicate features would otherwise copy X in each shard)
+                X = X.copy()
+                X.sum_duplicates()
+
         def run(p):
             targets = self._targets(y, p)
             if not monitor:
-                return self._run_problem(X, targets, sample_weight, self._states[p],
-                                         n_epochs), False
+                return self._passes(p, X, targets, sample_weight, n_epochs), False
             val = None
             if validation is not None:
                 val = (validation[0], self._targets(validation[1], p), validation[2])
@@ -69,6 +85,7 @@ class TrainingLoopMixin:
         # X converted for the kernels once for the call (every problem and
         # pass takes its own targets on it: _row_dataset)
         self._call_rows = (X, RowDataset(X, np.zeros(X.shape[0]), sample_weight))
+        self._call_threads = n_threads
         try:
             if n_problems == 1:
                 runs = [run(0)]
@@ -77,6 +94,7 @@ class TrainingLoopMixin:
                     delayed(run)(p) for p in range(n_problems))
         finally:
             del self._call_rows
+            del self._call_threads
         self.n_iter_ = int(max(r[0] for r in runs))
         if monitor and stop and self.tol is not None and n_epochs > 1:
             converged = all(r[1] for r in runs)
@@ -95,6 +113,93 @@ class TrainingLoopMixin:
             return rows[1].with_targets(y, sample_weight)
         return RowDataset(X, y, sample_weight)
 
+    def _passes(self, p, X, y, sample_weight, n_epochs):
+        """``n_epochs`` passes of problem ``p``: one kernel call, or with
+        several threads (``n_jobs`` on one problem) ``_sharded_passes``."""
+        n_threads = getattr(self, "_call_threads", 1)
+        if n_threads <= 1:
+            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs)
+        return self._sharded_passes(p, X, y, sample_weight, n_epochs, n_threads)
+
+    def _check_thread_memory(self, n_features, n_threads):
+        """Refuse, before any pass, threads whose state copies cannot fit:
+        each thread trains its own copy of the state and the mix makes one
+        more (``check_model_memory`` with ``n_threads + 1`` times the bytes
+        of one model's state)."""
+        n_problems, n_outputs = self._problem_count()
+        check_model_memory(self, n_features, n_problems * n_outputs,
+                           (n_threads + 1) * self._bytes_per_weight(n_features, n_outputs))
+
+    def _sharded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
+        """Problem ``p``'s passes with the rows of each split between threads.
+
+        Each pass draws the visiting order a one-thread pass would (the
+        state's seed, ``shuffled_order``) and cuts it into ``n_threads``
+        contiguous shards of about equal non-zeros (``balanced_chunks``).
+        Every thread runs the compiled kernel (without the GIL) for one pass
+        over its shard, in that order, on its own copy of the state; the
+        copies are then mixed (the estimator's ``_mix_states``, the rules of
+        ``sklearn_secondorder._mixing``, each shard weighted by its share of
+        the rows) into the state of the next pass. The partition and the
+        order of the sums depend on the data, the seed and ``n_threads``
+        only, so a given ``n_jobs`` gives the same model bit for bit. The
+        state is replaced only when every thread has finished without error.
+        Returns the passes made.
+        """
+        state = self._states[p]
+        rows = self._call_rows[1]
+        n = X.shape[0]
+        # the first-data choices (step size, period, t0, ...) on all the rows,
+        # as the one-thread kernel call makes them
+        self._run_problem(X, y, sample_weight, state, 0)
+        if sp.issparse(X):
+            work = np.diff(np.asarray(X.indptr, dtype=np.int64)) + 1
+        else:
+            work = np.full(n, X.shape[1] + 1, dtype=np.int64)
+        worker = copy.copy(self)          # the same parameters, no shuffle, no output
+        worker.shuffle, worker.verbose = False, 0
+        spare = []            # the last pass's copies, whose arrays the next reuses
+        with ThreadRunner(n_threads) as runner:
+            for _ in range(n_epochs):
+                seed = self._shuffle_seed(state)
+                if self.shuffle:
+                    order, seed = shuffled_order(n, seed)
+                else:
+                    order = np.arange(n, dtype=np.intp)
+                shards = shard_order(order, work, n_threads)
+                # the threads' copies of the state, made here (copy_state)
+                locals_ = [copy_state(state, spare.pop() if spare else None)
+                           for _ in shards]
+
+                def shard_pass(job):
+                    shard, local = job
+                    w = copy.copy(worker)
+                    w._call_rows = (X, _RowShard(rows, shard))
+                    w._run_problem(X, y, sample_weight, local, 1)
+                    return local
+
+                locals_ = runner.map(shard_pass, list(zip(shards, locals_)))
+                mixed = self._mix_shards(locals_, [s.size / n for s in shards], state)
+                self._set_shuffle_seed(mixed, seed)
+                self._states[p] = mixed
+                # (the first copy may live on in the mix; the others and the
+                # replaced state are free)
+                spare = [*locals_[1:], state]
+                state = mixed
+        return n_epochs
+
+    def _mix_shards(self, states, weights, start):
+        """Mix the threads' states of one pass (``_mix_states``; an
+        estimator may let the mix reuse them: they are the fit's own)."""
+        return self._mix_states(states, weights, start)
+
+    def _shuffle_seed(self, state):
+        """The shuffling seed of a problem's state (default: ``state.seed``)."""
+        return state.seed
+
+    def _set_shuffle_seed(self, state, seed):
+        state.seed = seed
+
     def _monitored_passes(self, p, X, y, sample_weight, n_epochs, validation, stop):
         """One problem's passes one kernel call at a time, with scikit-learn's
         stopping rule and ``verbose`` lines.
@@ -109,11 +214,11 @@ class TrainingLoopMixin:
         here do not track them, so one product ``X w`` per pass evaluates
         the objective exactly). Returns ``(passes, converged)``.
         """
-        state = self._states[p]
         best, no_improvement, start = np.inf, 0, time.perf_counter()
         rows = int(np.count_nonzero(sample_weight))
         for epoch in range(1, n_epochs + 1):
-            self._run_problem(X, y, sample_weight, state, 1)
+            self._passes(p, X, y, sample_weight, 1)
+            state = self._states[p]         # (replaced by a threaded pass)
             if validation is not None and stop and self.tol is not None:
                 value = -self._problem_accuracy(state, *validation)
             if self.verbose or (validation is None and stop and self.tol is not None):
@@ -237,3 +342,15 @@ class TrainingLoopMixin:
             self, penalty, mean_weight * n_problems * max(1.0, np.log(n_outputs)),
             "Scale the features (e.g. StandardScaler) consistently across calls, or use "
             "smaller steps.")
+
+
+class _RowShard:
+    """One thread's shard of a pass: ``with_targets`` gives the dataset over
+    those rows of the call's converted ``X``, in the shard's order
+    (``RowDataset.with_targets(..., rows=)``, no copy of ``X``)."""
+
+    def __init__(self, rows, order):
+        self.rows, self.order = rows, order
+
+    def with_targets(self, y, sample_weight):
+        return self.rows.with_targets(y, sample_weight, rows=self.order)

@@ -8,6 +8,7 @@ subclasses: ``ASFSequenceTagger`` (``_asf.py``), ``PSASequenceTagger``
 (``_psa.py``) and ``SGDSequenceTagger`` (``_sgd.py``).
 """
 import copy
+import time
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -19,9 +20,11 @@ from .._calibration import calibrate_crf_eta0
 from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
+from .._core._dataset import shuffled_order
 from .._core._weights import ScaledWeights
 from .._mixing import mix_lazy_steps, sum_increments, weighted_mean
 from .._penalty import split_alpha
+from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
 from .._validation import (
     check_classes_arg,
     check_eta0,
@@ -70,7 +73,7 @@ class TaggerState:
     pass_losses: list = field(default_factory=list)
 
 
-def mix_tagger_states(states, weights, start=None, *, average=True):
+def mix_tagger_states(states, weights, start=None, *, average=True, reuse_first=False):
     """Mix taggers' states (``TaggerState``) trained on shards of the sequences.
 
     The CRF weights are averaged with ``weights``; with ``average``, the
@@ -90,6 +93,9 @@ def mix_tagger_states(states, weights, start=None, *, average=True):
     average : bool, default=True
         Whether the running sum of the iterates is mixed (trainers that
         average).
+    reuse_first : bool, default=False
+        Write PSA's mixed step-size state into the first state's (the caller
+        owns it and no longer needs it) instead of a copy.
 
     Returns
     -------
@@ -97,19 +103,31 @@ def mix_tagger_states(states, weights, start=None, *, average=True):
         A new state (the first's for the rest: RNG, pass timings); the inputs
         are not modified.
     """
-    out = copy.deepcopy(states[0])
+    # a deep copy of the first state without what is computed below (the
+    # weights, the running sum, PSA's state: most of the bytes)
+    proto = copy.copy(states[0])
+    proto.psa = None
+    proto.crf = copy.copy(states[0].crf)
+    proto.crf.coef = None
+    if average:
+        proto.crf.avg = None
+    out = copy.deepcopy(proto)
+    if average:
+        out.crf.avg = states[0].crf.avg       # (replaced by the mixed sum below)
     crfs = [s.crf for s in states]
     s_crf = None if start is None else start.crf
-    out.crf.coef = weighted_mean([c.coef for c in crfs], weights)
+    if states[0].psa is None:
+        out.crf.coef = weighted_mean([c.coef for c in crfs], weights)
     if average and out.crf.avg is not None:
         out.crf.avg = sum_increments([c.avg for c in crfs],
                                      0.0 if s_crf is None else s_crf.avg)
         out.crf.n_iterates = float(sum_increments(
             [c.n_iterates for c in crfs], 0.0 if s_crf is None else s_crf.n_iterates))
     out.crf.t = int(sum_increments([c.t for c in crfs], 0 if s_crf is None else s_crf.t))
-    if out.psa is not None:
+    if states[0].psa is not None:
         out.psa = mix_lazy_steps([s.psa for s in states], weights,
-                                 None if start is None else start.psa)
+                                 None if start is None else start.psa,
+                                 out=states[0].psa if reuse_first else None)
         out.crf.coef = np.ascontiguousarray(out.psa.weights)
     return out
 
@@ -139,6 +157,9 @@ class _BaseSequenceTagger(BaseEstimator):
 
     _averaged = False
     _private_state = ("_state", "_model", "_kind")
+    #: Whether ``n_jobs`` threads share a pass (``_sharded_passes``): the
+    #: online trainers; L-BFGS threads its objective instead.
+    _data_parallel = False
 
     # ---- the extension protocol ---------------------------------------------------
     # Public methods for code that drives a tagger from outside its own ``fit``
@@ -506,6 +527,7 @@ class _BaseSequenceTagger(BaseEstimator):
             The fitted tagger.
         """
         self._more_validate_params()
+        self._n_threads()
         remove_fitted(self, self._private_state)
         with unfit_on_error(self, self._private_state):
             batch = self._to_data(X, y, fitting=True, first=True)
@@ -547,6 +569,7 @@ class _BaseSequenceTagger(BaseEstimator):
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
         self._more_validate_params(for_partial_fit=True)
+        self._n_threads()
         if classes is not None:
             classes = check_classes_arg(classes)
         if not first:
@@ -595,6 +618,7 @@ class _BaseSequenceTagger(BaseEstimator):
         """
         self._validate_params()
         self._more_validate_params()
+        self._n_threads()
         for attr in self._private_state:
             if attr != "_kind" and hasattr(self, attr):
                 delattr(self, attr)
@@ -617,22 +641,118 @@ class _BaseSequenceTagger(BaseEstimator):
             self._grow(batch.n_features)
         if first:
             self.eta0_ = self._eta0(batch, label_idx)
-        crf = self._state.crf
-        ds = batch.sequence_data(crf.n_attributes, label_idx)
+        ds = batch.sequence_data(self._state.crf.n_attributes, label_idx)
         if callback is None:
-            self.n_iter_ = self._run_passes(ds, n_epochs)
+            self.n_iter_ = self._passes(ds, n_epochs)
         else:
             self.n_iter_ = 0
             for _ in range(n_epochs):
-                self.n_iter_ += self._run_passes(ds, 1)
+                self.n_iter_ += self._passes(ds, 1)
                 self._model = self._final_flat()
-                self.t_ = crf.t
+                self.t_ = self._state.crf.t
                 if callback(self):
                     break
-        self.t_ = crf.t
+        self.t_ = self._state.crf.t
         self._model = self._final_flat()
         self._check_weight_scale(batch.n_tokens / batch.n_sequences)
         return self
+
+    # ---- threads ------------------------------------------------------------------
+    def _n_threads(self):
+        """The threads ``n_jobs`` asks for (1 for a trainer without them);
+        a ValueError naming ``n_jobs`` for a bad value."""
+        n_jobs = getattr(self, "n_jobs", None)
+        if not self._data_parallel:
+            return 1
+        return effective_n_jobs(n_jobs)
+
+    def _passes(self, ds, n_epochs):
+        """``n_epochs`` passes over ``ds``: one kernel call (``_run_passes``),
+        or with several threads ``_sharded_passes``."""
+        n_threads = self._n_threads()
+        if n_threads <= 1 or ds.n_sequences < 2:
+            return self._run_passes(ds, n_epochs)
+        return self._sharded_passes(ds, n_epochs, n_threads)
+
+    def _sharded_passes(self, ds, n_epochs, n_threads):
+        """Passes with the sequences of each split between threads.
+
+        Each pass draws the order a one-thread pass would visit (the CRF
+        state's seed, ``shuffled_order``) and cuts it into ``n_threads``
+        contiguous shards of about equal work (tokens plus non-zeros,
+        ``balanced_chunks``). Every thread gathers its shard's sequences
+        (``SequenceData.take``) and runs the trainer's compiled kernel for one
+        pass over them, without the GIL, on its own copy of the state; the
+        copies are then mixed (``_mix_states``: the rules of
+        ``sklearn_secondorder._mixing``, each shard weighted by its share of
+        the sequences) into the state of the next pass. The partition and the
+        order of the sums depend on the data, the seed and ``n_threads`` only,
+        so a given ``n_jobs`` gives the same model bit for bit. The state is
+        replaced only when every thread has finished without error. Returns
+        the passes made.
+        """
+        H = self._n_states()
+        check_model_memory(self, self._state.crf.n_attributes + H + 1, H,
+                           (n_threads + 1) * self._bytes_per_weight())
+        n = ds.n_sequences
+        work = ds.token_counts() + ds.nnz_counts()
+        worker = copy.copy(self)        # the same parameters, no shuffle, no output
+        worker.shuffle, worker.verbose = False, 0
+        passes = 0
+        spare = []            # the last pass's copies, whose arrays the next reuses
+        with ThreadRunner(n_threads) as runner:
+            for _ in range(n_epochs):
+                start = self._state
+                began = time.perf_counter()
+                if self.shuffle:
+                    order, seed = shuffled_order(n, start.crf.seed)
+                else:
+                    order, seed = np.arange(n, dtype=np.intp), start.crf.seed
+                shards = shard_order(order, work, n_threads)
+                # the threads' copies of the state, made here (copy_state)
+                copies = [copy_state(start, spare.pop() if spare else None) for _ in shards]
+
+                def shard_pass(job):
+                    shard, state = job
+                    w = copy.copy(worker)
+                    w._state = state
+                    w._run_passes(ds.take(shard), 1)
+                    return w._state
+
+                states = runner.map(shard_pass, list(zip(shards, copies)))
+                shares = [s.size / n for s in shards]
+                mixed = self._mix_shards(states, shares, start)
+                mixed.crf.seed = seed
+                # the pass's record: its wall time, the shards' mean loss
+                mixed.pass_seconds = start.pass_seconds + [time.perf_counter() - began]
+                if len(states[0].pass_losses) > len(start.pass_losses):
+                    mixed.pass_losses = start.pass_losses + [float(sum(
+                        p * st.pass_losses[-1] for p, st in zip(shares, states)))]
+                self._state = mixed
+                # (the first copy may live on in the mix; the others and the
+                # replaced state are free)
+                spare = [*states[1:], start]
+                passes += 1
+                if self.verbose:
+                    self._print_threaded_pass()
+                if self._threaded_stop(n):
+                    break
+        return passes
+
+    def _mix_shards(self, states, weights, start):
+        """Mix the threads' states of one pass (``_mix_states``; a trainer
+        may let the mix reuse them: they are the fit's own)."""
+        return self._mix_states(states, weights, start)
+
+    def _print_threaded_pass(self):
+        st = self._state
+        loss = st.pass_losses[-1] if st.pass_losses else float("nan")
+        print(f"-- pass {st.crf.passes}: mean -log p(y|x) {loss:.6g}, updates {st.crf.t} "
+              "(threads, mixed)")
+
+    def _threaded_stop(self, n_sequences):
+        """Whether a threaded pass ends the training (default: never)."""
+        return False
 
     def _check_weight_scale(self, mean_length):
         """Warn when the weights are implausibly large without overflowing:

@@ -106,6 +106,7 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
     # (``check_eta0``) reads ``eta0``, and None leaves it nothing to check.
     eta0 = None
     _method = AP
+    _data_parallel = True
 
     def _new_state(self, n_attributes, rng):
         super()._new_state(n_attributes, rng)
@@ -142,8 +143,8 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
                                   fit_intercept=self.fit_intercept)
         st.exists = exists if st.exists is None else st.exists | exists
         ds = batch.sequence_data(crf.n_attributes, label_idx)
-        self.n_iter_ = self._run_passes(ds, n_epochs)
-        self.t_ = crf.t
+        self.n_iter_ = self._passes(ds, n_epochs)
+        self.t_ = self._state.crf.t
         self._model = self._final_flat()
         return self
 
@@ -170,6 +171,15 @@ class _OnlineSequenceTagger(_BaseSequenceTagger):
 
     def _final_flat(self):
         return self._state.crf.model()
+
+    def _threaded_stop(self, n_sequences):
+        # the kernel's rule on the whole pass: its loss summed over the
+        # shards (mix_online_tagger_states) below epsilon per sequence
+        return self._state.losses[-1] / n_sequences < self.epsilon
+
+    def _print_threaded_pass(self):
+        print(f"-- pass {len(self._state.losses)}: loss {self._state.losses[-1]:.6g} "
+              "(threads, mixed)")
 
     def _mix_states(self, states, weights, start):
         return mix_online_tagger_states(states, weights, start,

@@ -1,0 +1,489 @@
+"""``n_jobs`` threads sharing each pass of one model (data parallelism).
+
+The single-problem linear estimators and the online taggers split every
+pass's visiting order into contiguous shards, run the compiled kernel on
+each shard in its own thread, and mix the threads' states after the pass.
+
+References: the compiled kernels called directly on a state built as the
+estimator builds it (the one-thread model, and each shard of a threaded
+pass), with the mixing done in NumPy here; a lone fit for concurrent fits;
+``n_jobs=1`` for the quality margins.
+"""
+import copy
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.utils import check_random_state
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from test_trainers import conll_subset, dataset, random_sequences
+
+from sklearn_secondorder import (
+    AROWSequenceTagger,
+    ASFSequenceTagger,
+    AveragedPerceptronSequenceTagger,
+    PassiveAggressiveSequenceTagger,
+    PlainSGDClassifier,
+    PSAClassifier,
+    PSASequenceTagger,
+    SGDQNLinearSVC,
+    SGDSequenceTagger,
+    _validation,
+)
+from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
+from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
+from sklearn_secondorder._core._dataset import RowDataset, shuffled_order
+from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
+from sklearn_secondorder._core._losses import LOSSES
+from sklearn_secondorder._core._psa_fast import psa_epochs
+from sklearn_secondorder._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
+from sklearn_secondorder._threads import copy_state, shard_order
+from sklearn_secondorder._validation import draw_seed
+from sklearn_secondorder.crfsuite import CRF
+from sklearn_secondorder.linear import _psa as linear_psa
+from sklearn_secondorder.sequence import _asf
+
+BAD_N_JOBS = [0, 1.5, "2", True, np.float64(2.0)]
+
+LINEAR = [
+    PSAClassifier(eta0=0.05, period=10, random_state=0, max_iter=2),
+    PSAClassifier(random_state=0, max_iter=2),                    # multinomial (3 classes)
+    PlainSGDClassifier(eta0=0.05, random_state=0, max_iter=3, tol=None),
+    PlainSGDClassifier(eta0=0.05, average=True, random_state=0, max_iter=3, tol=None),
+    SGDQNLinearSVC(random_state=0, max_iter=3),
+]
+TAGGERS = [
+    ASFSequenceTagger(eta0=0.1, max_iter=3, random_state=0),
+    PSASequenceTagger(eta0=0.1, max_iter=3, random_state=0),
+    SGDSequenceTagger(eta0=0.1, max_iter=3, random_state=0),
+    AveragedPerceptronSequenceTagger(max_iter=3, random_state=0),
+    PassiveAggressiveSequenceTagger(max_iter=3, random_state=0),
+    AROWSequenceTagger(max_iter=3, random_state=0),
+]
+
+
+def linear_data(est, n=600, sparse=True):
+    # (PSA with the multinomial log loss on three classes: one problem too)
+    n_classes = 3 if est is LINEAR[1] else 2
+    X, y = make_classification(n_samples=n, n_features=20, n_informative=8,
+                               n_classes=n_classes, random_state=1)
+    X[np.abs(X) < 0.7] = 0.0                     # (sparse rows of varying length)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def work_of(X):
+    return np.diff(X.indptr).astype(np.int64) + 1
+
+
+# ---- n_jobs=1 is the one-thread kernel call, bit for bit --------------------------
+def test_n_jobs_1_psa_is_the_kernel_call():
+    X, y = linear_data(LINEAR[0])
+    alpha, eta0, b = 1e-3, 0.05, 10
+    seed = draw_seed(check_random_state(0))
+    state = LazyStepState.zeros(X.shape[1] + 1, 1, eta0, seed=seed)
+    options = PSAOptions(lam=alpha, period=b, psa_alpha=0.9999, psa_beta=0.99, kappa=0.9)
+    target = np.where(y == 1, 1.0, -1.0)
+    psa_epochs(RowDataset(X, target, np.ones(X.shape[0])), state, options,
+               loss=LOSSES["log_loss"](), n_epochs=3, shuffle=True, fit_intercept=True)
+    for n_jobs in (None, 1):
+        est = PSAClassifier(alpha=alpha, eta0=eta0, period=b, max_iter=3, random_state=0,
+                            n_jobs=n_jobs).fit(X, y)
+        assert_array_equal(est.coef_.ravel(), state.weights[:-1])
+        assert_array_equal(est.intercept_, state.weights[-1:])
+        assert est.t_ == state.t
+
+
+def test_n_jobs_1_sgd_is_the_kernel_call():
+    X, y = linear_data(LINEAR[2])
+    alpha, eta0 = 1e-3, 0.05
+    state = LinearSGDState.zeros(X.shape[1], 1, average=False,
+                                 seed=draw_seed(check_random_state(0)))
+    state.eta0 = eta0
+    options = LinearSGDOptions(lam=alpha, l1=0.0, learning_rate="optimal", eta0=eta0,
+                               t0=1.0 / (alpha * eta0))
+    target = np.where(y == 1, 1.0, -1.0)
+    sgd_epochs(RowDataset(X, target, np.ones(X.shape[0])), state, options,
+               loss=LOSSES["log_loss"](), n_epochs=3, shuffle=True, fit_intercept=True)
+    est = PlainSGDClassifier(alpha=alpha, eta0=eta0, max_iter=3, tol=None, random_state=0,
+                             n_jobs=1).fit(X, y)
+    coef, intercept = state.model()
+    assert_array_equal(est.coef_.ravel(), coef)
+    assert_array_equal(est.intercept_, intercept)
+
+
+def test_n_jobs_1_asf_tagger_is_the_kernel_call():
+    X, y = random_sequences(n_seq=30, seed=3)
+    est = ASFSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=3, random_state=0, n_jobs=1)
+    est.fit(X, y)
+    ds = dataset(est, X, y)
+    H = est.classes_.size
+    crf = CRFState.new(est._state.crf.n_attributes, H, averaged=True, seed=0)
+    crf.seed = draw_seed(check_random_state(0))
+    crf_sgd_epochs(ds, crf, CRFSGDOptions(eta0=0.1, power=0.0, lam=1e-2, average=True,
+                                          feedback=True), n_epochs=3, shuffle=True,
+                   fit_intercept=True)
+    assert_array_equal(est._model, crf.model())
+    assert est.t_ == crf.t
+
+
+# ---- the threaded pass is the NumPy mix of the shards' kernel passes ---------------
+def test_threaded_sgd_pass_is_the_mix_of_its_shards():
+    """Two threads, one pass: the shards are contiguous pieces of the order a
+    one-thread pass visits; each is one kernel pass from the start state, and
+    the model is their row-share-weighted mean."""
+    X, y = linear_data(LINEAR[2], n=701)
+    alpha, eta0 = 1e-3, 0.05
+    seed = draw_seed(check_random_state(0))
+    target = np.where(y == 1, 1.0, -1.0)
+    order, _ = shuffled_order(X.shape[0], seed)
+    shards = shard_order(order, work_of(X), 2)
+    assert len(shards) == 2 and abs(X[shards[0]].nnz - X[shards[1]].nnz) <= 21
+    options = LinearSGDOptions(lam=alpha, l1=0.0, learning_rate="optimal", eta0=eta0,
+                               t0=1.0 / (alpha * eta0))
+    coefs, intercepts = [], []
+    for shard in shards:
+        s = LinearSGDState.zeros(X.shape[1], 1, average=False, seed=seed)
+        s.eta0 = eta0
+        sgd_epochs(RowDataset(X[shard], target[shard], np.ones(shard.size)), s, options,
+                   loss=LOSSES["log_loss"](), n_epochs=1, shuffle=False, fit_intercept=True)
+        c, b = s.model()
+        coefs.append(c)
+        intercepts.append(b)
+    p = np.array([s.size for s in shards]) / X.shape[0]
+    est = PlainSGDClassifier(alpha=alpha, eta0=eta0, max_iter=1, tol=None, random_state=0,
+                             n_jobs=2).fit(X, y)
+    assert_allclose(est.coef_.ravel(), p[0] * coefs[0] + p[1] * coefs[1], rtol=1e-14,
+                    atol=1e-15)
+    assert_allclose(est.intercept_, p[0] * intercepts[0] + p[1] * intercepts[1],
+                    rtol=1e-14)
+    assert est.t_ == X.shape[0]
+
+
+def test_threaded_psa_pass_is_the_mix_of_its_shards():
+    """PSA: the weights are the weighted mean of the shards', the step sizes
+    their geometric mean (NumPy)."""
+    X, y = linear_data(LINEAR[0], n=800)
+    alpha, eta0, b = 1e-3, 0.05, 10
+    seed = draw_seed(check_random_state(0))
+    target = np.where(y == 1, 1.0, -1.0)
+    order, _ = shuffled_order(X.shape[0], seed)
+    shards = shard_order(order, work_of(X), 3)
+    options = PSAOptions(lam=alpha, period=b, psa_alpha=0.9999, psa_beta=0.99, kappa=0.9)
+    ws, etas = [], []
+    for shard in shards:
+        s = LazyStepState.zeros(X.shape[1] + 1, 1, eta0, seed=seed)
+        psa_epochs(RowDataset(X[shard], target[shard], np.ones(shard.size)), s, options,
+                   loss=LOSSES["log_loss"](), n_epochs=1, shuffle=False, fit_intercept=True)
+        ws.append(s.weights)
+        etas.append(s.step_sizes)
+    p = np.array([s.size for s in shards]) / X.shape[0]
+    est = PSAClassifier(alpha=alpha, eta0=eta0, period=b, max_iter=1, random_state=0,
+                        n_jobs=3).fit(X, y)
+    w = sum(pk * wk for pk, wk in zip(p, ws))
+    assert_allclose(est.coef_.ravel(), w[:-1], rtol=1e-13, atol=1e-16)
+    assert_allclose(est.intercept_, w[-1:], rtol=1e-13)
+    eta = np.exp(sum(pk * np.log(ek) for pk, ek in zip(p, etas)))
+    assert_allclose(est.eta_.ravel(), eta, rtol=2 ** -22)       # (float32 step sizes)
+    assert est.t_ == X.shape[0]
+
+
+def test_threaded_tagger_pass_is_the_mix_of_its_shards():
+    """SGD tagger without averaging: one pass at two threads is the mean of
+    the CRF kernel's passes over the gathered shards of the pass's order."""
+    X, y = random_sequences(n_seq=41, seed=4, max_len=8)
+    est = SGDSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=1, random_state=0, n_jobs=2)
+    est.fit(X, y)
+    ds = dataset(est, X, y)
+    H = est.classes_.size
+    seed = draw_seed(check_random_state(0))
+    order, _ = shuffled_order(ds.n_sequences, seed)
+    shards = shard_order(order, ds.token_counts() + ds.nnz_counts(), 2)
+    coefs = []
+    for shard in shards:
+        crf = CRFState.new(est._state.crf.n_attributes, H, averaged=False, seed=seed)
+        crf_sgd_epochs(ds.take(shard), crf, CRFSGDOptions(eta0=0.1, power=1.0, lam=1e-2),
+                       n_epochs=1, shuffle=False, fit_intercept=True)
+        coefs.append(crf.model())
+    p = np.array([s.size for s in shards]) / ds.n_sequences
+    assert_allclose(est._model, p[0] * coefs[0] + p[1] * coefs[1], rtol=1e-13, atol=1e-16)
+    assert est.t_ == ds.n_sequences
+
+
+def test_sequence_take_gathers_the_sequences():
+    X, y = random_sequences(n_seq=12, seed=2)
+    est = SGDSequenceTagger(eta0=0.1, max_iter=1, random_state=0).fit(X, y)
+    ds = dataset(est, X, y)
+    picked = np.array([7, 2, 11])
+    sub = ds.take(picked)
+    Xp = [X[i] for i in picked]
+    yp = [y[i] for i in picked]
+    ref = dataset(est, Xp, yp)
+    assert sub.n_sequences == 3 and sub.n_tokens == ref.n_tokens
+    assert_array_equal(sub.token_counts(), ref.token_counts())
+    assert_array_equal(sub.nnz_counts(), ref.nnz_counts())
+    with pytest.raises(ValueError, match="sequences must be"):
+        ds.take([12])
+
+
+def test_row_subset_dataset_visits_the_rows_given():
+    X = sp.csr_matrix(np.arange(12.0).reshape(4, 3))
+    ds = RowDataset(X, np.zeros(4), np.ones(4))
+    sub = ds.with_targets(np.arange(4.0), np.ones(4), rows=[3, 1])
+    assert sub.n_samples == 2
+    vals, idx, yy, _ = sub.row_py(0)
+    assert_array_equal(vals, X[3].data) and yy == 3.0
+    vals, idx, yy, _ = sub.row_py(1)
+    assert_array_equal(vals, X[1].data) and yy == 1.0
+    with pytest.raises(ValueError, match="rows must be"):
+        ds.with_targets(np.zeros(4), np.ones(4), rows=[4])
+    # the shuffle a kernel would draw from a seed
+    order, seed = shuffled_order(4, 5)
+    ref = RowDataset(X, np.zeros(4), np.ones(4))
+    assert ref.shuffle_py(5) == seed
+    assert_array_equal(ref.order_, order)
+
+
+# ---- determinism, quality ------------------------------------------------------------
+@pytest.mark.parametrize("est", LINEAR, ids=lambda e: repr(e)[:40])
+@pytest.mark.parametrize("n_jobs", [2, 3])
+def test_threaded_linear_fit_is_deterministic(est, n_jobs):
+    X, y = linear_data(est)
+    first = copy.deepcopy(est).set_params(n_jobs=n_jobs).fit(X, y)
+    again = copy.deepcopy(est).set_params(n_jobs=n_jobs).fit(X, y)
+    one = copy.deepcopy(est).set_params(n_jobs=1).fit(X, y)
+    assert_array_equal(first.coef_, again.coef_)
+    assert_array_equal(first.intercept_, again.intercept_)
+    assert first.t_ == again.t_ == one.t_
+    assert not np.array_equal(first.coef_, one.coef_)       # (a different model)
+    # partial_fit continues the threaded state as fit does
+    cont = copy.deepcopy(first).partial_fit(X, y)
+    cont2 = copy.deepcopy(again).partial_fit(X, y)
+    assert_array_equal(cont.coef_, cont2.coef_)
+
+
+@pytest.mark.parametrize("est", TAGGERS, ids=lambda e: type(e).__name__)
+def test_threaded_tagger_fit_is_deterministic(est):
+    X, y = random_sequences(n_seq=40, n_attr=8, n_labels=4, seed=6, max_len=9)
+    first = copy.deepcopy(est).set_params(n_jobs=2).fit(X, y)
+    again = copy.deepcopy(est).set_params(n_jobs=2).fit(X, y)
+    one = copy.deepcopy(est).set_params(n_jobs=1).fit(X, y)
+    assert_array_equal(first._model, again._model)
+    assert first.t_ == again.t_ == one.t_
+    assert first.predict(X) == again.predict(X)
+    assert len(first.pass_seconds_) == 3
+
+
+def test_threaded_pass_of_one_problem_only():
+    """One-vs-rest with several classes keeps its classes side by side:
+    n_jobs does not change the model there."""
+    X, y = make_classification(n_samples=300, n_features=10, n_informative=6, n_classes=3,
+                               random_state=0)
+    kw = {"loss": "hinge", "eta0": 0.05, "max_iter": 2, "random_state": 0}
+    one = PSAClassifier(n_jobs=1, **kw).fit(X, y)
+    two = PSAClassifier(n_jobs=2, **kw).fit(X, y)
+    assert_array_equal(one.coef_, two.coef_)
+
+
+def test_linear_quality_at_two_threads():
+    """Accuracy at two threads within 0.01 of one thread's after the same
+    passes (held-out rows of a 20-feature problem)."""
+    X, y = make_classification(n_samples=6000, n_features=20, n_informative=10,
+                               random_state=3)
+    Xtr, ytr, Xte, yte = X[:5000], y[:5000], X[5000:], y[5000:]
+    for est in (PSAClassifier(random_state=0), PlainSGDClassifier(random_state=0),
+                SGDQNLinearSVC(random_state=0)):
+        one = copy.deepcopy(est).set_params(n_jobs=1).fit(Xtr, ytr).score(Xte, yte)
+        two = copy.deepcopy(est).set_params(n_jobs=2).fit(Xtr, ytr).score(Xte, yte)
+        assert two >= one - 0.01, (type(est).__name__, one, two)
+
+
+@pytest.mark.parametrize("est", [ASFSequenceTagger(random_state=0, max_iter=3),
+                                 PSASequenceTagger(random_state=0, max_iter=3),
+                                 AveragedPerceptronSequenceTagger(random_state=0, max_iter=3)],
+                         ids=lambda e: type(e).__name__)
+def test_tagger_quality_at_two_threads(est):
+    """CoNLL-2000 (1200 training, 400 test sentences): the token accuracy at
+    two threads within 1 point of one thread's after the same passes."""
+    X, y = conll_subset(1600)
+    Xtr, ytr, Xte, yte = X[:1200], y[:1200], X[1200:], y[1200:]
+    one = copy.deepcopy(est).set_params(n_jobs=1).fit(Xtr, ytr).score(Xte, yte)
+    two = copy.deepcopy(est).set_params(n_jobs=2).fit(Xtr, ytr).score(Xte, yte)
+    assert two >= one - 0.01, (one, two)
+
+
+# ---- threads from the caller, failures, memory, bad values ----------------------------
+def test_concurrent_fits_each_give_the_lone_model():
+    Xl, yl = linear_data(LINEAR[0], n=1500)
+    Xs, ys = random_sequences(n_seq=60, n_attr=8, n_labels=4, seed=8, max_len=9)
+    makers = [lambda: PSAClassifier(eta0=0.05, period=10, max_iter=2, random_state=0,
+                                    n_jobs=2),
+              lambda: ASFSequenceTagger(eta0=0.1, max_iter=3, random_state=0, n_jobs=2)]
+    data = [(Xl, yl), (Xs, ys)]
+    lone = [make().fit(X, y) for make, (X, y) in zip(makers, data)]
+    for _ in range(2):
+        ests = [make() for make in makers]
+        errors = []
+
+        def fit(est, X, y, errors):
+            try:
+                est.fit(X, y)
+            except BaseException as exc:     # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=fit, args=(e, X, y, errors)) for e, (X, y) in
+                   zip(ests, data)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert_array_equal(ests[0].coef_, lone[0].coef_)
+        assert_array_equal(ests[1]._model, lone[1]._model)
+
+
+def fails_on_a_worker(real):
+    def wrapped(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            raise MemoryError("shard on a worker thread")
+        return real(*args, **kwargs)
+    return wrapped
+
+
+def test_a_failure_in_a_thread_surfaces(monkeypatch):
+    X, y = linear_data(LINEAR[0])
+    est = PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=2).fit(X, y)
+    Xs, ys = conll_subset(40)
+    crf = CRF(algorithm="asf", max_iterations=2, n_jobs=2).fit(Xs, ys)
+    before = crf.state_features_
+    monkeypatch.setattr(linear_psa, "psa_epochs", fails_on_a_worker(psa_epochs))
+    monkeypatch.setattr(_asf, "sgd_epochs", fails_on_a_worker(crf_sgd_epochs))
+    with pytest.raises(MemoryError, match="worker thread"):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")                    # no half model
+    with pytest.raises(MemoryError, match="worker thread"):
+        crf.fit(Xs[:20], ys[:20])
+    assert crf.state_features_ == before                # the previous model, unchanged
+    tagger = ASFSequenceTagger(eta0=0.1, max_iter=2, n_jobs=2)
+    with pytest.raises(MemoryError, match="worker thread"):
+        tagger.fit(Xs, ys)
+    assert not hasattr(tagger, "coef_")
+    # one thread runs no worker
+    PSAClassifier(eta0=0.05, random_state=0, n_jobs=1).fit(X, y)
+
+
+def test_memory_check_counts_the_threads_copies(monkeypatch):
+    X, y = linear_data(LINEAR[0])
+    est = PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=4)
+    one_model = (X.shape[1]) * est._bytes_per_weight(X.shape[1], 1)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 * one_model)
+    PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=1).fit(X, y)
+    with pytest.raises(ValueError, match="needs .* bytes of state per weight"):
+        est.fit(X, y)
+    Xs, ys = random_sequences(n_seq=20, seed=0)
+    fitted = ASFSequenceTagger(eta0=0.1, max_iter=1).fit(Xs, ys)
+    H, A = fitted.classes_.size, fitted._state.crf.n_attributes
+    need_one = (A + H + 1) * H * fitted._bytes_per_weight()
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 * need_one)
+    ASFSequenceTagger(eta0=0.1, max_iter=1, n_jobs=1).fit(Xs, ys)
+    with pytest.raises(ValueError, match="needs"):
+        ASFSequenceTagger(eta0=0.1, max_iter=1, n_jobs=3).fit(Xs, ys)
+
+
+@pytest.mark.parametrize("bad", BAD_N_JOBS)
+@pytest.mark.parametrize("est", [PSAClassifier(), PlainSGDClassifier(), *TAGGERS],
+                         ids=lambda e: type(e).__name__ if not isinstance(e, (int, float, str))
+                         else repr(e))
+def test_bad_n_jobs_is_refused(est, bad):
+    if isinstance(est, PSAClassifier | PlainSGDClassifier):
+        X, y = linear_data(LINEAR[0], n=50)
+        fitted = copy.deepcopy(est).fit(X, y)
+        coef = fitted.coef_.copy()
+        with pytest.raises(ValueError, match="n_jobs"):
+            copy.deepcopy(est).set_params(n_jobs=bad).fit(X, y)
+        with pytest.raises(ValueError, match="n_jobs"):
+            fitted.set_params(n_jobs=bad).partial_fit(X, y)
+        assert_array_equal(fitted.coef_, coef)           # a refused call changes nothing
+        return
+    X, y = random_sequences(n_seq=10, seed=0)
+    fitted = copy.deepcopy(est).fit(X, y)
+    model = fitted._model.copy()
+    with pytest.raises(ValueError, match="n_jobs"):
+        copy.deepcopy(est).set_params(n_jobs=bad).fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs"):
+        fitted.set_params(n_jobs=bad).partial_fit(X, y)
+    assert_array_equal(fitted._model, model)
+
+
+def test_n_jobs_minus_one_is_all_the_cores():
+    X, y = linear_data(LINEAR[0])
+    est = PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=-1).fit(X, y)
+    import joblib
+    ref = PSAClassifier(eta0=0.05, period=10, random_state=0,
+                        n_jobs=joblib.cpu_count()).fit(X, y)
+    assert_array_equal(est.coef_, ref.coef_)
+
+
+@parametrize_with_checks([PSAClassifier(max_iter=3, n_jobs=2),
+                          PlainSGDClassifier(max_iter=3, n_jobs=2),
+                          SGDQNLinearSVC(max_iter=3, n_jobs=2),
+                          ASFSequenceTagger(max_iter=3, n_jobs=2),
+                          PSASequenceTagger(max_iter=3, n_jobs=3),
+                          AveragedPerceptronSequenceTagger(max_iter=3, n_jobs=2)],
+                         expected_failed_checks=lambda est: {
+                             "check_sample_weight_equivalence_on_dense_data":
+                                 "a row of weight 2 is one step, not two (as at n_jobs=1 "
+                                 "and for scikit-learn's SGDClassifier)",
+                             "check_sample_weight_equivalence_on_sparse_data":
+                                 "same as on dense data"})
+def test_sklearn_api_with_threads(estimator, check):
+    check(estimator)
+
+
+def test_monitored_threaded_passes_are_the_same_passes(capsys):
+    """``verbose`` (one pass at a time, each evaluated) gives the model of
+    the unmonitored threaded fit."""
+    X, y = linear_data(LINEAR[0])
+    kw = {"eta0": 0.05, "period": 10, "random_state": 0, "max_iter": 3, "n_jobs": 2}
+    quiet = PSAClassifier(**kw).fit(X, y)
+    loud = PSAClassifier(verbose=1, **kw).fit(X, y)
+    assert_array_equal(quiet.coef_, loud.coef_)
+    assert capsys.readouterr().out.count("pass") == 3
+
+
+def test_copy_state_reuses_the_arrays_it_is_given():
+    """``copy_state(src, into)`` equals ``copy.deepcopy(src)`` and writes into
+    ``into``'s arrays (same shapes); other fields are deep-copied."""
+    X, y = random_sequences(n_seq=15, seed=1)
+    a = ASFSequenceTagger(eta0=0.1, max_iter=2, random_state=0).fit(X, y)._state
+    b = ASFSequenceTagger(eta0=0.1, max_iter=1, random_state=1).fit(X, y)._state
+    coef_buffer = b.crf.coef
+    out = copy_state(a, b)
+    assert out is b and out.crf.coef is coef_buffer
+    ref = copy.deepcopy(a)
+    assert_array_equal(out.crf.coef, ref.crf.coef)
+    assert_array_equal(out.crf.avg, ref.crf.avg)
+    assert (out.crf.t, out.crf.passes, out.crf.seed) == (ref.crf.t, ref.crf.passes, ref.crf.seed)
+    assert out.pass_seconds == a.pass_seconds and out.pass_seconds is not a.pass_seconds
+    assert not np.may_share_memory(out.crf.coef, a.crf.coef)
+    # nothing to reuse: a deep copy
+    fresh = copy_state(a)
+    assert_array_equal(fresh.crf.coef, a.crf.coef)
+    assert not np.may_share_memory(fresh.crf.coef, a.crf.coef)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threaded_dense_rows_are_the_sparse_rows(dtype):
+    """Dense and CSR rows (float64 or float32, read in place) give the same
+    threaded model."""
+    X, y = linear_data(LINEAR[2], sparse=False)
+    X = X.astype(dtype)
+    kw = {"eta0": 0.05, "max_iter": 2, "tol": None, "random_state": 0, "n_jobs": 2}
+    dense = PlainSGDClassifier(**kw).fit(X, y)
+    # (the CSR rows hold the explicit zeros too, so the shards have the same work)
+    Xs = sp.csr_matrix((X.ravel(), np.tile(np.arange(X.shape[1]), X.shape[0]),
+                        np.arange(0, X.size + 1, X.shape[1])), shape=X.shape)
+    sparse = PlainSGDClassifier(**kw).fit(Xs, y)
+    assert_allclose(dense.coef_, sparse.coef_, rtol=1e-12, atol=1e-14)
