@@ -222,7 +222,8 @@ cdef double _pass(SequenceData ds, const Layout* L, CRFContext ctx, const LazyCo
     for k in range(ds.n_sequences):
         s = ds.order[k]
         if k + 1 < ds.n_sequences:
-            # the attribute rows the next sequence touches (mostly cold)
+            # the attribute rows the next sequence touches (mostly cold;
+            # written out here, not in a function: _prefetch.h says why)
             nxt = ds.order[k + 1]
             for kk in range(ds.indptr[ds.offsets[nxt]], ds.indptr[ds.offsets[nxt + 1]]):
                 if ds.indices[kk] < A:

@@ -74,6 +74,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
         if ds.is_sparse and i + 1 < ds.n_samples:
             # the next row's blocks (mostly cold in a large model), and the
             # indices of the row after, so that they are in cache then
+            # (written out here, not in a function: _prefetch.h says why)
             prefetch_row(ds, i + 2)
             nxt = ds.order_ptr[i + 1]
             for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
