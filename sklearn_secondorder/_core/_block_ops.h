@@ -51,6 +51,22 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
  * rule, by decay_exp's polynomial for the block's bound on |k log(1 - eta
  * lam)| (range 0: below 5e-4, 1: up to 1/16) or skso_exp_neg4 (2: up to 4).
  * Each loop below calls it with a constant range, so that it is branch-free. */
+/* The events on one weight of a wide block, the one home of their
+ * arithmetic in the block loops: a window's middle (dsnap = v - snap, snap =
+ * v), and its end (eta *= f, Eq. 8, f = skso_psa_factor of (v - snap) /
+ * dsnap; 0/0 gives NaN, which keeps eta; snap = v). */
+static inline void skso_window_middle(double v, double *snap, float *dsnap) {
+    *dsnap = (float)(v - *snap);
+    *snap = v;
+}
+
+static inline void skso_window_end(double v, double *snap, float dsnap, float *eta, double m,
+                                   double kappa, double inv_denom, double f_lo, double f_hi) {
+    double f = skso_psa_factor((v - *snap) / (double)dsnap, m, kappa, inv_denom, f_lo, f_hi);
+    *eta = (float)((double)*eta * (f == f ? f : 1.0));
+    *snap = v;
+}
+
 static inline double skso_series_decay(float eta, double lam, double k, int range) {
     double z = k * skso_log_decay_series((double)eta * lam);
     if (range == 0)
@@ -86,12 +102,11 @@ static void skso_block_decay_series(double *restrict v, const float *restrict et
 }
 
 /* The same decay, then the event it leads to, in one loop: a window's
- * middle (dsnap = v - snap, snap = v) ... */
+ * middle ... */
 #define SKSO_DECAY_MID(range)                                                \
     for (ptrdiff_t q = 0; q < n; q++) {                                      \
         double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
-        dsnap[q] = (float)(nv - snap[q]);                                    \
-        snap[q] = nv;                                                        \
+        skso_window_middle(nv, snap + q, dsnap + q);                         \
         v[q] = nv;                                                           \
     }
 
@@ -106,14 +121,11 @@ static void skso_block_decay_mid_event(double *restrict v, const float *restrict
     }
 }
 
-/* ... or its end (eta *= f, Eq. 8, as skso_block_end_event; snap = v). */
+/* ... or its end. */
 #define SKSO_DECAY_END(range)                                                \
     for (ptrdiff_t q = 0; q < n; q++) {                                      \
         double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
-        double f = skso_psa_factor((nv - snap[q]) / (double)dsnap[q], m, kappa, inv_denom, \
-                                   f_lo, f_hi);                              \
-        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));               \
-        snap[q] = nv;                                                        \
+        skso_window_end(nv, snap + q, dsnap[q], eta + q, m, kappa, inv_denom, f_lo, f_hi); \
         v[q] = nv;                                                           \
     }
 
@@ -180,10 +192,8 @@ static void skso_block_add(double *restrict v, const float *restrict eta, double
 SKSO_ROW_CLONES
 static void skso_block_mid_event(const double *restrict v, double *restrict snap,
                                  float *restrict dsnap, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++) {
-        dsnap[q] = (float)(v[q] - snap[q]);
-        snap[q] = v[q];
-    }
+    for (ptrdiff_t q = 0; q < n; q++)
+        skso_window_middle(v[q], snap + q, dsnap + q);
 }
 
 /* The window end: eta *= f (Eq. 8, f = skso_psa_factor of (v - snap) / dsnap;
@@ -193,12 +203,8 @@ static void skso_block_end_event(const double *restrict v, double *restrict snap
                                  const float *restrict dsnap, float *restrict eta,
                                  double m, double kappa, double inv_denom, double f_lo,
                                  double f_hi, ptrdiff_t n) {
-    for (ptrdiff_t q = 0; q < n; q++) {
-        double f = skso_psa_factor((v[q] - snap[q]) / (double)dsnap[q], m, kappa, inv_denom,
-                                   f_lo, f_hi);
-        eta[q] = (float)((double)eta[q] * (f == f ? f : 1.0));
-        snap[q] = v[q];
-    }
+    for (ptrdiff_t q = 0; q < n; q++)
+        skso_window_end(v[q], snap + q, dsnap[q], eta + q, m, kappa, inv_denom, f_lo, f_hi);
 }
 
 #endif
