@@ -301,8 +301,14 @@ def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=
 
 # ---- used by test_psa.py -------------------------------------------------------------
 def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-                     n_epochs=1, fit_intercept=True):
-    """Dense Algorithm 1 with L2: every coordinate updated at every step."""
+                     n_epochs=1, fit_intercept=True, round_rows=None):
+    """Dense Algorithm 1 with L2: every coordinate updated at every step.
+
+    ``round_rows``: the rows go by in rounds of at most that many, a round
+    ending at the row of an event too, and every row of a round is scored
+    at the weights of the round's start (the kernel's pass shared by
+    threads); None: each row at the weights before it.
+    """
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     d = X.shape[1]
     th = np.zeros((d + 1) * K)
@@ -313,10 +319,16 @@ def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, k
     lam[d * K:] = 0.0                                     # intercept not penalised
     snaps, t, factors = [th.copy()], 0, []
     for _ in range(n_epochs):
+        at_round, t_round, in_round = th, t, 0
         for i in range(X.shape[0]):
+            if round_rows is not None and (in_round == round_rows or
+                                           (t != t_round and t % b == 0)):
+                at_round, t_round, in_round = th, t, 0
+            in_round += 1
             if sw[i] == 0:
                 continue
-            s = X[i] @ th[:d * K].reshape(d, K) + (th[d * K:] if fit_intercept else 0.0)
+            w = th if round_rows is None else at_round
+            s = X[i] @ w[:d * K].reshape(d, K) + (w[d * K:] if fit_intercept else 0.0)
             g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
                  else py_softmax_loss(s, int(y[i]))[1])
             grad = np.zeros_like(th)

@@ -465,28 +465,37 @@ cdef inline void catch_up(Block b, Py_ssize_t n, long long T, double lam, double
     b.last[0] = T
 
 
+cdef inline bint flush_block(const Layout* L, Py_ssize_t j, bint regularized, long long T,
+                             const LazyCore* c, const Penalty* pen,
+                             const RateRule* rule) noexcept nogil:
+    """Block ``j`` to ``T`` (without penalty unless ``regularized``), a
+    kernel's flush at the end of a pass; whether its weights are finite.
+    Most blocks of a large model are still (no row touched them): the
+    check is the whole cost for them."""
+    cdef Py_ssize_t k, K = width_of(L, j)
+    cdef Block b = block_at(L, j)
+    cdef bint finite = True
+    if Penalty is L2Only and still(b, K):
+        b.last[0] = T
+        return True
+    if regularized:
+        catch_up(b, K, T, c.lam, c.l1, c, pen, rule)
+    else:
+        catch_up(b, K, T, 0.0, 0.0, c, pen, rule)
+    for k in range(K):
+        finite &= isfinite(b.v[k])
+    return finite
+
+
 cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t unregularized,
                               long long T, const LazyCore* c, const Penalty* pen,
                               const RateRule* rule) noexcept nogil:
-    """Every block to ``T`` (block ``unregularized`` without penalty), the
-    kernels' flush at the end of a pass; whether every weight is finite.
-    Most blocks of a large model are still (no row touched them): the
-    check is the loop's whole cost for them."""
-    cdef Py_ssize_t j, k, K
-    cdef Block b
+    """Every block to ``T`` (``flush_block``; block ``unregularized``
+    without penalty); whether every weight is finite."""
+    cdef Py_ssize_t j
     cdef bint finite = True
     for j in range(n_blocks):
-        b = block_at(L, j)
-        K = width_of(L, j)
-        if Penalty is L2Only and still(b, K):
-            b.last[0] = T
-            continue
-        if j == unregularized:
-            catch_up(b, K, T, 0.0, 0.0, c, pen, rule)
-        else:
-            catch_up(b, K, T, c.lam, c.l1, c, pen, rule)
-        for k in range(K):
-            finite &= isfinite(b.v[k])
+        finite &= flush_block(L, j, j != unregularized, T, c, pen, rule)
     return finite
 
 

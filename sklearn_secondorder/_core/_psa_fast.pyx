@@ -10,7 +10,7 @@ blocks a row stepped at the end of a window's half take that event at once
 to it applied". The only O(n_features K) work is the flush at the end of a
 pass (``catch_up`` of every block) and the finiteness check.
 """
-from ._dataset cimport RowDataset, fetch_row, prefetch_row
+from ._dataset cimport RowDataset, fetch_row, prefetch_row, row_span, row_value
 from ._lazy_steps cimport (
     Block,
     L2Only,
@@ -24,6 +24,7 @@ from ._lazy_steps cimport (
     apply_event,
     block_at,
     catch_up_all,
+    flush_block,
     last_event,
     layout_of,
     make_core,
@@ -155,8 +156,295 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     return PSAResult(epochs=epochs_run, diverged=not finite)
 
 
+# ---- a pass shared by threads ---------------------------------------------
+
+cdef extern from "_barrier.h":
+    ctypedef struct Barrier "skso_barrier":
+        int n
+    void barrier_init "skso_barrier_init"(Barrier* b, int n) noexcept nogil
+    void barrier_abort "skso_barrier_abort"(Barrier* b) noexcept nogil
+    bint barrier_wait "skso_barrier_wait"(Barrier* b, int* local_sense) noexcept nogil
+
+
+#: Rows a thread scores in one round of a shared pass: the rows of a round
+#: are scored at the weights of its start, so a row's score misses the
+#: updates of at most ``n_threads * SHARED_ROUND_ROWS - 1`` rows before it.
+SHARED_ROUND_ROWS = 32
+#: Non-zeros one round holds at most (a round ends before a row that would
+#: pass it; a longer row is a round of its own).
+SHARED_ROUND_NNZ = 1 << 16
+
+
+cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
+                         int n_threads) noexcept nogil:
+    """The thread that owns block ``j`` (``d``: the intercept, thread 0's):
+    a multiplicative hash of its cache line ``j >> line_shift`` (records
+    that share a line share an owner: two threads writing one line would
+    pass it back and forth) taken to ``[0, n_threads)``, so that the blocks
+    of any feature order share out evenly, without a division."""
+    if j == d:
+        return 0
+    cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
+    return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
+
+
+cdef class SharedPass:
+    """What the threads of one shared pass read and write (``psa_epochs``
+    with ``threads``): the state's layout and constants, the round buffers,
+    the barrier. Thread ``k`` runs ``SharedPass.run(k)``."""
+    cdef RowDataset ds
+    cdef Layout L
+    cdef LazyCore c
+    cdef Loss loss
+    cdef Barrier barrier
+    cdef int n_threads, line_shift
+    cdef Py_ssize_t round_rows, K
+    cdef bint fit_intercept, with_l1, series
+    cdef long long t
+    # partial scores: (2 rounds, n_threads, round_rows, K), a round's
+    # from its owned blocks; per thread its round's owned non-zeros
+    # (block, position in the row) and where each row's end, and 2K of work
+    cdef double[::1] partial
+    cdef int[:, ::1] own_block, own_pos, ends
+    cdef double[:, ::1] work
+    cdef unsigned char[::1] finite
+
+    def __cinit__(self, RowDataset ds, state, options, Loss loss, int n_threads,
+                  bint fit_intercept, Py_ssize_t round_rows):
+        self.ds = ds
+        self.L = layout_of(state)
+        self.c = make_core(options, state)
+        self.loss = loss
+        self.n_threads = n_threads
+        self.K = state.n_outputs
+        self.round_rows = n_threads * round_rows
+        self.fit_intercept = fit_intercept
+        self.with_l1 = state.has_l1
+        self.series = self.c.rate_max < 1e-4
+        self.t = state.t
+        barrier_init(&self.barrier, n_threads)
+        self.partial = np.zeros(2 * n_threads * self.round_rows * self.K)
+        n_own = max(int(SHARED_ROUND_NNZ), int(ds.row_buf_len))
+        self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.ends = np.zeros((n_threads, self.round_rows + 1), dtype=np.intc)
+        self.line_shift = 0
+        while (self.L.stride << self.line_shift) < 64:
+            self.line_shift += 1
+        # (a thread's work row on cache lines of its own)
+        self.work = np.zeros((n_threads, 8 * (-(-2 * self.K // 8) + 1)))
+        self.finite = np.ones(n_threads, dtype=np.uint8)
+
+    def abort(self):
+        """Release the threads waiting in the pass (one could not start)."""
+        barrier_abort(&self.barrier)
+
+    def run(self, int k):
+        """Thread ``k``'s part of the pass; returns the time after it."""
+        cdef SeriesRate series
+        cdef Log1pRate general
+        cdef L2Only plain
+        cdef WithL1 with_l1
+        cdef long long t
+        cdef Loss loss = self.loss
+        with nogil:
+            if self.with_l1:
+                if self.series:
+                    t = _shared_part(self, self.ds, loss, k, &with_l1, &series)
+                else:
+                    t = _shared_part(self, self.ds, loss, k, &with_l1, &general)
+            elif self.series:
+                t = _shared_part(self, self.ds, loss, k, &plain, &series)
+            else:
+                t = _shared_part(self, self.ds, loss, k, &plain, &general)
+        return t
+
+
+cdef inline Py_ssize_t _round_end(RowDataset ds, Py_ssize_t i0, Py_ssize_t round_rows,
+                                  Py_ssize_t n_own, long long to_event) noexcept nogil:
+    """The end of the round that starts at row ``i0``: ``round_rows`` rows,
+    fewer if their non-zeros would pass ``n_own`` (at least one row), and
+    none past the row of the next event (``to_event`` updates away, each
+    row of non-zero weight is one; < 0: none), so that no block stepped in
+    the round crosses an event between its score and its step."""
+    cdef Py_ssize_t i = i0, n = ds.n_samples, total = 0, nnz
+    cdef long long start
+    cdef const int* ind
+    cdef int row_nnz
+    cdef double y, sw
+    while i < n and i - i0 < round_rows and to_event != 0:
+        row_span(ds, i, &start, &ind, &row_nnz, &y, &sw)
+        nnz = row_nnz
+        if i > i0 and total + nnz > n_own:
+            break
+        total += nnz
+        to_event -= sw != 0.0
+        i += 1
+    return i
+
+
+cdef long long _shared_part(SharedPass sh, RowDataset ds, Loss loss, int k,
+                            const Penalty* pen, const RateRule* rule) noexcept nogil:
+    """``SharedPass.run``: the rounds, then the flush of the owned blocks."""
+    if sh.L.K == 1:
+        return _shared_rounds(sh, ds, loss, k, 1, pen, rule)
+    return _shared_rounds(sh, ds, loss, k, sh.L.K, pen, rule)
+
+
+cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, int k,
+                                     Py_ssize_t K, const Penalty* pen,
+                                     const RateRule* rule) noexcept nogil:
+    """Thread ``k`` of ``J``: each round of rows ``[i0, i1)``, (a) the scores
+    of its rows on the blocks ``k`` owns, at time ``t`` of the round's start
+    (the owned blocks brought to ``t``), into the round's partial scores;
+    after the barrier, (b) each row's score, the sum of the ``J`` partial
+    ones in thread order (every thread computes the same), its gradient,
+    and line 5 of Algorithm 1 on the owned blocks at the row's own time, the
+    events as in ``_pass``. Only the owner writes a block, so (b) of one
+    round and (a) of the next need no barrier (the partial scores alternate
+    between two buffers). Returns the time after the pass, with every owned
+    block flushed to it."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef int J = sh.n_threads, sense = 0, nnz, q, m
+    cdef Py_ssize_t d = ds.n_features, n = ds.n_samples, i0 = 0, i1, i, e, e_end, kk
+    cdef Py_ssize_t R = sh.round_rows, n_own_max = sh.own_block.shape[1], n_own
+    cdef Py_ssize_t j, rnd = 0
+    cdef long long start, t = sh.t
+    cdef long long ev = last_event(c, t)
+    cdef long long next_event = ev + c.b if c.b > 0 else -1
+    cdef const int* ind
+    cdef double y, sw, s, lam = c.lam, l1 = c.l1
+    cdef double* part
+    cdef double* scores = &sh.work[k, 0]
+    cdef double* grad = scores + K
+    cdef int* own_block = &sh.own_block[k, 0]
+    cdef int* own_pos = &sh.own_pos[k, 0]
+    cdef int* ends = &sh.ends[k, 0]
+    cdef bint icp_own = sh.fit_intercept and k == 0, mid, finite = True
+    cdef Block row, icp = block_at(L, d)
+    while i0 < n:
+        i1 = _round_end(ds, i0, R, n_own_max, next_event - t if c.b > 0 else -1)
+        part = &sh.partial[(rnd & 1) * J * R * K]
+        # (a) the owned non-zeros of the round's rows, listed without a
+        # branch per non-zero, then brought to t and scored
+        n_own = 0
+        ends[0] = 0
+        for i in range(i0, i1):
+            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            if sw != 0.0:
+                for q in range(nnz):
+                    own_block[n_own] = ind[q]
+                    own_pos[n_own] = q
+                    n_own += owner_of(ind[q], d, sh.line_shift, J) == k
+            ends[i - i0 + 1] = <int>n_own
+        for i in range(i0, i1):
+            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            for kk in range(K):
+                scores[kk] = 0.0
+            for e in range(ends[i - i0], ends[i - i0 + 1]):
+                if e + 16 < n_own:
+                    prefetch_block(L, own_block[e + 16])
+                row = block_at(L, own_block[e])
+                touch(row, K, t, ev, lam, l1, c, pen, rule)
+                for kk in range(K):
+                    scores[kk] += row.v[kk] * row_value(ds, start, own_pos[e])
+            if icp_own and sw != 0.0:
+                touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
+                for kk in range(K):
+                    scores[kk] += icp.v[kk]
+            for kk in range(K):
+                part[(k * R + i - i0) * K + kk] = scores[kk]
+        if not barrier_wait(&sh.barrier, &sense):
+            return t
+        # (b) the rows' updates on the owned blocks, in the rows' order
+        for i in range(i0, i1):
+            # the next round's rows (in a shuffled order each is cold, and
+            # every thread reads every row: the listing waits on them)
+            prefetch_row(ds, i + R)
+            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            if sw == 0.0:
+                continue
+            for kk in range(K):
+                s = 0.0
+                for m in range(J):
+                    s += part[(m * R + i - i0) * K + kk]
+                scores[kk] = s
+            if K == 1:
+                grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
+            else:
+                softmax_loss(scores, <int>y, <int>K, grad)
+                for kk in range(K):
+                    grad[kk] *= sw
+            e_end = ends[i - i0 + 1]
+            if K == 1 and grad[0] == 0.0:
+                t += 1                 # (the shrink alone: an idle step, as in _pass)
+            else:
+                for e in range(ends[i - i0], e_end):
+                    row = block_at(L, own_block[e])
+                    touch(row, K, t, ev, lam, l1, c, pen, rule)
+                    for kk in range(K):
+                        step_weight(row, kk, lam, l1,
+                                    grad[kk] * row_value(ds, start, own_pos[e]), pen)
+                    row.last[0] = t + 1
+                if icp_own:
+                    touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
+                    for kk in range(K):
+                        step_weight(icp, kk, 0.0, 0.0, grad[kk], pen)
+                    icp.last[0] = t + 1
+                t += 1
+                if t == next_event:
+                    mid = (t // c.b) & 1
+                    for e in range(ends[i - i0], e_end):
+                        apply_event(block_at(L, own_block[e]), K, mid, c)
+                    if icp_own:
+                        apply_event(icp, K, mid, c)
+            if t == next_event:
+                ev = t
+                next_event += c.b
+        i0 = i1
+        rnd += 1
+    # the flush: every owned block to t
+    for j in range(d + 1):
+        if owner_of(j, d, sh.line_shift, J) == k:
+            finite &= flush_block(L, j, j != d, t, c, pen, rule)
+    sh.finite[k] = finite
+    return t
+
+
+def shared_pass(SharedPass sh, threads):
+    """One pass of ``sh`` on ``threads`` (a ``ThreadRunner``: thread ``k``
+    runs ``sh.run(k)``); returns the time after it, whether every weight is
+    finite."""
+    try:
+        times = threads.map(sh.run, range(sh.n_threads))
+    except BaseException:
+        sh.abort()
+        raise
+    return times[0], bool(np.all(sh.finite))
+
+
+def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint shuffle,
+                   bint fit_intercept, threads):
+    """``psa_epochs`` on ``threads``: each pass one ``shared_pass``."""
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef int epochs_run = 0
+    finite = True
+    for _ in range(n_epochs):
+        if shuffle:
+            ds.shuffle(&rng)
+        sh = SharedPass(ds, state, options, loss, threads.n_threads, fit_intercept,
+                        SHARED_ROUND_ROWS)
+        state.t, finite = shared_pass(sh, threads)
+        epochs_run += 1
+        if not finite:
+            break
+    state.seed = rng
+    return PSAResult(epochs=epochs_run, diverged=not finite)
+
+
 def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
-               bint shuffle=True, bint fit_intercept=True):
+               bint shuffle=True, bint fit_intercept=True, threads=None):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
 
     Parameters
@@ -174,6 +462,14 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         multinomial log loss with class indices in ``y``.
     n_epochs : int
     shuffle, fit_intercept : bool
+    threads : ThreadRunner or None
+        With two threads or more, the passes are shared (``SharedPass``):
+        block ``j`` belongs to one thread (``owner_of``), which alone
+        reads and writes it, and the rows go by in rounds, each scored at
+        the weights of the round's start (stale by at most ``n_threads *
+        SHARED_ROUND_ROWS - 1`` updates) and then stepped in order, every
+        thread on its own blocks. The model depends on the number of
+        threads, not on their timing.
 
     Returns
     -------
@@ -186,6 +482,9 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         raise ValueError("state does not match the number of features")
     if options.l1 > 0 and not state.has_l1:
         raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    if threads is not None and threads.n_threads > 1:
+        return _shared_epochs(ds, state, options, loss, n_epochs, shuffle, fit_intercept,
+                              threads)
     cdef LazyCore c = make_core(options, state)
     cdef Layout L = layout_of(state)
     cdef SeriesRate series

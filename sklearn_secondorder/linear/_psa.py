@@ -13,6 +13,7 @@ from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
+from .._threads import ThreadRunner
 from .._validation import check_psa_factors, diverged_error
 from ._base import LinearClassifierBase
 
@@ -268,7 +269,19 @@ class PSAClassifier(LinearClassifierBase):
     def _init_problem(self, n_features, n_outputs, seed):
         return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
 
-    def _run_problem(self, X, y, sample_weight, problem, n_epochs):
+    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
+        # the threads share the one state (psa_epochs with threads): each
+        # owns a part of the blocks; no copies, no mix
+        with ThreadRunner(n_threads) as runner:
+            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
+                                     threads=runner)
+
+    def _check_thread_memory(self, n_features, n_threads):
+        # (shared passes add round buffers of a few hundred KiB to the one
+        # model, whose memory the allocation checks)
+        return None
+
+    def _run_problem(self, X, y, sample_weight, problem, n_epochs, threads=None):
         K = problem.n_outputs
         loss = LOSSES[self.loss]() if K == 1 else None
         if sp.issparse(X) and not X.has_canonical_format:
@@ -296,7 +309,7 @@ class PSAClassifier(LinearClassifierBase):
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel, options,
                             loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
-                            fit_intercept=self.fit_intercept)
+                            fit_intercept=self.fit_intercept, threads=threads)
         if result.diverged:
             raise diverged_error(type(self).__name__, result.epochs)
         return result.epochs

@@ -115,10 +115,16 @@ class TrainingLoopMixin:
 
     def _passes(self, p, X, y, sample_weight, n_epochs):
         """``n_epochs`` passes of problem ``p``: one kernel call, or with
-        several threads (``n_jobs`` on one problem) ``_sharded_passes``."""
+        several threads (``n_jobs`` on one problem) ``_threaded_passes``."""
         n_threads = getattr(self, "_call_threads", 1)
         if n_threads <= 1:
             return self._run_problem(X, y, sample_weight, self._states[p], n_epochs)
+        return self._threaded_passes(p, X, y, sample_weight, n_epochs, n_threads)
+
+    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
+        """Problem ``p``'s passes on ``n_threads`` threads: by default
+        ``_sharded_passes`` (an estimator whose kernel shares a pass between
+        threads overrides it)."""
         return self._sharded_passes(p, X, y, sample_weight, n_epochs, n_threads)
 
     def _check_thread_memory(self, n_features, n_threads):
