@@ -32,7 +32,13 @@ default):
   of the passes alone (``pass_seconds_``), the speed-up, the conlleval chunk
   F1 of each. Target: >= 1.5x, F1 within 0.3.
 
-The threaded parts end with a model of the speed-up on more cores, from
+``psa_binary`` ends with a model of the speed-up on more cores for
+``PSAClassifier``'s shared pass (one state, each thread owning a part of the
+blocks, every thread reading every row): from the pass at one thread ``P``,
+the shared pass run by one thread ``S1`` and the time to stream the rows once
+``B``, ``T(k) = (S1 - B) / k + B``, speed-up ``P / T(k)``.
+
+The taggers' part ends with a model of the speed-up on more cores, from
 measured inputs: the pass at one thread ``P``, the copy of one state ``C``
 (each thread starts from its own), the mix of two states ``M`` (it reads
 every state: ``M k / 2`` for ``k``), the bytes of one state ``S`` and, for the
@@ -138,14 +144,15 @@ def part_psa_binary(args):
     if not (DATA / "conll2000" / "train.txt.gz").exists():
         print(f"psa_binary: skipped, {DATA / 'conll2000'} is absent")
         return None
-    import copy
 
     import _datasets
     import numpy as np
 
     from sklearn_secondorder import PSAClassifier
     from sklearn_secondorder._core._dataset import RowDataset, stream_rows
-    from sklearn_secondorder.linear._psa import mix_psa_problems
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
+    from sklearn_secondorder._core._losses import LOSSES
+    from sklearn_secondorder._core._psa_fast import SHARED_ROUND_ROWS, SharedPass, psa_epochs
 
     Xtr, ytr, Xte, yte = _datasets.conll_tokens(2 ** 20)
     y, yt = (ytr == "I-NP").astype(int), (yte == "I-NP").astype(int)
@@ -173,17 +180,36 @@ def part_psa_binary(args):
               f"{base['wall'] / row['wall']:.2f}x (target >= 1.6x at 2 threads, quiet "
               f"machine); accuracy {row['acc'] - base['acc']:+.3f} points (target within "
               "0.05)")
-    # the model's inputs: a pass at one thread (a further partial_fit: no
-    # calibration), one copy and one mix of the state, the bandwidth floor
-    one = copy.deepcopy(base["est"]).set_params(n_jobs=1)
-    _, P = _best_of(lambda: one.partial_fit(Xtr, y))
+    # the model's inputs: the kernel's pass at one thread, the shared pass
+    # run by one thread (SharedPass with one owner: the rounds' extra work),
+    # the stream of the rows once (every thread reads every row)
     state = base["est"]._states[0]
-    _, C = _best_of(lambda: copy.deepcopy(state))
-    _, M = _best_of(lambda: mix_psa_problems([state, copy.deepcopy(state)], [0.5, 0.5],
-                                             state))
-    ds = RowDataset(Xtr, np.zeros(Xtr.shape[0]), np.ones(Xtr.shape[0]))
+    ds = RowDataset(Xtr, np.where(y == 1, 1.0, -1.0), np.ones(Xtr.shape[0]))
+    options = PSAOptions(lam=alpha, period=state.period, psa_alpha=0.9999, psa_beta=0.99,
+                         kappa=0.9)
+    loss = LOSSES["log_loss"]()
+
+    def fresh():
+        s = LazyStepState.zeros(Xtr.shape[1] + 1, 1, state.kernel.eta0, seed=1)
+        s.prepare()
+        return s
+
+    def one_thread():
+        s = fresh()
+        return lambda: psa_epochs(ds, s, options, loss=loss)
+
+    def shared_by_one():
+        sh = SharedPass(ds, fresh(), options, loss, 1, True, SHARED_ROUND_ROWS)
+        return lambda: sh.run(0)
+
+    P = min(_best_of(one_thread())[1] for _ in range(args.rounds))
+    S1 = min(_best_of(shared_by_one())[1] for _ in range(args.rounds))
     _, B = _best_of(lambda: stream_rows(ds))
-    speedup_model("PSAClassifier", P, C, M - C, state.kernel.records.nbytes, B)
+    print(f"  shared-pass model: pass at one thread P={P:.3f} s, the shared pass run by "
+          f"one thread S1={S1:.3f} s, every row streamed once B={B * 1e3:.1f} ms; k threads "
+          "split the blocks' work and each reads every row: T(k) = (S1 - B) / k + B")
+    print("    " + "; ".join(f"k={k}: {P / ((S1 - B) / k + B):4.2f}x"
+                            for k in (1, 2, 4, 8, 16)))
     return rows
 
 

@@ -125,8 +125,14 @@ def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
 
 
 def numpy_crf_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epochs,
-                  fit_intercept=True):
-    """Dense PSA: every weight shrinks at every update; snapshots every b."""
+                  fit_intercept=True, round_seqs=None):
+    """Dense PSA: every weight shrinks at every update; snapshots every b.
+
+    ``round_seqs``: the sequences go by in rounds of at most that many, a
+    round ending at the sequence of an event too, and each sequence's
+    gradient is taken at the weights of its round's start (the kernel's pass
+    shared by threads); None: at the weights before it.
+    """
     m = kappa * (a + be) / (a - be)
     n = 2 * kappa * (1 - a) / (a - be)
     w = np.zeros((A + L + 1) * L)
@@ -134,11 +140,16 @@ def numpy_crf_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epo
     snaps = [w.copy()]
     t = 0
     for _ in range(n_epochs):
+        at_round, t_round = w, t
         for s in range(len(offsets) - 1):
+            if round_seqs is not None and (t - t_round == round_seqs or
+                                           (t != t_round and t % b == 0)):
+                at_round, t_round = w, t
             sub = to_data(X[offsets[s]:offsets[s + 1]],
                           np.array([0, offsets[s + 1] - offsets[s]]),
                           labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
+            at = w if round_seqs is None else at_round
+            _, g = loglik_gradient(sub, ScaledWeights(at.copy(), L), fit_intercept=fit_intercept)
             w = (1 - eta * lam) * w + eta * g
             t += 1
             if t % b == 0:

@@ -18,11 +18,12 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _oracles import numpy_linear_psa
+from _oracles import numpy_crf_psa, numpy_linear_psa, to_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from test_crf import make_problem
 from test_trainers import conll_subset, dataset, random_sequences
 
 from sklearn_secondorder import (
@@ -37,7 +38,8 @@ from sklearn_secondorder import (
     SGDSequenceTagger,
     _validation,
 )
-from sklearn_secondorder._core import _psa_fast
+from sklearn_secondorder._core import _crf_psa, _psa_fast
+from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
 from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
 from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
 from sklearn_secondorder._core._dataset import RowDataset, shuffled_order
@@ -202,6 +204,50 @@ def test_shared_psa_pass_is_the_round_delayed_algorithm(K, loss, n_threads):
     one, _, _, _ = numpy_linear_psa(X, y, sw, K=K, loss=loss_fn, alpha=lam, eta0=eta0, b=b,
                                     n_epochs=2)
     assert np.abs(one - w).max() > 1e-3 * np.abs(w).max()
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("crfsuite_features", [False, True])
+def test_shared_crf_psa_pass_is_the_round_delayed_algorithm(n_threads, crfsuite_features):
+    """The PSA tagger's passes shared by threads: the dense Algorithm 1
+    (NumPy) with each sequence's gradient at the weights of its round's
+    start, the rounds of ``n_threads * SHARED_ROUND_SEQUENCES`` sequences cut
+    at the events; within the one-thread kernel's tolerance. With CRFsuite's
+    feature set the rows hold their trained labels only."""
+    rng = np.random.default_rng(n_threads)
+    A, H, lam, b, eta0 = 12, 3, 0.01, 3, 0.5
+    X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=H, density=0.2)
+    exists = None
+    if crfsuite_features:
+        exists = np.zeros((A + H + 1, H), dtype=bool)
+        for r in range(X.shape[0]):
+            exists[X.indices[X.indptr[r]:X.indptr[r + 1]], labels[r]] = True
+        exists[A:] = True
+    state = LazyStepState.zeros(A + H + 1, H, eta0, exists=exists)
+    options = PSAOptions(lam=lam, period=b, psa_alpha=0.9999, psa_beta=0.99, kappa=0.9)
+    allowed = None if exists is None else exists.reshape(-1).view(np.uint8)
+    with ThreadRunner(n_threads) as runner:
+        result = crf_psa_epochs(to_data(X, offsets, labels), state, options, n_epochs=2,
+                                shuffle=False, allowed=allowed, threads=runner)
+    assert result.epochs == 2 and not result.diverged and len(result.seconds) == 2
+    kw = dict(eta0=eta0, lam=lam, b=b, a=0.9999, be=0.99, kappa=0.9, n_epochs=2)
+    if exists is None:
+        w, eta, t = numpy_crf_psa(X, offsets, labels, A, H,
+                                  round_seqs=n_threads * _crf_psa.SHARED_ROUND_SEQUENCES, **kw)
+        assert state.t == t
+        assert_allclose(state.weights, w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
+        assert_allclose(state.step_sizes, eta, rtol=1e-5)
+        one, _, _ = numpy_crf_psa(X, offsets, labels, A, H, **kw)
+        assert np.abs(one - w).max() > 1e-3 * np.abs(w).max()     # (the rounds matter)
+    else:
+        # the weights that do not exist stay 0; the others are those of the
+        # shared pass over the dense layout with the same mask
+        assert np.all(state.weights.reshape(-1, H)[~exists] == 0.0)
+        dense = LazyStepState.zeros(A + H + 1, H, eta0)
+        with ThreadRunner(n_threads) as runner:
+            crf_psa_epochs(to_data(X, offsets, labels), dense, options, n_epochs=2,
+                           shuffle=False, allowed=allowed, threads=runner)
+        assert_allclose(state.weights, dense.weights, rtol=1e-12, atol=1e-14)
 
 
 def test_shared_psa_pass_with_the_l1_penalty():
@@ -538,3 +584,15 @@ def test_threaded_dense_rows_are_the_sparse_rows(dtype):
                         np.arange(0, X.size + 1, X.shape[1])), shape=X.shape)
     sparse = PlainSGDClassifier(**kw).fit(Xs, y)
     assert_allclose(dense.coef_, sparse.coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_a_shared_pass_holds_its_state():
+    """The pass keeps the state whose records its threads write alive."""
+    import gc
+    X, y = linear_data(LINEAR[0])
+    options = PSAOptions(lam=1e-3, period=10, psa_alpha=0.9999, psa_beta=0.99, kappa=0.9)
+    sh = _psa_fast.SharedPass(RowDataset(X, np.where(y == 1, 1.0, -1.0), np.ones(X.shape[0])),
+                              LazyStepState.zeros(X.shape[1] + 1, 1, 0.05), options,
+                              LOSSES["log_loss"](), 1, True, 4)
+    gc.collect()
+    assert sh.run(0) == X.shape[0]

@@ -56,7 +56,7 @@ static inline int skso_barrier_wait(skso_barrier *b, int *local_sense) {
         while (__atomic_load_n(&b->sense, __ATOMIC_ACQUIRE) != sense) {
             if (__atomic_load_n(&b->abort, __ATOMIC_ACQUIRE))
                 return 0;
-            if (++spins < 4096) {
+            if (++spins < 256) {
                 SKSO_PAUSE();
             } else {
                 SKSO_YIELD();

@@ -22,13 +22,17 @@ With the L1 penalty (CRFsuite's ``c1``) a row's first visit also owes the
 step's ``eta C``, and every weight the sequence touched is clipped once its
 gradient terms are in (clipping twice is clipping once).
 """
-from libc.math cimport isfinite
+from libc.math cimport NAN, isfinite
 
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport (
+    Barrier,
     Block,
     L2Only,
+    barrier_abort,
+    barrier_init,
+    barrier_wait,
     block_add,
     block_emit,
     block_shrink,
@@ -42,11 +46,14 @@ from ._lazy_steps cimport (
     apply_event,
     block_at,
     catch_up_all,
+    flush_block,
     l1_clip,
     l1_owe,
     last_event,
     layout_of,
+    line_shift_of,
     make_core,
+    owner_of,
     prefetch_block,
     touch,
     width_of,
@@ -279,8 +286,348 @@ cdef object _epochs(SequenceData ds, const Layout* L, const Penalty* pen, const 
     return result
 
 
+# ---- a pass shared by threads ---------------------------------------------
+
+#: Sequences a thread infers in one round of a shared pass: the sequences of
+#: a round are scored at the weights of its start, so a sequence's
+#: marginals miss the updates of at most ``n_threads * SHARED_ROUND_SEQUENCES
+#: - 1`` sequences before it.
+SHARED_ROUND_SEQUENCES = 4
+
+
+cdef class SharedPass:
+    """What the threads of one shared CRF pass read and write (``psa_epochs``
+    with ``threads``); thread ``k`` runs ``SharedPass.run(k)``.
+
+    Round buffers: each thread's partial emissions of the round's tokens
+    (its own attribute rows; the bias in thread 0's), the transitions at the
+    round's start (each row by its owner), the round's node marginals, edge
+    marginals and losses (each sequence by the thread that inferred it).
+    Per thread: its own non-zeros of the round (block, position), where each
+    token's end, the round's token offsets, the rows an update stepped, and
+    a ``CRFContext``.
+    """
+    cdef SequenceData ds
+    cdef object state         # (L points into its records: held while the pass lives)
+    cdef Layout L
+    cdef LazyCore c
+    cdef Barrier barrier
+    cdef int n_threads, line_shift
+    cdef Py_ssize_t H, A, round_seqs, round_tokens, round_nnz
+    cdef bint fit_intercept, with_l1, series
+    cdef long long t
+    cdef double[:, :, ::1] em_part
+    cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
+    cdef int[:, ::1] own_block, own_at, ends, tok_off
+    cdef Py_ssize_t[:, ::1] stepped
+    cdef double[::1] losses   # each thread's summed -log p(y|x), 8 apart
+    cdef list contexts
+
+    def __cinit__(self, SequenceData ds, state, options, int n_threads, bint fit_intercept,
+                  allowed, Py_ssize_t round_seqs):
+        cdef Py_ssize_t s, most_nnz = 0, H = state.n_outputs
+        self.ds = ds
+        self.state = state
+        self.L = layout_of(state)
+        self.c = make_core(options, state)
+        self.n_threads = n_threads
+        self.line_shift = line_shift_of(&self.L)
+        self.H, self.A = H, state.n_blocks - H - 1
+        self.round_seqs = n_threads * round_seqs
+        self.round_tokens = max(self.round_seqs * 32, ds.max_len)
+        for s in range(ds.n_sequences):
+            most_nnz = max(most_nnz, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])
+        self.round_nnz = max(self.round_tokens * 32, most_nnz)
+        self.fit_intercept = fit_intercept
+        self.with_l1 = state.has_l1
+        self.series = self.c.rate_max < 1e-4
+        self.t = state.t
+        barrier_init(&self.barrier, n_threads)
+        self.em_part = np.zeros((n_threads, self.round_tokens, H))
+        self.trans_round = np.zeros(H * H)
+        self.marg_round = np.zeros(self.round_tokens * H)
+        self.edge_round = np.zeros(self.round_seqs * H * H)
+        self.loss_round = np.zeros(self.round_seqs)
+        self.own_block = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
+        self.own_at = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
+        # (rows of their own cache lines: every thread writes its row)
+        self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
+        self.tok_off = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
+        self.stepped = np.zeros((n_threads, most_nnz + H + 8), dtype=np.intp)
+        self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
+        self.losses = np.zeros(8 * n_threads)
+        self.contexts = []
+        for _ in range(n_threads):
+            ctx = CRFContext(H, 1, ds.max_len, self.A)
+            ctx.set_allowed(allowed)
+            self.contexts.append(ctx)
+
+    def abort(self):
+        """Release the threads waiting in the pass (one could not start)."""
+        barrier_abort(&self.barrier)
+
+    def run(self, int k):
+        """Thread ``k``'s part of the pass; returns the time after it."""
+        cdef SeriesRate series
+        cdef Log1pRate general
+        cdef L2Only plain
+        cdef WithL1 with_l1
+        cdef long long t
+        cdef CRFContext ctx = self.contexts[k]
+        with nogil:
+            if self.with_l1:
+                if self.series:
+                    t = _shared_rounds(self, self.ds, ctx, k, &with_l1, &series)
+                else:
+                    t = _shared_rounds(self, self.ds, ctx, k, &with_l1, &general)
+            elif self.series:
+                t = _shared_rounds(self, self.ds, ctx, k, &plain, &series)
+            else:
+                t = _shared_rounds(self, self.ds, ctx, k, &plain, &general)
+        return t
+
+
+cdef inline Py_ssize_t _round_end(SequenceData ds, Py_ssize_t q0, Py_ssize_t round_seqs,
+                                  Py_ssize_t max_tokens, Py_ssize_t max_nnz,
+                                  long long to_event) noexcept nogil:
+    """The end of the round that starts at sequence ``q0`` of the order:
+    ``round_seqs`` sequences, fewer if their tokens or non-zeros would pass
+    the buffers (at least one), and none past the sequence of the next
+    event (``to_event`` updates away; < 0: none)."""
+    cdef Py_ssize_t q = q0, n = ds.n_sequences, tokens = 0, nnz = 0, s, nt, nz
+    while q < n and q - q0 < round_seqs and to_event != 0:
+        s = ds.order[q]
+        nt = ds.offsets[s + 1] - ds.offsets[s]
+        nz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
+        if q > q0 and (tokens + nt > max_tokens or nnz + nz > max_nnz):
+            break
+        tokens += nt
+        nnz += nz
+        to_event -= 1
+        q += 1
+    return q
+
+
+cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, int k,
+                              const Penalty* pen, const RateRule* rule) noexcept nogil:
+    """Thread ``k`` of ``J``, each round of sequences: (a) its own attribute
+    rows of the round's tokens, its transition rows and (thread 0) the bias
+    brought to the round's start ``t``; the partial emissions of the tokens
+    on them, the transition rows into the round's transitions; barrier; (f)
+    the sequences ``q`` with ``q % J == k``: the emissions summed in thread
+    order, ``-log p(y|x)`` and the marginals (``CRFContext``), into the
+    round's buffers; barrier; (b) each sequence in order, at its own time:
+    ``_update``'s step on the rows ``k`` owns (the shrink at a row's first
+    visit, the tokens' terms, the transitions, the clips, the events).
+    Returns the time after the pass, every owned block flushed to it."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef int J = sh.n_threads, shift = sh.line_shift, sense = 0
+    cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, w, j
+    cdef Py_ssize_t n_own, n_stepped
+    cdef long long r, kk, first, t = sh.t, ev
+    cdef double lam = c.lam, l1 = c.l1, x, ll, loss_sum = 0.0
+    cdef const unsigned char* mk = ctx.allowed
+    cdef bint bias_own = k == 0, diverged = False, finite = True
+    cdef double* em
+    cdef double* d = &sh.work[k * 8 * (H // 8 + 2)]
+    cdef int* own_block = &sh.own_block[k, 0]
+    cdef int* own_at = &sh.own_at[k, 0]
+    cdef int* ends = &sh.ends[k, 0]
+    cdef int* tok_off = &sh.tok_off[k, 0]
+    cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
+    cdef const int* y
+    cdef Block row, bias = block_at(L, bias_row)
+    while q0 < n and not diverged:
+        ev = last_event(c, t)
+        q1 = _round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.own_block.shape[1],
+                        ev + c.b - t if c.b > 0 else -1)
+        # (a) the owned non-zeros of the round's tokens (listed without a
+        # branch per non-zero), brought to t and read into the partial
+        # emissions; the owned transition rows and the bias
+        n_own, tok = 0, 0
+        ends[0] = 0
+        tok_off[0] = 0
+        for q in range(q0, q1):
+            s = ds.order[q]
+            for r in range(ds.offsets[s], ds.offsets[s + 1]):
+                for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+                    j = ds.indices[kk]
+                    own_block[n_own] = <int>j
+                    own_at[n_own] = <int>kk
+                    n_own += j < A and owner_of(j, bias_row, shift, J) == k
+                tok += 1
+                ends[tok] = <int>n_own
+            tok_off[q - q0 + 1] = <int>tok
+        for i in range(H):
+            if owner_of(trans_row + i, bias_row, shift, J) == k:
+                row = block_at(L, trans_row + i)
+                touch(row, H, t, ev, lam, l1, c, pen, rule)
+                for h in range(H):
+                    sh.trans_round[i * H + h] = row.v[h]
+        if bias_own:
+            touch(bias, H, t, ev, lam, l1, c, pen, rule)
+        for tt in range(tok):
+            em = &sh.em_part[k, tt, 0]
+            for h in range(H):
+                em[h] = bias.v[h] if bias_own else 0.0
+            for e in range(ends[tt], ends[tt + 1]):
+                if e + 4 < n_own:
+                    prefetch_block(L, own_block[e + 4])
+                j = own_block[e]
+                row = block_at(L, j)
+                w = width_of(L, j)
+                touch(row, w, t, ev, lam, l1, c, pen, rule)
+                if L.labels == NULL:
+                    block_emit(em, row.v, ds.data[own_at[e]], H)
+                else:
+                    _emit_held(em, row, w, L.labels + j * H, ds.data[own_at[e]])
+        if not barrier_wait(&sh.barrier, &sense):
+            return t
+        # (f) inference of this thread's sequences of the round
+        if q0 + k < q1:
+            for i in range(H * H):
+                ctx.trans[i] = sh.trans_round[i]
+            ctx.finish_transitions()
+        q = q0 + k
+        while q < q1:
+            s = ds.order[q]
+            T = ds.offsets[s + 1] - ds.offsets[s]
+            ctx.T = <int>T
+            tok = tok_off[q - q0]
+            for tt in range(T):
+                for h in range(H):
+                    x = 0.0
+                    for i in range(J):
+                        x += sh.em_part[i, tok + tt, h]
+                    ctx.emit[tt * H + h] = x
+            ctx.finish_emissions(NULL)
+            ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
+            sh.loss_round[q - q0] = -ll
+            if isfinite(ll):
+                for i in range(T * H):
+                    sh.marg_round[tok * H + i] = ctx.marg[i]
+                for i in range(H * H):
+                    sh.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
+            q += J
+        if not barrier_wait(&sh.barrier, &sense):
+            return t
+        # (b) the steps on the owned rows, in the order, each at its time
+        for q in range(q0, q1):
+            if not isfinite(sh.loss_round[q - q0]):
+                diverged = True
+                break
+            loss_sum += sh.loss_round[q - q0]
+            s = ds.order[q]
+            first = ds.offsets[s]
+            y = &ds.labels[0] + first
+            T = ds.offsets[s + 1] - first
+            tok = tok_off[q - q0]
+            n_stepped = 0
+            ev = last_event(c, t)
+            for tt in range(T):
+                for h in range(H):
+                    d[h] = -sh.marg_round[(tok + tt) * H + h]
+                d[y[tt]] += 1.0
+                for e in range(ends[tok + tt], ends[tok + tt + 1]):
+                    j = own_block[e]
+                    row = block_at(L, j)
+                    w = width_of(L, j)
+                    if row.last[0] <= t:          # (t + 1: visited in this update)
+                        touch(row, w, t, ev, lam, l1, c, pen, rule)
+                    x = ds.data[own_at[e]]
+                    if L.labels == NULL:
+                        _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
+                        _add(row, H, x, d, NULL if mk == NULL else mk + j * H)
+                    else:
+                        _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
+                        _add_held(row, w, L.labels + j * H, x, d)
+                if sh.fit_intercept and bias_own:
+                    if bias.last[0] <= t:
+                        touch(bias, H, t, ev, lam, l1, c, pen, rule)
+                    _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
+                    _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
+            for i in range(H):
+                if owner_of(trans_row + i, bias_row, shift, J) != k:
+                    continue
+                row = block_at(L, trans_row + i)
+                if row.last[0] <= t:
+                    touch(row, H, t, ev, lam, l1, c, pen, rule)
+                _shrink(row, H, lam, l1, pen)
+                for h in range(H):
+                    x = sh.edge_round[(q - q0) * H * H + i * H + h]
+                    row.v[h] -= row.eta[h] * (x if mk == NULL else x * mk[(A + i) * H + h])
+                row.last[0] = t + 1
+                stepped[n_stepped] = trans_row + i
+                n_stepped += 1
+            for tt in range(1, T):
+                if owner_of(trans_row + y[tt - 1], bias_row, shift, J) == k:
+                    row = block_at(L, trans_row + y[tt - 1])
+                    h = y[tt]
+                    row.v[h] += (row.eta[h] if mk == NULL
+                                 else row.eta[h] * mk[(A + y[tt - 1]) * H + h])
+            if Penalty is WithL1:
+                for i in range(n_stepped):
+                    row = block_at(L, stepped[i])
+                    for h in range(width_of(L, stepped[i])):
+                        l1_clip(row, h)
+            if c.b > 0 and (t + 1) % c.b == 0:
+                for i in range(n_stepped):
+                    apply_event(block_at(L, stepped[i]), width_of(L, stepped[i]),
+                                ((t + 1) // c.b) & 1, c)
+            t += 1
+        q0 = q1
+    if diverged:
+        sh.losses[8 * k] = NAN
+        return t
+    for j in range(A + H + 1):
+        if owner_of(j, bias_row, shift, J) == k:
+            finite &= flush_block(L, j, True, t, c, pen, rule)
+    sh.losses[8 * k] = loss_sum if finite else NAN
+    return t
+
+
+def shared_pass(SharedPass sh, threads):
+    """One pass of ``sh`` on ``threads`` (a ``ThreadRunner``: thread ``k``
+    runs ``sh.run(k)``); returns the time after it and the summed
+    ``-log p(y|x)`` (NaN at divergence: a non-finite loss or weight)."""
+    try:
+        times = threads.map(sh.run, range(sh.n_threads))
+    except BaseException:
+        sh.abort()
+        raise
+    losses = np.asarray(sh.losses)[::8]
+    return times[0], (float(losses[0]) if np.all(np.isfinite(losses)) else float("nan"))
+
+
+def _shared_epochs(SequenceData ds, state, options, int n_epochs, bint shuffle,
+                   bint fit_intercept, allowed, threads):
+    """``psa_epochs`` on ``threads``: each pass one ``shared_pass``."""
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    result = PSAResult(epochs=0, diverged=False)
+    loss_sum = 0.0
+    for _ in range(n_epochs):
+        began = now_seconds()
+        if shuffle:
+            ds.shuffle(&rng)
+        sh = SharedPass(ds, state, options, threads.n_threads, fit_intercept, allowed,
+                        SHARED_ROUND_SEQUENCES)
+        state.t, loss_sum = shared_pass(sh, threads)
+        if not np.isfinite(loss_sum):
+            result.diverged = True
+            break
+        result.epochs += 1
+        result.seconds.append(now_seconds() - began)
+        result.flush_seconds.append(0.0)
+    state.seed = rng
+    result.mean_loss = (loss_sum / ds.n_sequences
+                        if ds.n_sequences and not result.diverged else 0.0)
+    return result
+
+
 def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
-               bint fit_intercept=True, allowed=None):
+               bint fit_intercept=True, allowed=None, threads=None):
     """Run ``n_epochs`` passes of PSA (Algorithm 1) over ``ds``.
 
     Parameters
@@ -301,6 +648,15 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         feature set); the others get no gradient term and stay 0. None: all.
         A state made with ``exists`` (``LazyStepState.zeros``) holds only
         the attribute rows' existing weights, so a touch costs them alone.
+    threads : ThreadRunner or None
+        With two threads or more, the passes are shared (``SharedPass``):
+        each thread owns a share of the rows (``owner_of``), which it alone
+        reads and writes; the sequences go by in rounds, each inferred at
+        the weights of the round's start (stale by at most ``n_threads *
+        SHARED_ROUND_SEQUENCES - 1`` updates) and then stepped in order,
+        every thread on its own rows. The model depends on the number of
+        threads, not on their timing. (``flush_seconds`` are 0: the flush is
+        the threads'.)
 
     Returns
     -------
@@ -318,6 +674,9 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         raise ValueError("state does not match n_states")
     if options.l1 > 0 and not state.has_l1:
         raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    if threads is not None and threads.n_threads > 1 and ds.n_sequences > 1:
+        return _shared_epochs(ds, state, options, n_epochs, shuffle, fit_intercept, allowed,
+                              threads)
     cdef LazyCore c = make_core(options, state)
     cdef Layout L = layout_of(state)
     cdef SeriesRate series

@@ -536,3 +536,38 @@ cdef extern from "_prefetch.h":
     # blocks, mostly cold in a large model. The events' fields of a wide
     # block come in when it crosses one. (A macro: _prefetch.h says why.)
     void prefetch_block "SKSO_PREFETCH_BLOCK"(const Layout* L, Py_ssize_t j) noexcept nogil
+
+
+# ---- one state shared by threads --------------------------------------------
+# The kernels' shared passes (_psa_fast, _crf_psa): each thread owns the
+# blocks of a share of the cache lines, which it alone reads and writes, and
+# the threads meet at a barrier (_barrier.h) once or twice a round of rows.
+
+cdef extern from "_barrier.h":
+    ctypedef struct Barrier "skso_barrier":
+        int n
+    void barrier_init "skso_barrier_init"(Barrier* b, int n) noexcept nogil
+    void barrier_abort "skso_barrier_abort"(Barrier* b) noexcept nogil
+    bint barrier_wait "skso_barrier_wait"(Barrier* b, int* local_sense) noexcept nogil
+
+
+cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
+                         int n_threads) noexcept nogil:
+    """The thread that owns block ``j`` (``d``: thread 0's, the intercept's
+    or the bias's): a multiplicative hash of its cache line ``j >>
+    line_shift`` (records that share a line share an owner: two threads
+    writing one line would pass it back and forth) taken to ``[0,
+    n_threads)``, so that the blocks of any feature order share out evenly,
+    without a division."""
+    if j == d:
+        return 0
+    cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
+    return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
+
+
+cdef inline int line_shift_of(const Layout* L) noexcept nogil:
+    """``owner_of``'s shift: ``log2`` of the records a 64-byte line holds."""
+    cdef int shift = 0
+    while (L.stride << shift) < 64:
+        shift += 1
+    return shift

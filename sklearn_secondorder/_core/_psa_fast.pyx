@@ -22,12 +22,18 @@ from ._lazy_steps cimport (
     SeriesRate,
     WithL1,
     apply_event,
+    Barrier,
+    barrier_abort,
+    barrier_init,
+    barrier_wait,
     block_at,
     catch_up_all,
     flush_block,
     last_event,
     layout_of,
+    line_shift_of,
     make_core,
+    owner_of,
     prefetch_block,
     step_weight,
     touch,
@@ -158,14 +164,6 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
 
 # ---- a pass shared by threads ---------------------------------------------
 
-cdef extern from "_barrier.h":
-    ctypedef struct Barrier "skso_barrier":
-        int n
-    void barrier_init "skso_barrier_init"(Barrier* b, int n) noexcept nogil
-    void barrier_abort "skso_barrier_abort"(Barrier* b) noexcept nogil
-    bint barrier_wait "skso_barrier_wait"(Barrier* b, int* local_sense) noexcept nogil
-
-
 #: Rows a thread scores in one round of a shared pass: the rows of a round
 #: are scored at the weights of its start, so a row's score misses the
 #: updates of at most ``n_threads * SHARED_ROUND_ROWS - 1`` rows before it.
@@ -175,24 +173,12 @@ SHARED_ROUND_ROWS = 32
 SHARED_ROUND_NNZ = 1 << 16
 
 
-cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
-                         int n_threads) noexcept nogil:
-    """The thread that owns block ``j`` (``d``: the intercept, thread 0's):
-    a multiplicative hash of its cache line ``j >> line_shift`` (records
-    that share a line share an owner: two threads writing one line would
-    pass it back and forth) taken to ``[0, n_threads)``, so that the blocks
-    of any feature order share out evenly, without a division."""
-    if j == d:
-        return 0
-    cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
-    return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
-
-
 cdef class SharedPass:
     """What the threads of one shared pass read and write (``psa_epochs``
     with ``threads``): the state's layout and constants, the round buffers,
     the barrier. Thread ``k`` runs ``SharedPass.run(k)``."""
     cdef RowDataset ds
+    cdef object state         # (L points into its records: held while the pass lives)
     cdef Layout L
     cdef LazyCore c
     cdef Loss loss
@@ -212,6 +198,7 @@ cdef class SharedPass:
     def __cinit__(self, RowDataset ds, state, options, Loss loss, int n_threads,
                   bint fit_intercept, Py_ssize_t round_rows):
         self.ds = ds
+        self.state = state
         self.L = layout_of(state)
         self.c = make_core(options, state)
         self.loss = loss
@@ -228,9 +215,7 @@ cdef class SharedPass:
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
         self.ends = np.zeros((n_threads, self.round_rows + 1), dtype=np.intc)
-        self.line_shift = 0
-        while (self.L.stride << self.line_shift) < 64:
-            self.line_shift += 1
+        self.line_shift = line_shift_of(&self.L)
         # (a thread's work row on cache lines of its own)
         self.work = np.zeros((n_threads, 8 * (-(-2 * self.K // 8) + 1)))
         self.finite = np.ones(n_threads, dtype=np.uint8)

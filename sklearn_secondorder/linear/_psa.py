@@ -117,24 +117,24 @@ class PSAClassifier(LinearClassifierBase):
     n_jobs : int, default=None
         Threads that train the model (the compiled kernel releases the GIL).
         With one problem (two classes, or the multinomial ``log_loss``) they
-        share every pass: the pass's shuffled order is cut into ``n_jobs``
-        contiguous shards of about equal non-zeros, each thread runs one kernel
-        pass over its shard on its own copy of the training state, and the
-        copies are mixed after the pass (parameter mixing:
-        ``sklearn_secondorder._mixing``, the rules ``mix`` uses). That is not
-        the one-thread model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
-        hashed to 2^20 columns (I-NP against the rest) scored 0.13 points of
-        test accuracy below one thread's, 97.77% against 97.90% over three
-        seeds (see "Threads on one model" in the user guide). A given
-        ``n_jobs`` and ``random_state`` give the same model bit for bit; None
-        and 1 are one thread, the model of earlier releases. With several
-        one-vs-rest problems the threads fit the classes side by side instead,
-        the model of one thread (None then follows a ``joblib.parallel_config``
-        context). -1 means all the cores, -2 all but one; 0 or a non-int is a
-        ValueError. Each thread trains a copy of the state: the memory check
-        before training counts them. Copying and mixing that state costs
-        about what half a pass saves: on a quiet 2-core machine the 2^20 task
-        above fitted in 0.305 s with two threads against 0.286 s with one.
+        share every pass and the one state: each thread owns the weights of
+        a share of the features (a hash of their cache line), which it alone
+        reads and writes; the rows go by in rounds of ``32 n_jobs`` rows (cut
+        at the step-size events), each row scored at the weights of its
+        round's start, then stepped in order, every thread on its own
+        weights (``_core._psa_fast.SharedPass``). That is Algorithm 1 with a
+        row's score up to ``32 n_jobs - 1`` updates stale, not the
+        one-thread model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
+        hashed to 2^20 columns (I-NP against the rest) scored 97.944% test
+        accuracy against one thread's 97.955%, and fitted 1.7-1.8x faster on
+        a quiet 2-core machine (see "Threads on one model" in the user
+        guide). A given ``n_jobs`` and ``random_state`` give the same model
+        bit for bit; None and 1 are one thread, the model of earlier
+        releases. With several one-vs-rest problems the threads fit the
+        classes side by side instead, the model of one thread (None then
+        follows a ``joblib.parallel_config`` context). -1 means all the
+        cores, -2 all but one; 0 or a non-int is a ValueError. The threads
+        need no memory beyond the one state's.
     verbose : int, default=0
         Above 0, print one line per pass: the pass, the rows, the update
         counter ``T``, the mean training loss at the end of the pass,

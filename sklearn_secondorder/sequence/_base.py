@@ -668,10 +668,16 @@ class _BaseSequenceTagger(BaseEstimator):
 
     def _passes(self, ds, n_epochs):
         """``n_epochs`` passes over ``ds``: one kernel call (``_run_passes``),
-        or with several threads ``_sharded_passes``."""
+        or with several threads ``_threaded_passes``."""
         n_threads = self._n_threads()
         if n_threads <= 1 or ds.n_sequences < 2:
             return self._run_passes(ds, n_epochs)
+        return self._threaded_passes(ds, n_epochs, n_threads)
+
+    def _threaded_passes(self, ds, n_epochs, n_threads):
+        """The passes on ``n_threads`` threads: by default
+        ``_sharded_passes`` (a trainer whose kernel shares a pass between
+        threads overrides it)."""
         return self._sharded_passes(ds, n_epochs, n_threads)
 
     def _sharded_passes(self, ds, n_epochs, n_threads):

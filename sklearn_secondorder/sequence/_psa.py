@@ -7,6 +7,7 @@ from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
+from .._threads import ThreadRunner
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger, mix_tagger_states
 
@@ -201,7 +202,13 @@ class PSASequenceTagger(_BaseSequenceTagger):
 
     _data_parallel = True
 
-    def _run_passes(self, ds, n_epochs):
+    def _threaded_passes(self, ds, n_epochs, n_threads):
+        # the threads share the one state (psa_epochs with threads): each
+        # owns a share of the rows; no copies, no mix
+        with ThreadRunner(n_threads) as runner:
+            return self._run_passes(ds, n_epochs, threads=runner)
+
+    def _run_passes(self, ds, n_epochs, threads=None):
         st = self._state
         check_eta0(self, self.eta0_)
         if st.psa is None:
@@ -225,7 +232,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
                              psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
         result = psa_epochs(ds, st.psa, options, n_epochs=n_epochs, shuffle=self.shuffle,
                             fit_intercept=self.fit_intercept,
-                            allowed=getattr(st.crf, "allowed", None))
+                            allowed=getattr(st.crf, "allowed", None), threads=threads)
         st.crf.coef = np.ascontiguousarray(st.psa.weights)
         st.crf.t, st.crf.seed = st.psa.t, st.psa.seed
         st.crf.passes += result.epochs
