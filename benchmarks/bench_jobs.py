@@ -38,16 +38,12 @@ blocks, every thread reading every row): from the pass at one thread ``P``,
 the shared pass run by one thread ``S1`` and the time to stream the rows once
 ``B``, ``T(k) = (S1 - B) / k + B``, speed-up ``P / T(k)``.
 
-The taggers' part ends with a model of the speed-up on more cores, from
-measured inputs: the pass at one thread ``P``, the copy of one state ``C``
-(each thread starts from its own), the mix of two states ``M`` (it reads
-every state: ``M k / 2`` for ``k``), the bytes of one state ``S`` and, for the
-taggers, the gather of the whole data ``G`` (each thread gathers its shard:
-``G / k``); a pass cannot beat the time to stream the data once
-(``stream_rows``, the memory-bandwidth floor ``B``):
-``T(k) = max(P / k, B) + C + G / k + M k / 2``, speed-up ``P / T(k)``; and
-``k S`` bytes of states compete for the last-level cache, which the model
-does not charge (it is optimistic once ``k S`` exceeds it).
+The taggers' part (their threads share the one state too) ends with
+Amdahl's law fitted to its two measurements: the share ``f`` of a pass that
+does not shrink with the threads (every thread lists every token's
+attributes; the serial end of a pass: the finiteness check, ASF's feedback)
+is ``2 P2 / P - 1`` from the passes at one and two threads, and ``T(k) = P
+(f + (1 - f) / k)``.
 
 Without the data set a part prints that it is skipped and the script exits 0.
 """
@@ -114,20 +110,6 @@ def part_lbfgs(args):
               f"machine); objective rel. diff {rel:.2e} (target <= 1e-9); F1 "
               f"{row['f1'] - base['f1']:+.2f}")
     return rows
-
-
-def speedup_model(name, P, C, M, S, B, G=0.0):
-    """Print ``T(k)`` and the speed-up ``P / T(k)`` for 1 to 16 threads
-    (module docstring), from the measured inputs."""
-    print(f"  speed-up model ({name}): pass at 1 thread P={P:.3f} s, copy of a state "
-          f"C={C * 1e3:.1f} ms, mix of 2 states M={M * 1e3:.1f} ms, state "
-          f"S={S / 2 ** 20:.1f} MiB, bandwidth floor B={B * 1e3:.1f} ms"
-          + (f", gather G={G * 1e3:.1f} ms" if G else ""))
-    cells = []
-    for k in (1, 2, 4, 8, 16):
-        T = P if k == 1 else max(P / k, B) + C + G / k + M * k / 2
-        cells.append(f"k={k}: {P / T:4.2f}x ({k * S / 2 ** 20:.0f} MiB of states)")
-    print("    " + "; ".join(cells))
 
 
 def _best_of(fn, rounds=3):
@@ -218,8 +200,6 @@ def part_taggers(args):
     if not (DATA / "conll2000" / "train.txt.gz").exists():
         print(f"taggers: skipped, {DATA / 'conll2000'} is absent")
         return None
-    import copy
-
     from bench_tagger import make_task
 
     from sklearn_secondorder import ASFSequenceTagger, PSASequenceTagger
@@ -250,20 +230,16 @@ def part_taggers(args):
                   f"fit {base['wall'] / row['wall']:.2f}x, passes "
                   f"{base['passes'] / row['passes']:.2f}x (target >= 1.5x at 2 threads, "
                   f"quiet machine); F1 {row['f1'] - base['f1']:+.2f} (target within 0.3)")
-        # the model's inputs, from the one-thread fit
-        est = base["est"]
-        st = est._state
-        P = min(est.pass_seconds_)
-        _, C = _best_of(lambda: copy.deepcopy(st))
-        _, M = _best_of(lambda: est._mix_states([st, copy.deepcopy(st)], [0.5, 0.5], st))
-        batch = est._to_data(Xtr, ytr, fitting=True)
-        import numpy as np
-        label_idx = np.searchsorted(est.classes_, batch.labels).astype(np.int32)
-        ds = batch.sequence_data(st.crf.n_attributes, label_idx)
-        _, G = _best_of(lambda: ds.take(np.arange(ds.n_sequences)))
-        S = st.crf.coef.nbytes * (2 if st.crf.avg is not None else 1) + (
-            st.psa.records.nbytes if st.psa is not None else 0)
-        speedup_model(cls.__name__, P, C, M - C, S, 0.0, G)
+        # the model: Amdahl's law with the part that does not shrink with
+        # the threads fitted to the two measured passes
+        if len(rows) > 1 and rows[1]["n_jobs"] == 2:
+            P, P2 = base["passes"], rows[1]["passes"]
+            f = min(1.0, max(0.0, 2.0 * P2 / P - 1.0))
+            print(f"  speed-up model ({cls.__name__}): passes at one thread P={P:.3f} s, at "
+                  f"two P2={P2:.3f} s: the part every thread repeats or that runs alone "
+                  f"f = 2 P2 / P - 1 = {f:.2f}; T(k) = P (f + (1 - f) / k)")
+            print("    " + "; ".join(f"k={k}: {1.0 / (f + (1.0 - f) / k):4.2f}x"
+                                    for k in (1, 2, 4, 8, 16)))
         out[cls.__name__] = rows
     return out
 

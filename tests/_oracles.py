@@ -101,8 +101,12 @@ def to_data(X, offsets, labels=None):
 
 
 def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
-                  average, feedback, fit_intercept=True):
-    """Reference SGD / averaged SGD / ASF, dense, with explicit iterates."""
+                  average, feedback, fit_intercept=True, round_seqs=None):
+    """Reference SGD / averaged SGD / ASF, dense, with explicit iterates.
+
+    ``round_seqs``: each sequence's gradient at the weights of the start of
+    its round of that many sequences (the kernel's pass shared by threads).
+    """
     n_seq = len(offsets) - 1
     w = np.zeros((A + L + 1) * L)
     iterates = []
@@ -110,10 +114,12 @@ def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
     t = 0
     for epoch in range(1, n_epochs + 1):
         for s in range(n_seq):
+            if round_seqs is None or s % round_seqs == 0:
+                at = w
             eta = eta0 / (1 + alpha * eta0 * t) ** power
             sub = to_data(X[offsets[s]:offsets[s + 1]], np.array([0, offsets[s + 1] - offsets[s]]),
                           labels[offsets[s]:offsets[s + 1]])
-            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L), fit_intercept=fit_intercept)
+            _, g = loglik_gradient(sub, ScaledWeights(at.copy(), L), fit_intercept=fit_intercept)
             w = (1 - eta * alpha) * w + eta * g
             t += 1
             iterates.append(w.copy())

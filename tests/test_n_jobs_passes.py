@@ -18,7 +18,7 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _oracles import numpy_crf_psa, numpy_linear_psa, to_data
+from _oracles import numpy_crf_psa, numpy_crf_sgd, numpy_linear_psa, to_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.utils import check_random_state
@@ -38,7 +38,8 @@ from sklearn_secondorder import (
     SGDSequenceTagger,
     _validation,
 )
-from sklearn_secondorder._core import _crf_psa, _psa_fast
+from sklearn_secondorder._core import _crf_psa, _crf_sgd, _psa_fast
+from sklearn_secondorder._core._crf_online import online_epochs
 from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
 from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
 from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
@@ -51,7 +52,8 @@ from sklearn_secondorder._threads import ThreadRunner, copy_state, shard_order
 from sklearn_secondorder._validation import draw_seed
 from sklearn_secondorder.crfsuite import CRF
 from sklearn_secondorder.linear import _psa as linear_psa
-from sklearn_secondorder.sequence import _asf
+from sklearn_secondorder.sequence import _base as sequence_base
+from sklearn_secondorder.sequence import _online as sequence_online
 
 BAD_N_JOBS = [0, 1.5, "2", True, np.float64(2.0)]
 
@@ -250,6 +252,49 @@ def test_shared_crf_psa_pass_is_the_round_delayed_algorithm(n_threads, crfsuite_
         assert_allclose(state.weights, dense.weights, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("power, average, feedback", [(1.0, False, False),
+                                                     (0.0, True, True)])
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_shared_crf_sgd_pass_is_the_round_delayed_algorithm(power, average, feedback,
+                                                            n_threads):
+    """SGD and ASF taggers' passes shared by threads: the dense SGD (NumPy,
+    explicit iterates and feedbacks) with each sequence's gradient at the
+    weights of its round's start, rounds of ``n_threads *
+    SHARED_ROUND_SEQUENCES`` sequences; to rounding."""
+    rng = np.random.default_rng(10 + n_threads)
+    A, H, alpha, eta0 = 12, 3, 0.01, 0.3
+    X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=H, density=0.2)
+    state = CRFState.new(A, H, averaged=average, seed=1)
+    options = CRFSGDOptions(eta0=eta0, power=power, lam=alpha, average=average,
+                            feedback=feedback)
+    with ThreadRunner(n_threads) as runner:
+        result = crf_sgd_epochs(to_data(X, offsets, labels), state, options, n_epochs=3,
+                                shuffle=False, threads=runner)
+    assert result.epochs == 3 and not result.diverged
+    w, avg, feedbacks = numpy_crf_sgd(
+        X, offsets, labels, A, H, eta0=eta0, power=power, alpha=alpha, n_epochs=3,
+        average=average, feedback=feedback,
+        round_seqs=n_threads * _crf_sgd.SHARED_ROUND_SEQUENCES)
+    assert state.t == 3 * 40 and result.feedbacks == feedbacks
+    assert_allclose(state.coef, w, rtol=1e-9, atol=1e-12)
+    assert_allclose(state.model(), avg if average else w, rtol=1e-9, atol=1e-12)
+    one, _, _ = numpy_crf_sgd(X, offsets, labels, A, H, eta0=eta0, power=power, alpha=alpha,
+                              n_epochs=3, average=average, feedback=feedback)
+    assert np.abs(one - w).max() > 1e-4 * np.abs(w).max()       # (the rounds matter)
+
+
+def test_shared_crf_sgd_pass_with_the_l1_penalty():
+    """CRFsuite's c1 at two threads: the shared pass is the one-thread
+    pass's rule on each row (a sparse model, as accurate on the data)."""
+    X, y = conll_subset(300)
+    kw = {"algorithm": "l2sgd", "c1": 0.5, "c2": 0.01, "max_iterations": 3}
+    one = CRF(**kw).fit(X[:250], y[:250])
+    two = CRF(n_jobs=2, **kw).fit(X[:250], y[:250])
+    n_one, n_two = len(one.state_features_), len(two.state_features_)
+    assert 0 < n_two and abs(n_two - n_one) <= 0.1 * n_one
+    assert two.score(X[250:], y[250:]) >= one.score(X[250:], y[250:]) - 0.01
+
+
 def test_shared_psa_pass_with_the_l1_penalty():
     """Elastic net at two threads: finite, and as accurate as one thread."""
     X, y = make_classification(n_samples=3000, n_features=40, n_informative=10,
@@ -263,10 +308,13 @@ def test_shared_psa_pass_with_the_l1_penalty():
 
 
 def test_threaded_tagger_pass_is_the_mix_of_its_shards():
-    """SGD tagger without averaging: one pass at two threads is the mean of
-    the CRF kernel's passes over the gathered shards of the pass's order."""
+    """The mixing of shards (the perceptron-style taggers' and latent ASF's
+    threads), on the SGD tagger without averaging (its own threads share one
+    state: turned off here): one pass at two threads is the mean of the CRF
+    kernel's passes over the gathered shards of the pass's order."""
     X, y = random_sequences(n_seq=41, seed=4, max_len=8)
     est = SGDSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=1, random_state=0, n_jobs=2)
+    est._shared_passes = False
     est.fit(X, y)
     ds = dataset(est, X, y)
     H = est.classes_.size
@@ -439,28 +487,41 @@ class _SecondThreadFails(ThreadRunner):
 
 
 def test_a_thread_that_cannot_start_releases_the_others(monkeypatch):
-    """PSA's shared pass: when a thread cannot start, the started ones leave
-    the pass (the barrier is aborted), the error surfaces, no half model."""
+    """The shared passes (PSA, the PSA and ASF taggers): when a thread cannot
+    start, the started ones leave the pass (the barrier is aborted), the
+    error surfaces, no half model (``crfsuite.CRF`` keeps its previous one)."""
     X, y = linear_data(LINEAR[0])
-    est = PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=3)
+    Xs, ys = conll_subset(40)
+    crf = CRF(algorithm="asf", max_iterations=2, n_jobs=3).fit(Xs, ys)
+    before = crf.state_features_
     monkeypatch.setattr(linear_psa, "ThreadRunner", _SecondThreadFails)
+    monkeypatch.setattr(sequence_base, "ThreadRunner", _SecondThreadFails)
+    for est, data in [(PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=3), (X, y)),
+                      (PSASequenceTagger(eta0=0.1, max_iter=2, n_jobs=3), (Xs, ys)),
+                      (ASFSequenceTagger(eta0=0.1, max_iter=2, n_jobs=3), (Xs, ys))]:
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            est.fit(*data)
+        assert not hasattr(est, "coef_")
     with pytest.raises(RuntimeError, match="can't start new thread"):
-        est.fit(X, y)
-    assert not hasattr(est, "coef_")
+        crf.fit(Xs[:20], ys[:20])
+    assert crf.state_features_ == before
+    assert len(_SecondThreadFails.started) == 4
     for worker in _SecondThreadFails.started:
         worker.join(timeout=10)
         assert not worker.is_alive()
 
 
 def test_a_failure_in_a_thread_surfaces(monkeypatch):
+    """The mixing taggers: a thread's exception is raised once every thread
+    has finished, with nothing half-written."""
     Xs, ys = conll_subset(40)
-    crf = CRF(algorithm="asf", max_iterations=2, n_jobs=2).fit(Xs, ys)
+    crf = CRF(algorithm="ap", max_iterations=2, n_jobs=2).fit(Xs, ys)
     before = crf.state_features_
-    monkeypatch.setattr(_asf, "sgd_epochs", fails_on_a_worker(crf_sgd_epochs))
+    monkeypatch.setattr(sequence_online, "online_epochs", fails_on_a_worker(online_epochs))
     with pytest.raises(MemoryError, match="worker thread"):
         crf.fit(Xs[:20], ys[:20])
     assert crf.state_features_ == before                # the previous model, unchanged
-    tagger = ASFSequenceTagger(eta0=0.1, max_iter=2, n_jobs=2)
+    tagger = AveragedPerceptronSequenceTagger(max_iter=2, n_jobs=2)
     with pytest.raises(MemoryError, match="worker thread"):
         tagger.fit(Xs, ys)
     assert not hasattr(tagger, "coef_")
@@ -480,13 +541,15 @@ def test_memory_check_counts_the_threads_copies(monkeypatch):
                         lambda: 2 * X.shape[1] * psa._bytes_per_weight(X.shape[1], 1))
     psa.set_params(n_jobs=4).fit(X, y)
     Xs, ys = random_sequences(n_seq=20, seed=0)
-    fitted = ASFSequenceTagger(eta0=0.1, max_iter=1).fit(Xs, ys)
+    fitted = AveragedPerceptronSequenceTagger(max_iter=1).fit(Xs, ys)
     H, A = fitted.classes_.size, fitted._state.crf.n_attributes
     need_one = (A + H + 1) * H * fitted._bytes_per_weight()
     monkeypatch.setattr(_validation, "available_memory", lambda: 2 * need_one)
-    ASFSequenceTagger(eta0=0.1, max_iter=1, n_jobs=1).fit(Xs, ys)
+    AveragedPerceptronSequenceTagger(max_iter=1, n_jobs=1).fit(Xs, ys)
     with pytest.raises(ValueError, match="needs"):
-        ASFSequenceTagger(eta0=0.1, max_iter=1, n_jobs=3).fit(Xs, ys)
+        AveragedPerceptronSequenceTagger(max_iter=1, n_jobs=3).fit(Xs, ys)
+    # the ASF tagger's threads share the one state
+    ASFSequenceTagger(eta0=0.1, max_iter=1, n_jobs=3).fit(Xs, ys)
 
 
 @pytest.mark.parametrize("bad", BAD_N_JOBS)

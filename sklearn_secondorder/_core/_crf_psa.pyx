@@ -55,6 +55,7 @@ from ._lazy_steps cimport (
     make_core,
     owner_of,
     prefetch_block,
+    share_inference,
     touch,
     width_of,
 )
@@ -318,7 +319,8 @@ cdef class SharedPass:
     cdef long long t
     cdef double[:, :, ::1] em_part
     cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
-    cdef int[:, ::1] own_block, own_at, ends, tok_off
+    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
+    cdef Py_ssize_t[:, ::1] load
     cdef Py_ssize_t[:, ::1] stepped
     cdef double[::1] losses   # each thread's summed -log p(y|x), 8 apart
     cdef list contexts
@@ -353,6 +355,8 @@ cdef class SharedPass:
         # (rows of their own cache lines: every thread writes its row)
         self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
         self.tok_off = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
+        self.who = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
+        self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
         self.stepped = np.zeros((n_threads, most_nnz + H + 8), dtype=np.intp)
         self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
         self.losses = np.zeros(8 * n_threads)
@@ -414,7 +418,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     rows of the round's tokens, its transition rows and (thread 0) the bias
     brought to the round's start ``t``; the partial emissions of the tokens
     on them, the transition rows into the round's transitions; barrier; (f)
-    the sequences ``q`` with ``q % J == k``: the emissions summed in thread
+    the sequences ``share_inference`` gives ``k``: the emissions summed in thread
     order, ``-log p(y|x)`` and the marginals (``CRFContext``), into the
     round's buffers; barrier; (b) each sequence in order, at its own time:
     ``_update``'s step on the rows ``k`` owns (the shrink at a row's first
@@ -436,6 +440,9 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef int* own_at = &sh.own_at[k, 0]
     cdef int* ends = &sh.ends[k, 0]
     cdef int* tok_off = &sh.tok_off[k, 0]
+    cdef int* who = &sh.who[k, 0]
+    cdef Py_ssize_t* load = &sh.load[k, 0]
+    cdef bint have_transitions
     cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
     cdef const int* y
     cdef Block row, bias = block_at(L, bias_row)
@@ -486,12 +493,16 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
-        if q0 + k < q1:
-            for i in range(H * H):
-                ctx.trans[i] = sh.trans_round[i]
-            ctx.finish_transitions()
-        q = q0 + k
-        while q < q1:
+        share_inference(&ds.order[0], &ds.offsets[0], q0, q1, J, load, who)
+        have_transitions = False
+        for q in range(q0, q1):
+            if who[q - q0] != k:
+                continue
+            if not have_transitions:
+                for i in range(H * H):
+                    ctx.trans[i] = sh.trans_round[i]
+                ctx.finish_transitions()
+                have_transitions = True
             s = ds.order[q]
             T = ds.offsets[s + 1] - ds.offsets[s]
             ctx.T = <int>T
@@ -510,7 +521,6 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                     sh.marg_round[tok * H + i] = ctx.marg[i]
                 for i in range(H * H):
                     sh.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
-            q += J
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the steps on the owned rows, in the order, each at its time

@@ -31,13 +31,32 @@ enters it when applied).
 from dataclasses import dataclass, field
 
 import numpy as np
-from libc.math cimport sqrt
+from libc.math cimport NAN, isfinite, sqrt
 
 from ._crf_infer cimport CRFContext, context_for
 from ._dataset cimport SequenceData
+from ._lazy_steps cimport (
+    Barrier,
+    barrier_abort,
+    barrier_init,
+    barrier_wait,
+    owner_of,
+    share_inference,
+)
 from ._numeric cimport now_seconds
-from ._sgd_fast cimport CONSTANT, POWER, Schedule, SequenceSteps, sgd_pass_sequences
-from ._weights cimport ScaledWeights
+from ._sgd_fast cimport (
+    CONSTANT,
+    POWER,
+    Schedule,
+    SequenceSteps,
+    sgd_pass_sequences,
+    step_size,
+)
+from ._weights cimport ScaledWeights, row_l1_apply
+
+
+cdef extern from "_prefetch.h":
+    void SKSO_PREFETCH_LINES(const void* p, Py_ssize_t n) noexcept nogil
 
 
 @dataclass
@@ -192,8 +211,361 @@ def is_feedback_pass(long long p):
     return bool(_is_triangular(p))
 
 
+# ---- a pass shared by threads ---------------------------------------------
+
+#: Sequences a thread infers in one round of a shared pass (the sequences of
+#: a round are scored at the weights of its start).
+SHARED_ROUND_SEQUENCES = 4
+# (a thread owns groups of 8 rows: 8 rows of H doubles are whole cache lines
+# for any H, so that two threads rarely write one line)
+DEF ROW_GROUP_SHIFT = 3
+
+
+ctypedef struct Scalars:
+    # a thread's copy of ScaledWeights' scalars (w = scale v, the running
+    # sum u + avg_coef v of n_iterates iterates, the total L1 penalty l1_u):
+    # every thread applies the same updates to them
+    double scale, avg_coef, n_iterates, l1_u
+    double _pad[4]
+
+
+cdef class SharedSGDPass:
+    """What the threads of one shared pass of ``sgd_epochs`` read and write
+    (``threads``); thread ``k`` runs ``SharedSGDPass.run(k)``. The weights
+    are ``ScaledWeights``' arrays (``v``, the running sum ``u``, the L1
+    ``q``), each row group written by its owner only; the scalars are each
+    thread's own copy. The round buffers are ``_crf_psa.SharedPass``'s."""
+    cdef SequenceData ds
+    cdef ScaledWeights w
+    cdef Schedule sched
+    cdef Barrier barrier
+    cdef int n_threads
+    cdef Py_ssize_t H, A, round_seqs, round_tokens, round_nnz
+    cdef double lam, l1, threshold
+    cdef bint fit_intercept
+    cdef long long t
+    cdef Scalars* scalars
+    cdef Scalars[::1] scalars_arr
+    cdef double[:, :, ::1] em_part
+    cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
+    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
+    cdef Py_ssize_t[:, ::1] load
+    cdef list contexts
+
+    def __cinit__(self, SequenceData ds, ScaledWeights w, options, int n_threads,
+                  bint fit_intercept, allowed, long long t, Py_ssize_t round_seqs):
+        cdef Py_ssize_t s, most_nnz = 0, H = w.n_outputs, k
+        self.ds, self.w = ds, w
+        self.n_threads = n_threads
+        self.H, self.A = H, w.n_features - H - 1
+        self.lam, self.l1 = options.lam, options.l1
+        self.sched.kind = CONSTANT if options.power == 0.0 else POWER
+        self.sched.eta0, self.sched.alpha = options.eta0, options.lam + options.l1
+        self.sched.t0, self.sched.power = 0.0, options.power
+        # (ScaledWeights.shrink's thresholds)
+        self.threshold = 1e-4 if w.averaged else 1e-9
+        self.fit_intercept = fit_intercept
+        self.t = t
+        self.round_seqs = n_threads * round_seqs
+        self.round_tokens = max(self.round_seqs * 32, ds.max_len)
+        for s in range(ds.n_sequences):
+            most_nnz = max(most_nnz, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])
+        self.round_nnz = max(self.round_tokens * 32, most_nnz)
+        barrier_init(&self.barrier, n_threads)
+        self.scalars_arr = np.zeros(n_threads, dtype=[("scale", "f8"), ("avg_coef", "f8"),
+                                                      ("n_iterates", "f8"), ("l1_u", "f8"),
+                                                      ("_pad", "f8", (4,))])
+        self.scalars = &self.scalars_arr[0]
+        for k in range(n_threads):
+            self.scalars[k].scale = w.scale
+            self.scalars[k].avg_coef = w.avg_coef
+            self.scalars[k].n_iterates = w.n_iterates
+            self.scalars[k].l1_u = w.l1_u
+        self.em_part = np.zeros((n_threads, self.round_tokens, H))
+        self.trans_round = np.zeros(H * H)
+        self.marg_round = np.zeros(self.round_tokens * H)
+        self.edge_round = np.zeros(self.round_seqs * H * H)
+        self.loss_round = np.zeros(self.round_seqs)
+        self.own_block = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
+        self.own_at = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
+        self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
+        self.tok_off = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
+        self.who = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
+        self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
+        self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
+        self.contexts = [context_for(w, 1, ds.max_len, allowed) for _ in range(n_threads)]
+
+    def abort(self):
+        """Release the threads waiting in the pass (one could not start)."""
+        barrier_abort(&self.barrier)
+
+    def run(self, int k):
+        """Thread ``k``'s part of the pass; returns its summed ``-log
+        p(y|x)`` (NaN at divergence)."""
+        cdef CRFContext ctx = self.contexts[k]
+        cdef double loss
+        with nogil:
+            loss = _shared_sgd_rounds(self, self.ds, self.w, ctx, k)
+        return loss
+
+    def finish(self, ScaledWeights w):
+        """Give ``w`` the scalars the threads ended with; returns the time."""
+        w.scale = self.scalars[0].scale
+        w.avg_coef = self.scalars[0].avg_coef
+        w.n_iterates = self.scalars[0].n_iterates
+        w.l1_u = self.scalars[0].l1_u
+        return self.t + self.ds.n_sequences
+
+
+cdef inline void _l1_rows(ScaledWeights w, const Scalars* sc, Py_ssize_t p,
+                          Py_ssize_t n) noexcept nogil:
+    """``n`` weights from ``p`` caught up with the L1 penalty (``_sequence_l1``
+    with a thread's scalars)."""
+    row_l1_apply(w.v + p, w.l1_q + p, w.u + p if w.averaged else NULL, sc.l1_u,
+                 sc.avg_coef, n)
+
+
+cdef inline void _own_fold(ScaledWeights w, Scalars* sc, Py_ssize_t bias_row, int k,
+                           int J) noexcept nogil:
+    """``ScaledWeights.fold`` on the rows thread ``k`` owns, and its scalars."""
+    cdef Py_ssize_t j, p, H = w.n_outputs
+    for j in range(w.n_features):
+        if owner_of(j, bias_row, ROW_GROUP_SHIFT, J) != k:
+            continue
+        for p in range(j * H, (j + 1) * H):
+            if w.averaged and sc.avg_coef != 0.0:
+                w.u[p] += sc.avg_coef * w.v[p]
+            w.v[p] *= sc.scale
+            if w.has_l1:
+                w.l1_q[p] *= sc.scale
+    sc.l1_u *= sc.scale
+    sc.scale = 1.0
+    sc.avg_coef = 0.0
+
+
+cdef inline void _own_step(ScaledWeights w, Py_ssize_t p, Py_ssize_t n, const double* c,
+                           double gain, double C, const unsigned char* mk) noexcept nogil:
+    """``v[p:p+n] += gain c`` (the weights that exist), the running sum kept
+    (``CRFContext.add_gradient``'s step on one row)."""
+    cdef Py_ssize_t h
+    cdef double step
+    for h in range(n):
+        step = gain * c[h]
+        if mk != NULL:
+            step *= mk[p + h]
+        w.v[p + h] += step
+        if w.averaged:
+            w.u[p + h] -= C * step
+
+
+cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights w,
+                               CRFContext ctx, int k) noexcept nogil:
+    """Thread ``k`` of ``J``, each round of sequences: (a) the partial
+    emissions of the round's tokens on the attribute rows ``k`` owns (and
+    the bias, thread 0), its transition rows into the round's transitions
+    (with the L1 penalty, those rows caught up first); barrier; (f) the
+    sequences ``share_inference`` gives ``k``: ``-log p(y|x)``, the marginals;
+    barrier; (b) each sequence in order: the shrink on the thread's scalars
+    (a fold on its own rows), ``add_gradient``'s step on its own rows, the
+    L1 penalty, the iterate counted. Returns the summed loss (NaN at
+    divergence)."""
+    cdef int J = sh.n_threads, sense = 0
+    cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, j, p, n_own
+    cdef long long r, kk, first, t = sh.t
+    cdef double x, ll, eta, gain, loss_sum = 0.0
+    cdef Scalars* sc = &sh.scalars[k]
+    cdef const unsigned char* mk = ctx.allowed
+    cdef bint bias_own = k == 0, with_l1 = sh.l1 != 0.0
+    cdef double* em
+    cdef double* d = &sh.work[k * 8 * (H // 8 + 2)]
+    cdef int* own_block = &sh.own_block[k, 0]
+    cdef int* own_at = &sh.own_at[k, 0]
+    cdef int* ends = &sh.ends[k, 0]
+    cdef int* tok_off = &sh.tok_off[k, 0]
+    cdef int* who = &sh.who[k, 0]
+    cdef Py_ssize_t* load = &sh.load[k, 0]
+    cdef bint have_transitions
+    cdef const int* y
+    while q0 < n:
+        q1 = min(n, q0 + sh.round_seqs)
+        # (a) this thread's rows of the round: listed, (L1) caught up, read
+        n_own, tok, q = 0, 0, q0
+        ends[0] = 0
+        tok_off[0] = 0
+        while q < q1:
+            s = ds.order[q]
+            if (ds.offsets[s + 1] - ds.offsets[s] + tok > sh.round_tokens or
+                    ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]] + n_own
+                    > sh.round_nnz):
+                if q > q0:
+                    break
+            for r in range(ds.offsets[s], ds.offsets[s + 1]):
+                for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+                    j = ds.indices[kk]
+                    own_block[n_own] = <int>j
+                    own_at[n_own] = <int>kk
+                    n_own += j < A and owner_of(j, bias_row, ROW_GROUP_SHIFT, J) == k
+                tok += 1
+                ends[tok] = <int>n_own
+            q += 1
+            tok_off[q - q0] = <int>tok
+        q1 = q        # (every thread cuts the round at the same sequence)
+        for i in range(H + 1):
+            if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) != k:
+                continue
+            if with_l1:
+                _l1_rows(w, sc, (trans_row + i) * H, H)
+            if i < H:
+                for h in range(H):
+                    sh.trans_round[i * H + h] = sc.scale * w.v[(trans_row + i) * H + h]
+        for tt in range(tok):
+            em = &sh.em_part[k, tt, 0]
+            for h in range(H):
+                em[h] = w.v[bias_row * H + h] if bias_own else 0.0
+            for e in range(ends[tt], ends[tt + 1]):
+                p = <Py_ssize_t>own_block[e] * H
+                if w.averaged:       # (the running sum's row, which (b) writes)
+                    SKSO_PREFETCH_LINES(w.u + p, H * sizeof(double))
+                if with_l1:
+                    _l1_rows(w, sc, p, H)
+                x = ds.data[own_at[e]]
+                for h in range(H):
+                    em[h] += x * w.v[p + h]
+        if not barrier_wait(&sh.barrier, &sense):
+            return NAN
+        # (f) inference of this thread's sequences of the round
+        share_inference(&ds.order[0], &ds.offsets[0], q0, q1, J, load, who)
+        have_transitions = False
+        for q in range(q0, q1):
+            if who[q - q0] != k:
+                continue
+            if not have_transitions:
+                for i in range(H * H):
+                    ctx.trans[i] = sh.trans_round[i]
+                ctx.finish_transitions()
+                have_transitions = True
+            s = ds.order[q]
+            T = ds.offsets[s + 1] - ds.offsets[s]
+            ctx.T = <int>T
+            tok = tok_off[q - q0]
+            for tt in range(T):
+                for h in range(H):
+                    x = 0.0
+                    for i in range(J):
+                        x += sh.em_part[i, tok + tt, h]
+                    ctx.emit[tt * H + h] = sc.scale * x
+            ctx.finish_emissions(NULL)
+            ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
+            sh.loss_round[q - q0] = -ll
+            if isfinite(ll):
+                for i in range(T * H):
+                    sh.marg_round[tok * H + i] = ctx.marg[i]
+                for i in range(H * H):
+                    sh.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
+        if not barrier_wait(&sh.barrier, &sense):
+            return NAN
+        # (b) the steps on this thread's rows, in the order
+        for q in range(q0, q1):
+            if not isfinite(sh.loss_round[q - q0]):
+                return NAN
+            loss_sum += sh.loss_round[q - q0]
+            s = ds.order[q]
+            first = ds.offsets[s]
+            y = &ds.labels[0] + first
+            T = ds.offsets[s + 1] - first
+            tok = tok_off[q - q0]
+            eta = step_size(&sh.sched, t)
+            if with_l1:              # (the rows a step reads, caught up first)
+                for e in range(ends[tok], ends[tok + T]):
+                    _l1_rows(w, sc, <Py_ssize_t>own_block[e] * H, H)
+                for i in range(H + 1):
+                    if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
+                        _l1_rows(w, sc, (trans_row + i) * H, H)
+            sc.scale *= 1.0 - eta * sh.lam
+            if sc.scale < sh.threshold:
+                _own_fold(w, sc, bias_row, k, J)
+            gain = eta / sc.scale
+            for tt in range(T):
+                for h in range(H):
+                    d[h] = -sh.marg_round[(tok + tt) * H + h]
+                d[y[tt]] += 1.0
+                for e in range(ends[tok + tt], ends[tok + tt + 1]):
+                    _own_step(w, <Py_ssize_t>own_block[e] * H, H, d,
+                              gain * ds.data[own_at[e]], sc.avg_coef, mk)
+                if sh.fit_intercept and bias_own:
+                    _own_step(w, bias_row * H, H, d, gain, sc.avg_coef, NULL)
+            for i in range(H):
+                if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
+                    for h in range(H):
+                        d[h] = -sh.edge_round[(q - q0) * H * H + i * H + h]
+                    _own_step(w, (trans_row + i) * H, H, d, gain, sc.avg_coef, mk)
+            d[0] = 1.0
+            for tt in range(1, T):
+                if owner_of(trans_row + y[tt - 1], bias_row, ROW_GROUP_SHIFT, J) == k:
+                    _own_step(w, (trans_row + y[tt - 1]) * H + y[tt], 1, d, gain,
+                              sc.avg_coef, mk)
+            if with_l1:
+                sc.l1_u += eta * sh.l1 / sc.scale
+                for e in range(ends[tok], ends[tok + T]):
+                    _l1_rows(w, sc, <Py_ssize_t>own_block[e] * H, H)
+                for i in range(H + 1):
+                    if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
+                        _l1_rows(w, sc, (trans_row + i) * H, H)
+            t += 1
+            if w.averaged:
+                sc.avg_coef += sc.scale
+                sc.n_iterates += 1.0
+        q0 = q1
+    return loss_sum
+
+
+def _shared_sgd_epochs(SequenceData ds, state, options, int n_epochs, bint shuffle,
+                       bint fit_intercept, threads):
+    """``sgd_epochs`` on ``threads``: each pass one ``SharedSGDPass``."""
+    cdef ScaledWeights w = state.weights(averaged=options.average, l1=options.l1 > 0)
+    cdef long long t = state.t, passes = state.passes
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    result = CRFSGDResult(epochs=0, diverged=False, mean_loss=0.0)
+    loss_sum = 0.0
+    for _ in range(n_epochs):
+        began = now_seconds()
+        if shuffle:
+            ds.shuffle(&rng)
+        sh = SharedSGDPass(ds, w, options, threads.n_threads, fit_intercept,
+                           getattr(state, "allowed", None), t, SHARED_ROUND_SEQUENCES)
+        try:
+            losses = threads.map(sh.run, range(threads.n_threads))
+        except BaseException:
+            sh.abort()
+            raise
+        t = sh.finish(w)
+        loss_sum = losses[0]
+        if not np.isfinite(loss_sum):
+            result.diverged = True
+            break
+        result.epochs += 1
+        passes += 1
+        if options.feedback and _is_triangular(passes):
+            w.reset_to_average()
+            result.feedbacks.append(passes)
+        result.seconds.append(now_seconds() - began)
+        if not w.is_finite():
+            result.diverged = True
+            break
+    if w.has_l1:
+        w.l1_apply_all()
+    w.fold()
+    state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
+    if w.has_l1:
+        state.l1_u = w.l1_u
+    result.mean_loss = (loss_sum / ds.n_sequences
+                        if ds.n_sequences and not result.diverged else 0.0)
+    return result
+
+
 def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=True,
-               bint fit_intercept=True, int n_latent=1):
+               bint fit_intercept=True, int n_latent=1, threads=None):
     """Run ``n_epochs`` SGD passes on the CRF log-likelihood.
 
     Parameters
@@ -209,6 +581,14 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         Train the bias row.
     n_latent : int
         Hidden states per label.
+    threads : ThreadRunner or None
+        With two threads or more (and ``n_latent == 1``), the passes are
+        shared (``SharedSGDPass``): each thread owns groups of rows
+        (``owner_of``), which it alone writes; the sequences go by in
+        rounds, each inferred at the weights of the round's start (stale by
+        at most ``n_threads * SHARED_ROUND_SEQUENCES - 1`` updates), then
+        stepped in order, every thread on its own rows. The model depends on
+        the number of threads, not on their timing.
 
     Returns
     -------
@@ -221,10 +601,13 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     cdef double lam = options.lam, l1 = options.l1
     if not (options.eta0 > 0 and options.eta0 * (lam + l1) < 1.0):
         raise ValueError(f"eta0={options.eta0} must be positive with eta0 * alpha < 1")
+    if ds.n_features > state.n_attributes:
+        raise ValueError("the data have more attributes than the weights")
+    if (threads is not None and threads.n_threads > 1 and n_latent == 1
+            and ds.n_sequences > 1):
+        return _shared_sgd_epochs(ds, state, options, n_epochs, shuffle, fit_intercept, threads)
     cdef ScaledWeights w = state.weights(averaged=options.average, l1=l1 > 0)
     cdef CRFContext ctx = context_for(w, n_latent, ds.max_len, getattr(state, "allowed", None))
-    if ds.n_features > ctx.n_attributes:
-        raise ValueError("the data have more attributes than the weights")
     cdef SequenceSteps steps = SequenceSteps()
     steps.ds, steps.ctx, steps.n_examples = ds, ctx, ds.n_sequences
     steps.fit_intercept = fit_intercept

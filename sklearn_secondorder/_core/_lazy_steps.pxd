@@ -565,6 +565,28 @@ cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
     return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
 
 
+cdef inline void share_inference(const Py_ssize_t* order, const long long* offsets,
+                                 Py_ssize_t q0, Py_ssize_t q1, int n_threads,
+                                 Py_ssize_t* load, int* who) noexcept nogil:
+    """Which thread infers each sequence ``q0 <= q < q1`` of a round
+    (``who[q - q0]``): each in turn to the thread with the fewest tokens so
+    far (the lowest on a tie; ``load``: ``n_threads`` of work space), so
+    that the threads meet at about the same time; every thread computes the
+    same."""
+    cdef Py_ssize_t q, s
+    cdef int i, best
+    for i in range(n_threads):
+        load[i] = 0
+    for q in range(q0, q1):
+        s = order[q]
+        best = 0
+        for i in range(1, n_threads):
+            if load[i] < load[best]:
+                best = i
+        who[q - q0] = best
+        load[best] += offsets[s + 1] - offsets[s]
+
+
 cdef inline int line_shift_of(const Layout* L) noexcept nogil:
     """``owner_of``'s shift: ``log2`` of the records a 64-byte line holds."""
     cdef int shift = 0

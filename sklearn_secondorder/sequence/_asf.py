@@ -181,7 +181,12 @@ class ASFSequenceTagger(_BaseSequenceTagger):
 
     _data_parallel = True
 
-    def _run_passes(self, ds, n_epochs):
+    @property
+    def _shared_passes(self):
+        # (the kernel's shared pass is the plain CRF's; latent states mix)
+        return self.n_latent == 1
+
+    def _run_passes(self, ds, n_epochs, threads=None):
         lam, l1 = split_alpha(self)
         crf = self._state.crf
         if l1 > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
@@ -190,7 +195,7 @@ class ASFSequenceTagger(_BaseSequenceTagger):
                                 feedback=True)
         result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
                             shuffle=self.shuffle, fit_intercept=self.fit_intercept,
-                            n_latent=self.n_latent)
+                            n_latent=self.n_latent, threads=threads)
         self._state.feedbacks.extend(result.feedbacks)
         self._check_info(result)
         return result.epochs

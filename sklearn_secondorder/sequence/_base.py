@@ -160,6 +160,9 @@ class _BaseSequenceTagger(BaseEstimator):
     #: Whether ``n_jobs`` threads share a pass (``_sharded_passes``): the
     #: online trainers; L-BFGS threads its objective instead.
     _data_parallel = False
+    #: Whether the kernel's threads share the one state (``_run_passes``
+    #: takes ``threads``: no copies, no mix) rather than mixing shards.
+    _shared_passes = False
 
     # ---- the extension protocol ---------------------------------------------------
     # Public methods for code that drives a tagger from outside its own ``fit``
@@ -675,10 +678,13 @@ class _BaseSequenceTagger(BaseEstimator):
         return self._threaded_passes(ds, n_epochs, n_threads)
 
     def _threaded_passes(self, ds, n_epochs, n_threads):
-        """The passes on ``n_threads`` threads: by default
-        ``_sharded_passes`` (a trainer whose kernel shares a pass between
-        threads overrides it)."""
-        return self._sharded_passes(ds, n_epochs, n_threads)
+        """The passes on ``n_threads`` threads: one kernel call whose threads
+        share the one state (``_shared_passes`` trainers: ``_run_passes``
+        given the threads), else ``_sharded_passes``."""
+        if not self._shared_passes:
+            return self._sharded_passes(ds, n_epochs, n_threads)
+        with ThreadRunner(n_threads) as runner:
+            return self._run_passes(ds, n_epochs, threads=runner)
 
     def _sharded_passes(self, ds, n_epochs, n_threads):
         """Passes with the sequences of each split between threads.

@@ -7,7 +7,6 @@ from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._threads import ThreadRunner
 from .._validation import check_eta0, check_psa_factors
 from ._base import _BaseSequenceTagger, mix_tagger_states
 
@@ -201,12 +200,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
             self._state.psa.insert_blocks(old, n_attributes - old, self.period)
 
     _data_parallel = True
-
-    def _threaded_passes(self, ds, n_epochs, n_threads):
-        # the threads share the one state (psa_epochs with threads): each
-        # owns a share of the rows; no copies, no mix
-        with ThreadRunner(n_threads) as runner:
-            return self._run_passes(ds, n_epochs, threads=runner)
+    _shared_passes = True
 
     def _run_passes(self, ds, n_epochs, threads=None):
         st = self._state

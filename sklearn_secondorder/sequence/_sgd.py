@@ -155,8 +155,9 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         return self.average
 
     _data_parallel = True
+    _shared_passes = True
 
-    def _run_passes(self, ds, n_epochs):
+    def _run_passes(self, ds, n_epochs, threads=None):
         lam, l1 = split_alpha(self)
         crf = self._state.crf
         if l1 > 0 and crf.l1_q is None:    # (an L2 state, now with L1)
@@ -164,7 +165,8 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         options = CRFSGDOptions(eta0=self.eta0_, power=0.75 if self.average else 1.0,
                                 lam=lam, l1=l1, average=self.average)
         result = sgd_epochs(ds, self._state.crf, options, n_epochs=n_epochs,
-                            shuffle=self.shuffle, fit_intercept=self.fit_intercept)
+                            shuffle=self.shuffle, fit_intercept=self.fit_intercept,
+                            threads=threads)
         self._check_info(result)
         return result.epochs
 
