@@ -125,8 +125,8 @@ class PSAClassifier(LinearClassifierBase):
         weights (``_core._psa_fast.SharedPass``). That is Algorithm 1 with a
         row's score up to ``32 n_jobs - 1`` updates stale, not the
         one-thread model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
-        hashed to 2^20 columns (I-NP against the rest) scored 97.944% test
-        accuracy against one thread's 97.955%, and fitted 1.7-1.8x faster on
+        hashed to 2^20 columns (I-NP against the rest) scored 97.90% test
+        accuracy, as one thread (three seeds), and fitted 1.7-1.8x faster on
         a quiet 2-core machine (see "Threads on one model" in the user
         guide). A given ``n_jobs`` and ``random_state`` give the same model
         bit for bit; None and 1 are one thread, the model of earlier

@@ -93,24 +93,19 @@ class PSASequenceTagger(_BaseSequenceTagger):
     verbose : int, default=0
         Print the mean negative log-likelihood after each pass.
     n_jobs : int, default=None
-        Threads that train the model together (the CRF kernel releases the
-        GIL): every pass's shuffled order of the sequences is cut into
-        ``n_jobs`` contiguous shards of about equal work (tokens and
-        non-zeros), each thread runs one kernel pass over its shard on its own
-        copy of the training state, and the copies are mixed after the pass
-        (parameter mixing: ``mix``'s rules, ``sklearn_secondorder._mixing``).
-        That is not the one-thread model: on CoNLL-2000 chunking the chunk F1
-        at ``n_jobs=2`` was 0.44 below one thread's after 2 passes and 0.18
-        below after 5 (see "Threads on one model" in the user guide). A given
-        ``n_jobs`` and ``random_state`` give the same model bit for bit; None
-        and 1 are one thread, the model of earlier releases; -1 means all the
-        cores, -2 all but one; 0 or a non-int is a ValueError. Each thread
-        trains a copy of the state (the memory check before training counts
-        them) and gathers its shard's sequences (a copy of its share of the
-        data). On a quiet 2-core machine two threads made the passes slower
-        (3.58 s against 1.58 s for 2 passes on CoNLL-2000 chunking): the
-        copies and the mix of the step-size state cost more than the halved
-        pass saves.
+        Threads that train the model together (the CRF kernel releases the GIL) on the
+        one training state: each thread owns a share of the weight rows, which it alone
+        writes; the sequences go by in rounds of ``4 n_jobs``, each inferred at the
+        weights of its round's start (the forward-backward passes shared out between the
+        threads), then stepped in order, every thread on its own rows. That is the
+        algorithm with a sequence's gradient up to ``4 n_jobs - 1`` updates stale, not
+        the one-thread model: on CoNLL-2000 chunking the chunk F1 at ``n_jobs=2`` was
+        0.03 above one thread's after 2 passes and 0.04 above after 5 (see "Threads on
+        one model" in the user guide), and on a quiet 2-core machine 2 passes took 0.94
+        s against 1.56 s (1.65x). A given ``n_jobs`` and ``random_state`` give the same
+        model bit for bit; None and 1 are one thread, the model of earlier releases; -1
+        means all the cores, -2 all but one; 0 or a non-int is a ValueError. The threads
+        need no memory beyond the one state's.
 
     Attributes
     ----------
