@@ -9,8 +9,10 @@ minimum of each; wall and CPU seconds, since the machine is shared):
    ``PSAClassifier().fit`` (eta0 calibration, allocation and the end-of-pass
    flush included) against one ``SGDClassifier`` epoch (a 5-epoch fit / 5,
    its fixed costs amortised) and against a whole 1-epoch ``SGDClassifier``
-   fit; ``PlainSGDClassifier`` (one pass, calibrated) alongside. Target:
-   PSA <= 1.5x an SGDClassifier epoch. Test accuracy of each.
+   fit; the same PSA fit with ``n_jobs=2`` (the shared pass: ``SGDClassifier``'s
+   fit uses more than one core here, its CPU seconds say how many) and
+   ``PlainSGDClassifier`` (one pass, calibrated) alongside. Target: PSA <=
+   1.5x an SGDClassifier epoch. Test accuracy of each.
 2. **One-vs-rest, hinge.** The same tokens hashed to 2^18, all 22 chunk tags
    (one-vs-rest), ``loss='hinge'``: ``PSAClassifier`` against
    ``PlainSGDClassifier`` per update (a 1-pass fit / (rows x classes)).
@@ -72,6 +74,8 @@ def binary_2_20(rounds):
         "SGDClassifier, 5 epochs": sgdc(5),
         "SGDClassifier, 1 epoch": sgdc(1),
         "PSAClassifier, 1 pass": lambda: PSAClassifier(alpha=alpha, random_state=0).fit(Xtr, y),
+        "PSAClassifier, 1 pass, 2 thr.": lambda: PSAClassifier(
+            alpha=alpha, random_state=0, n_jobs=2).fit(Xtr, y),
         "PlainSGDClassifier, 1 pass": lambda: PlainSGDClassifier(
             alpha=alpha, max_iter=1, random_state=0).fit(Xtr, y),
     }, rounds)
@@ -89,6 +93,9 @@ def binary_2_20(rounds):
     one_wall, one_cpu = best["SGDClassifier, 1 epoch"][:2]
     print(f"   PSA 1-pass fit / whole 1-epoch SGDClassifier fit: {psa_wall / one_wall:.2f}x "
           f"wall, {psa_cpu / one_cpu:.2f}x CPU")
+    two_wall, two_cpu = best["PSAClassifier, 1 pass, 2 thr."][:2]
+    print(f"   the same with n_jobs=2 (SGDClassifier's fit used {one_cpu / one_wall:.2f} cores): "
+          f"{two_wall / one_wall:.2f}x wall, {two_cpu / one_cpu:.2f}x CPU")
     # the epochs SGDClassifier needs (default schedule) to reach PSA's accuracy
     target = psa.score(Xte, yt)
     for epochs in (2, 3, 5, 8, 12, 20, 30):
