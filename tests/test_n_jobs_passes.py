@@ -635,18 +635,25 @@ def test_copy_state_reuses_the_arrays_it_is_given():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_threaded_dense_rows_are_the_sparse_rows(dtype):
+@pytest.mark.parametrize("est", [PlainSGDClassifier(eta0=0.05, max_iter=2, tol=None),
+                                 PSAClassifier(eta0=0.05, period=10, max_iter=2)],
+                         ids=lambda e: type(e).__name__)
+def test_threaded_dense_rows_are_the_sparse_rows(dtype, est):
     """Dense and CSR rows (float64 or float32, read in place) give the same
-    threaded model."""
+    threaded model (mixed shards; PSA's shared pass)."""
     X, y = linear_data(LINEAR[2], sparse=False)
     X = X.astype(dtype)
-    kw = {"eta0": 0.05, "max_iter": 2, "tol": None, "random_state": 0, "n_jobs": 2}
-    dense = PlainSGDClassifier(**kw).fit(X, y)
+    est = copy.deepcopy(est).set_params(random_state=0, n_jobs=2)
+    dense = copy.deepcopy(est).fit(X, y)
     # (the CSR rows hold the explicit zeros too, so the shards have the same work)
     Xs = sp.csr_matrix((X.ravel(), np.tile(np.arange(X.shape[1]), X.shape[0]),
                         np.arange(0, X.size + 1, X.shape[1])), shape=X.shape)
-    sparse = PlainSGDClassifier(**kw).fit(Xs, y)
+    sparse = copy.deepcopy(est).fit(Xs, y)
     assert_allclose(dense.coef_, sparse.coef_, rtol=1e-12, atol=1e-14)
+    # float32 rows are read as their float64 values (the model's arrays
+    # follow X's dtype: float32's rounding)
+    wide = copy.deepcopy(est).fit(X.astype(np.float64), y)
+    assert_allclose(dense.coef_, wide.coef_, rtol=1e-6, atol=1e-7)
 
 
 def test_a_shared_pass_holds_its_state():
