@@ -242,8 +242,9 @@ cdef class SharedSGDPass:
     cdef int n_threads
     cdef Py_ssize_t H, A, round_seqs, round_tokens, round_nnz
     cdef double lam, l1, threshold
-    cdef bint fit_intercept
+    cdef bint fit_intercept, feedback
     cdef long long t
+    cdef unsigned char[::1] finite
     cdef Scalars* scalars
     cdef Scalars[::1] scalars_arr
     cdef double[:, :, ::1] em_part
@@ -253,7 +254,8 @@ cdef class SharedSGDPass:
     cdef list contexts
 
     def __cinit__(self, SequenceData ds, ScaledWeights w, options, int n_threads,
-                  bint fit_intercept, allowed, long long t, Py_ssize_t round_seqs):
+                  bint fit_intercept, allowed, long long t, Py_ssize_t round_seqs,
+                  bint feedback=False):
         cdef Py_ssize_t s, most_nnz = 0, H = w.n_outputs, k
         self.ds, self.w = ds, w
         self.n_threads = n_threads
@@ -265,6 +267,8 @@ cdef class SharedSGDPass:
         # (ScaledWeights.shrink's thresholds)
         self.threshold = 1e-4 if w.averaged else 1e-9
         self.fit_intercept = fit_intercept
+        self.feedback = feedback
+        self.finite = np.ones(8 * n_threads, dtype=np.uint8)
         self.t = t
         self.round_seqs = n_threads * round_seqs
         self.round_tokens = max(self.round_seqs * 32, ds.max_len)
@@ -309,12 +313,13 @@ cdef class SharedSGDPass:
         return loss
 
     def finish(self, ScaledWeights w):
-        """Give ``w`` the scalars the threads ended with; returns the time."""
+        """Give ``w`` the scalars the threads ended with; returns the time
+        after the pass and whether every weight is finite."""
         w.scale = self.scalars[0].scale
         w.avg_coef = self.scalars[0].avg_coef
         w.n_iterates = self.scalars[0].n_iterates
         w.l1_u = self.scalars[0].l1_u
-        return self.t + self.ds.n_sequences
+        return self.t + self.ds.n_sequences, bool(np.all(np.asarray(self.finite)[::8]))
 
 
 cdef inline void _l1_rows(ScaledWeights w, const Scalars* sc, Py_ssize_t p,
@@ -341,6 +346,41 @@ cdef inline void _own_fold(ScaledWeights w, Scalars* sc, Py_ssize_t bias_row, in
     sc.l1_u *= sc.scale
     sc.scale = 1.0
     sc.avg_coef = 0.0
+
+
+cdef inline bint _own_end(ScaledWeights w, Scalars* sc, Py_ssize_t bias_row, int k, int J,
+                          bint feedback) noexcept nogil:
+    """The end of a pass on the rows thread ``k`` owns: with ``feedback``,
+    ``ScaledWeights.reset_to_average`` (the L1 catch-up, the fold, the mean
+    of the iterates on the current support); whether its weights are
+    finite (``is_finite``)."""
+    cdef Py_ssize_t j, p, H = w.n_outputs
+    cdef double inv
+    cdef bint finite = isfinite(sc.scale)
+    feedback = feedback and w.averaged and sc.n_iterates > 0.0
+    if feedback:
+        inv = 1.0 / sc.n_iterates
+    for j in range(w.n_features):
+        if owner_of(j, bias_row, ROW_GROUP_SHIFT, J) != k:
+            continue
+        if feedback:
+            if w.has_l1:
+                _l1_rows(w, sc, j * H, H)
+            for p in range(j * H, (j + 1) * H):
+                if sc.avg_coef != 0.0:
+                    w.u[p] += sc.avg_coef * w.v[p]
+                w.v[p] *= sc.scale
+                if w.has_l1:
+                    w.l1_q[p] *= sc.scale
+                if not w.has_l1 or w.v[p] != 0.0:
+                    w.v[p] = w.u[p] * inv
+        for p in range(j * H, (j + 1) * H):
+            finite &= isfinite(w.v[p])
+    if feedback:
+        sc.l1_u *= sc.scale
+        sc.scale = 1.0
+        sc.avg_coef = 0.0
+    return finite
 
 
 cdef inline void _own_step(ScaledWeights w, Py_ssize_t p, Py_ssize_t n, const double* c,
@@ -517,6 +557,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                 sc.avg_coef += sc.scale
                 sc.n_iterates += 1.0
         q0 = q1
+    sh.finite[8 * k] = _own_end(w, sc, bias_row, k, J, sh.feedback)
     return loss_sum
 
 
@@ -532,25 +573,27 @@ def _shared_sgd_epochs(SequenceData ds, state, options, int n_epochs, bint shuff
         began = now_seconds()
         if shuffle:
             ds.shuffle(&rng)
+        # (the threads end the pass: ASF's feedback, the finiteness check)
+        feedback = options.feedback and _is_triangular(passes + 1)
         sh = SharedSGDPass(ds, w, options, threads.n_threads, fit_intercept,
-                           getattr(state, "allowed", None), t, SHARED_ROUND_SEQUENCES)
+                           getattr(state, "allowed", None), t, SHARED_ROUND_SEQUENCES,
+                           feedback)
         try:
             losses = threads.map(sh.run, range(threads.n_threads))
         except BaseException:
             sh.abort()
             raise
-        t = sh.finish(w)
+        t, finite = sh.finish(w)
         loss_sum = losses[0]
         if not np.isfinite(loss_sum):
             result.diverged = True
             break
         result.epochs += 1
         passes += 1
-        if options.feedback and _is_triangular(passes):
-            w.reset_to_average()
+        if feedback:
             result.feedbacks.append(passes)
         result.seconds.append(now_seconds() - began)
-        if not w.is_finite():
+        if not finite:
             result.diverged = True
             break
     if w.has_l1:
