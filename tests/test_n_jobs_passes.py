@@ -283,16 +283,30 @@ def test_shared_crf_sgd_pass_is_the_round_delayed_algorithm(power, average, feed
     assert np.abs(one - w).max() > 1e-4 * np.abs(w).max()       # (the rounds matter)
 
 
-def test_shared_crf_sgd_pass_with_the_l1_penalty():
-    """CRFsuite's c1 at two threads: the shared pass is the one-thread
-    pass's rule on each row (a sparse model, as accurate on the data)."""
+@pytest.mark.parametrize("algorithm", ["psa", "asf"])
+def test_shared_tagger_passes_with_the_l1_penalty(algorithm):
+    """CRFsuite's c1 at two threads (the L1 records of the lazy core; the
+    cumulative penalty of ScaledWeights): as sparse a model, as accurate
+    (token accuracy within 1.5 points on 250 training sentences, where a
+    round of 8 is 3% of a pass)."""
     X, y = conll_subset(300)
-    kw = {"algorithm": "l2sgd", "c1": 0.5, "c2": 0.01, "max_iterations": 3}
+    kw = {"algorithm": algorithm, "c1": 0.5, "c2": 0.01, "max_iterations": 3}
     one = CRF(**kw).fit(X[:250], y[:250])
     two = CRF(n_jobs=2, **kw).fit(X[:250], y[:250])
     n_one, n_two = len(one.state_features_), len(two.state_features_)
     assert 0 < n_two and abs(n_two - n_one) <= 0.1 * n_one
-    assert two.score(X[250:], y[250:]) >= one.score(X[250:], y[250:]) - 0.01
+    assert two.score(X[250:], y[250:]) >= one.score(X[250:], y[250:]) - 0.015
+
+
+def test_more_threads_than_rows():
+    """Threads that own no row's weights, rounds longer than the data."""
+    X, y = linear_data(LINEAR[0], n=5)
+    est = PSAClassifier(eta0=0.05, period=2, random_state=0, n_jobs=4).fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and est.t_ == 5
+    Xs, ys = random_sequences(n_seq=3, seed=2, max_len=4)
+    for cls in (PSASequenceTagger, ASFSequenceTagger, SGDSequenceTagger):
+        tagger = cls(eta0=0.1, max_iter=2, random_state=0, n_jobs=4).fit(Xs, ys)
+        assert np.all(np.isfinite(tagger._model)) and tagger.t_ == 6
 
 
 def test_shared_psa_pass_with_the_l1_penalty():
@@ -308,13 +322,10 @@ def test_shared_psa_pass_with_the_l1_penalty():
 
 
 def test_threaded_tagger_pass_is_the_mix_of_its_shards():
-    """The mixing of shards (the perceptron-style taggers' and latent ASF's
-    threads), on the SGD tagger without averaging (its own threads share one
-    state: turned off here): one pass at two threads is the mean of the CRF
-    kernel's passes over the gathered shards of the pass's order."""
+    """SGD tagger without averaging: one pass at two threads is the mean of
+    the CRF kernel's passes over the gathered shards of the pass's order."""
     X, y = random_sequences(n_seq=41, seed=4, max_len=8)
     est = SGDSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=1, random_state=0, n_jobs=2)
-    est._shared_passes = False
     est.fit(X, y)
     ds = dataset(est, X, y)
     H = est.classes_.size

@@ -125,13 +125,13 @@ calibration_max_trials : default=None
         the objective and gradient over the sequences (`LBFGSSequenceTagger`'s
         ``n_jobs``): None is 1, -1 all the cores, -2 all but one; a given
         value always gives the same model, and different values agree to
-        about 1e-12 relative per evaluation. 'asf', 'psa' and 'l2sgd' share
-        every pass on the one model: each thread owns a share of the weight
-        rows, and the sequences go by in short rounds, each inferred at the
-        weights of its round's start (the tagger's ``n_jobs``); 'ap', 'pa'
-        and 'arow' train a copy of the model per thread on its share of the
-        pass's sequences and average the copies after the pass (parameter
-        mixing). Neither is the one-thread model: on CoNLL-2000 chunking the
+        about 1e-12 relative per evaluation. 'asf' and 'psa' share every
+        pass on the one model: each thread owns a share of the weight rows,
+        and the sequences go by in short rounds, each inferred at the
+        weights of its round's start (the tagger's ``n_jobs``); 'l2sgd',
+        'ap', 'pa' and 'arow' train a copy of the model per thread on its
+        share of the pass's sequences and average the copies after the pass
+        (parameter mixing). Neither is the one-thread model: on CoNLL-2000 chunking the
         chunk F1 after the same passes at 2 threads is within a tenth of one
         thread's for the shared passes, a few tenths lower for the mixed
         ones (see the user guide). A given value always gives the same

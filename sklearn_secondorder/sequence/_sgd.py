@@ -70,18 +70,23 @@ class SGDSequenceTagger(_BaseSequenceTagger):
     verbose : int, default=0
         Print the mean negative log-likelihood after each pass.
     n_jobs : int, default=None
-        Threads that train the model together (the CRF kernel releases the GIL) on the
-        one training state: each thread owns a share of the weight rows, which it alone
-        writes; the sequences go by in rounds of ``4 n_jobs``, each inferred at the
-        weights of its round's start (the forward-backward passes shared out between the
-        threads), then stepped in order, every thread on its own rows. That is the
-        algorithm with a sequence's gradient up to ``4 n_jobs - 1`` updates stale, not
-        the one-thread model: on CoNLL-2000 chunking the chunk F1 at ``n_jobs=2`` was
-        0.19 below one thread's after 5 passes (plain SGD's first steps are its largest)
-        (see "Threads on one model" in the user guide). A given ``n_jobs`` and
-        ``random_state`` give the same model bit for bit; None and 1 are one thread, the
-        model of earlier releases; -1 means all the cores, -2 all but one; 0 or a
-        non-int is a ValueError. The threads need no memory beyond the one state's.
+        Threads that train the model together (the CRF kernel releases the
+        GIL): every pass's shuffled order of the sequences is cut into
+        ``n_jobs`` contiguous shards of about equal work (tokens and
+        non-zeros), each thread runs one kernel pass over its shard on its own
+        copy of the training state, and the copies are mixed after the pass
+        (parameter mixing: ``mix``'s rules, ``sklearn_secondorder._mixing``).
+        That is not the one-thread model: on CoNLL-2000 chunking the chunk F1
+        at ``n_jobs=2`` after 5 passes was 0.09 above one thread's (see
+        "Threads on one model" in the user guide). A given ``n_jobs`` and
+        ``random_state`` give the same model bit for bit; None and 1 are one
+        thread, the model of earlier releases; -1 means all the cores, -2 all
+        but one; 0 or a non-int is a ValueError. Each thread trains a copy of
+        the state (the memory check before training counts them) and gathers
+        its shard's sequences (a copy of its share of the data). (Plain SGD's
+        first steps are its largest: with the shared pass of the ASF and PSA
+        taggers, which scores a round's sentences at its start, small data
+        sets lost up to 4 points of token accuracy at two threads.)
 
     Attributes
     ----------
@@ -153,7 +158,6 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         return self.average
 
     _data_parallel = True
-    _shared_passes = True
 
     def _run_passes(self, ds, n_epochs, threads=None):
         lam, l1 = split_alpha(self)
