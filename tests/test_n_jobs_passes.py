@@ -259,8 +259,8 @@ def test_shared_crf_sgd_pass_is_the_round_delayed_algorithm(power, average, feed
                                                             n_threads):
     """SGD and ASF taggers' passes shared by threads: the dense SGD (NumPy,
     explicit iterates and feedbacks) with each sequence's gradient at the
-    weights of its round's start, rounds of ``n_threads *
-    SHARED_ROUND_SEQUENCES`` sequences; to rounding."""
+    weights of its round's start, rounds of ``shared_round_sequences``;
+    to rounding."""
     rng = np.random.default_rng(10 + n_threads)
     A, H, alpha, eta0 = 12, 3, 0.01, 0.3
     X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=H, density=0.2)
@@ -274,7 +274,7 @@ def test_shared_crf_sgd_pass_is_the_round_delayed_algorithm(power, average, feed
     w, avg, feedbacks = numpy_crf_sgd(
         X, offsets, labels, A, H, eta0=eta0, power=power, alpha=alpha, n_epochs=3,
         average=average, feedback=feedback,
-        round_seqs=n_threads * _crf_sgd.SHARED_ROUND_SEQUENCES)
+        round_seqs=_crf_sgd.shared_round_sequences(n_threads))
     assert state.t == 3 * 40 and result.feedbacks == feedbacks
     assert_allclose(state.coef, w, rtol=1e-9, atol=1e-12)
     assert_allclose(state.model(), avg if average else w, rtol=1e-9, atol=1e-12)

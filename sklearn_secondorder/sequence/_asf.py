@@ -85,19 +85,19 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     n_jobs : int, default=None
         Threads that train the model together (the CRF kernel releases the GIL) on the
         one training state: each thread owns a share of the weight rows, which it alone
-        writes; the sequences go by in rounds of ``4 n_jobs``, each inferred at the
-        weights of its round's start (the forward-backward passes shared out between the
-        threads), then stepped in order, every thread on its own rows. That is the
-        algorithm with a sequence's gradient up to ``4 n_jobs - 1`` updates stale, not
-        the one-thread model: on CoNLL-2000 chunking the chunk F1 at ``n_jobs=2`` was
-        0.08 below one thread's after 2 passes and 0.03 below after 10 (see "Threads on
-        one model" in the user guide), and on a quiet 2-core machine 2 passes took 0.47
-        s against 0.72 s (1.52x). A given ``n_jobs`` and ``random_state`` give the same
-        model bit for bit; None and 1 are one thread, the model of earlier releases; -1
-        means all the cores, -2 all but one; 0 or a non-int is a ValueError. The threads
-        need no memory beyond the one state's. With hidden states (``n_latent > 1``) the
-        threads mix their copies after every pass instead (parameter mixing, as the
-        perceptron-style taggers).
+        writes; the sequences go by in rounds of 8 (``2 n_jobs`` beyond 4 threads), each
+        inferred at the weights of its round's start (the forward-backward passes shared
+        out between the threads), then stepped in order, every thread on its own rows.
+        That is the algorithm with a sequence's gradient up to 7 updates stale (``2
+        n_jobs - 1`` beyond 4 threads), not the one-thread model: on CoNLL-2000 chunking
+        the chunk F1 at ``n_jobs=2`` was 0.08 below one thread's after 2 passes and 0.03
+        below after 10 (see "Threads on one model" in the user guide), and on a quiet
+        2-core machine 2 passes took 0.47 s against 0.72 s (1.52x). A given ``n_jobs``
+        and ``random_state`` give the same model bit for bit; None and 1 are one thread,
+        the model of earlier releases; -1 means all the cores, -2 all but one; 0 or a
+        non-int is a ValueError. The threads need no memory beyond the one state's. With
+        hidden states (``n_latent > 1``) the threads mix their copies after every pass
+        instead (parameter mixing, as the perceptron-style taggers).
 
     Attributes
     ----------
