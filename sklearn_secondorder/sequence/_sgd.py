@@ -83,10 +83,10 @@ class SGDSequenceTagger(_BaseSequenceTagger):
         thread, the model of earlier releases; -1 means all the cores, -2 all
         but one; 0 or a non-int is a ValueError. Each thread trains a copy of
         the state (the memory check before training counts them) and gathers
-        its shard's sequences (a copy of its share of the data). (Plain SGD's
+        its shard's sequences (a copy of its share of the data). Plain SGD's
         first steps are its largest: with the shared pass of the ASF and PSA
         taggers, which scores a round's sentences at its start, small data
-        sets lost up to 4 points of token accuracy at two threads.)
+        sets lost up to 4 points of token accuracy at two threads.
 
     Attributes
     ----------
