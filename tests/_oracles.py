@@ -291,7 +291,9 @@ def numpy_crf_sgd_l1(X, offsets, labels, A, L, *, eta0, power, alpha, l1_ratio, 
 
 
 def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=0.9999,
-                     be=0.99, kappa=0.9):
+                     be=0.99, kappa=0.9, round_seqs=None):
+    """Dense PSA with Tsuruoka's cumulative L1 penalty (``round_seqs``: as
+    ``numpy_crf_psa``'s)."""
     m = kappa * (a + be) / (a - be)
     n = 2 * kappa * (1 - a) / (a - be)
     w = np.zeros((A + L + 1) * L)
@@ -299,8 +301,13 @@ def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=
     u, q = np.zeros_like(w), np.zeros_like(w)
     snaps, t = [w.copy()], 0
     for _ in range(n_epochs):
+        at_round, t_round = w, t
         for s in range(len(offsets) - 1):
-            g = _seq_gradient(X, offsets, labels, s, w, L, True)
+            if round_seqs is not None and (t - t_round == round_seqs or
+                                           (t != t_round and t % b == 0)):
+                at_round, t_round = w, t
+            g = _seq_gradient(X, offsets, labels, s, w if round_seqs is None else at_round,
+                              L, True)
             c = np.maximum(0.0, 1 - eta * lam)
             w, u, q = c * w + eta * g, c * u + eta * l1, c * q
             apply_penalty(w, u, q, np.ones(w.size, bool))

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _oracles import numpy_crf_psa, numpy_crf_sgd, numpy_linear_psa, to_data
+from _oracles import numpy_crf_psa, numpy_crf_psa_l1, numpy_crf_sgd, numpy_linear_psa, to_data
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.utils import check_random_state
@@ -250,6 +250,27 @@ def test_shared_crf_psa_pass_is_the_round_delayed_algorithm(n_threads, crfsuite_
             crf_psa_epochs(to_data(X, offsets, labels), dense, options, n_epochs=2,
                            shuffle=False, allowed=allowed, threads=runner)
         assert_allclose(state.weights, dense.weights, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_shared_crf_psa_pass_with_the_l1_penalty_is_the_round_delayed_algorithm(n_threads):
+    """The same with CRFsuite's c1 (the L1 records: Tsuruoka's cumulative
+    penalty), against the dense NumPy reference with the rounds' gradients."""
+    rng = np.random.default_rng(20 + n_threads)
+    A, H, lam, l1, b = 12, 3, 0.01, 0.02, 3
+    X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=H, density=0.2)
+    state = LazyStepState.zeros(A + H + 1, H, 0.4, l1=True)
+    with ThreadRunner(n_threads) as runner:
+        crf_psa_epochs(to_data(X, offsets, labels), state, PSAOptions(lam=lam, period=b, l1=l1),
+                       n_epochs=2, shuffle=False, threads=runner)
+    w, eta, t = numpy_crf_psa_l1(X, offsets, labels, A, H, eta0=0.4, lam=lam, l1=l1, b=b,
+                                 n_epochs=2,
+                                 round_seqs=n_threads * _crf_psa.SHARED_ROUND_SEQUENCES)
+    assert state.t == t
+    assert_allclose(state.weights, w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
+    assert_allclose(state.step_sizes, eta, rtol=1e-5)
+    assert np.sum(w == 0) > 0
+    assert_array_equal(state.weights == 0, w == 0)
 
 
 @pytest.mark.parametrize("power, average, feedback", [(1.0, False, False),
