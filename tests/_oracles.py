@@ -220,10 +220,11 @@ def numpy_sgd_l1(X, y, sw, *, K, loss, alpha, l1_ratio, eta0, t0, learning_rate,
 
 
 def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-                 n_epochs=1, fit_intercept=True):
+                 n_epochs=1, fit_intercept=True, round_rows=None):
     """Dense Algorithm 1 (Hsu et al.) with the cumulative L1 penalty on each
     weight's own steps: ``u_p += eta_p C`` at every step, every weight clipped
-    at every step, the intercept unpenalised."""
+    at every step, the intercept unpenalised. ``round_rows``: as
+    ``numpy_linear_psa``'s."""
     X = X.toarray()
     d = X.shape[1]
     th = np.zeros((d + 1) * K)
@@ -236,10 +237,16 @@ def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kap
     lam_v = np.where(reg, lam, 0.0)
     snaps, t = [th.copy()], 0
     for _ in range(n_epochs):
+        at_round, t_round, in_round = th, t, 0
         for i in range(X.shape[0]):
+            if round_rows is not None and (in_round == round_rows or
+                                           (t != t_round and t % b == 0)):
+                at_round, t_round, in_round = th, t, 0
+            in_round += 1
             if sw[i] == 0:
                 continue
-            g = _gradient(X[i], th, d, K, y[i], loss, fit_intercept)
+            g = _gradient(X[i], th if round_rows is None else at_round, d, K, y[i], loss,
+                          fit_intercept)
             grad = np.zeros_like(th)
             grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
             if fit_intercept:

@@ -18,7 +18,14 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _oracles import numpy_crf_psa, numpy_crf_psa_l1, numpy_crf_sgd, numpy_linear_psa, to_data
+from _oracles import (
+    numpy_crf_psa,
+    numpy_crf_psa_l1,
+    numpy_crf_sgd,
+    numpy_linear_psa,
+    numpy_psa_l1,
+    to_data,
+)
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.utils import check_random_state
@@ -328,6 +335,29 @@ def test_more_threads_than_rows():
     for cls in (PSASequenceTagger, ASFSequenceTagger, SGDSequenceTagger):
         tagger = cls(eta0=0.1, max_iter=2, random_state=0, n_jobs=4).fit(Xs, ys)
         assert np.all(np.isfinite(tagger._model)) and tagger.t_ == 6
+
+
+@pytest.mark.parametrize("K, loss", [(1, "log_loss"), (3, None)])
+def test_shared_psa_pass_with_the_l1_penalty_is_the_round_delayed_algorithm(K, loss):
+    """The same with the L1 records (Tsuruoka's cumulative penalty)."""
+    rng = np.random.RandomState(K)
+    X = sp.random(400, 14, density=0.15, format="csr", random_state=rng)
+    y = (rng.randint(3, size=400) if K > 1
+         else np.where(X @ rng.randn(14) > 0.05, 1.0, -1.0))
+    sw = np.ones(400)
+    lam, l1, eta0, b = 0.02, 0.01, 0.3, 3
+    loss_fn = None if K > 1 else LOSSES[loss]()
+    state = LazyStepState.zeros(X.shape[1] + 1, K, eta0, l1=True)
+    with ThreadRunner(2) as runner:
+        psa_epochs(RowDataset(X, y.astype(float), sw), state,
+                   PSAOptions(lam=lam, period=b, l1=l1), loss=loss_fn, n_epochs=2,
+                   shuffle=False, threads=runner)
+    th, eta, t = numpy_psa_l1(X, y, sw, K=K, loss=loss_fn, lam=lam, l1=l1, eta0=eta0, b=b,
+                              n_epochs=2, round_rows=2 * _psa_fast.SHARED_ROUND_ROWS)
+    assert state.t == t
+    assert_allclose(state.weights, th, rtol=0, atol=1e-5 * np.abs(th).max())
+    assert_allclose(state.step_sizes, eta, rtol=1e-5)
+    assert np.sum(th[:-K] == 0) > 0
 
 
 def test_shared_psa_pass_with_the_l1_penalty():
