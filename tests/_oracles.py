@@ -101,12 +101,17 @@ def to_data(X, offsets, labels=None):
 
 
 def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
-                  average, feedback, fit_intercept=True, round_seqs=None):
+                  average, feedback, fit_intercept=True, round_seqs=None, round_starts=None):
     """Reference SGD / averaged SGD / ASF, dense, with explicit iterates.
 
     ``round_seqs``: each sequence's gradient at the weights of the start of
-    its round of that many sequences (the kernel's pass shared by threads).
+    its round of that many sequences (the kernel's pass shared by threads);
+    ``round_starts``: the same with the rounds starting at these sequences.
     """
+    if round_seqs is not None:
+        round_starts = range(0, len(offsets) - 1, round_seqs)
+    if round_starts is not None:
+        round_starts = set(round_starts)
     n_seq = len(offsets) - 1
     w = np.zeros((A + L + 1) * L)
     iterates = []
@@ -114,7 +119,7 @@ def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
     t = 0
     for epoch in range(1, n_epochs + 1):
         for s in range(n_seq):
-            if round_seqs is None or s % round_seqs == 0:
+            if round_starts is None or s in round_starts:
                 at = w
             eta = eta0 / (1 + alpha * eta0 * t) ** power
             sub = to_data(X[offsets[s]:offsets[s + 1]], np.array([0, offsets[s + 1] - offsets[s]]),

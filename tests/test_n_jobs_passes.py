@@ -360,6 +360,40 @@ def test_shared_psa_pass_with_the_l1_penalty_is_the_round_delayed_algorithm(K, l
     assert np.sum(th[:-K] == 0) > 0
 
 
+def test_shared_crf_sgd_rounds_cut_by_their_non_zeros():
+    """Long sentences: a round ends before a sentence whose non-zeros would
+    pass its buffers, at the same sentence in every thread (a rule of the
+    data alone, computed again here), and the pass is the dense reference
+    with those rounds."""
+    rng = np.random.default_rng(5)
+    A, H = 140, 3
+    X, offsets, labels = make_problem(rng, n_seq=40, n_attr=A, n_labels=H, max_len=40,
+                                      density=0.6)
+    lengths = np.diff(offsets)
+    nnz = np.diff(X.indptr[offsets])
+    R = _crf_sgd.shared_round_sequences(2)
+    max_tokens = max(R * 32, lengths.max())
+    max_nnz = max(max_tokens * 32, nnz.max())
+    starts, q = [], 0
+    while q < lengths.size:
+        starts.append(q)
+        q0, tokens, total = q, 0, 0
+        while q < lengths.size and q - q0 < R:
+            if q > q0 and (tokens + lengths[q] > max_tokens or total + nnz[q] > max_nnz):
+                break
+            tokens, total, q = tokens + lengths[q], total + nnz[q], q + 1
+    assert len(starts) > -(-lengths.size // R)           # (the non-zeros cut some rounds)
+    state = CRFState.new(A, H, averaged=True, seed=1)
+    options = CRFSGDOptions(eta0=0.05, power=0.0, lam=0.01, average=True, feedback=True)
+    with ThreadRunner(2) as runner:
+        crf_sgd_epochs(to_data(X, offsets, labels), state, options, n_epochs=2, shuffle=False,
+                       threads=runner)
+    w, avg, _ = numpy_crf_sgd(X, offsets, labels, A, H, eta0=0.05, power=0.0, alpha=0.01,
+                              n_epochs=2, average=True, feedback=True, round_starts=starts)
+    assert_allclose(state.coef, w, rtol=1e-9, atol=1e-12)
+    assert_allclose(state.model(), avg, rtol=1e-9, atol=1e-12)
+
+
 def test_shared_psa_pass_with_the_l1_penalty():
     """Elastic net at two threads: finite, and as accurate as one thread."""
     X, y = make_classification(n_samples=3000, n_features=40, n_informative=10,

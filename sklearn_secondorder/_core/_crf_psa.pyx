@@ -55,6 +55,7 @@ from ._lazy_steps cimport (
     make_core,
     owner_of,
     prefetch_block,
+    sequences_round_end,
     share_inference,
     touch,
     width_of,
@@ -391,27 +392,6 @@ cdef class SharedPass:
         return t
 
 
-cdef inline Py_ssize_t _round_end(SequenceData ds, Py_ssize_t q0, Py_ssize_t round_seqs,
-                                  Py_ssize_t max_tokens, Py_ssize_t max_nnz,
-                                  long long to_event) noexcept nogil:
-    """The end of the round that starts at sequence ``q0`` of the order:
-    ``round_seqs`` sequences, fewer if their tokens or non-zeros would pass
-    the buffers (at least one), and none past the sequence of the next
-    event (``to_event`` updates away; < 0: none)."""
-    cdef Py_ssize_t q = q0, n = ds.n_sequences, tokens = 0, nnz = 0, s, nt, nz
-    while q < n and q - q0 < round_seqs and to_event != 0:
-        s = ds.order[q]
-        nt = ds.offsets[s + 1] - ds.offsets[s]
-        nz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
-        if q > q0 and (tokens + nt > max_tokens or nnz + nz > max_nnz):
-            break
-        tokens += nt
-        nnz += nz
-        to_event -= 1
-        q += 1
-    return q
-
-
 cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, int k,
                               const Penalty* pen, const RateRule* rule) noexcept nogil:
     """Thread ``k`` of ``J``, each round of sequences: (a) its own attribute
@@ -448,8 +428,8 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef Block row, bias = block_at(L, bias_row)
     while q0 < n and not diverged:
         ev = last_event(c, t)
-        q1 = _round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.own_block.shape[1],
-                        ev + c.b - t if c.b > 0 else -1)
+        q1 = sequences_round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.round_nnz,
+                                 ev + c.b - t if c.b > 0 else -1)
         # (a) the owned non-zeros of the round's tokens (listed without a
         # branch per non-zero), brought to t and read into the partial
         # emissions; the owned transition rows and the bias

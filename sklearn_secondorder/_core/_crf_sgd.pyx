@@ -41,6 +41,7 @@ from ._lazy_steps cimport (
     barrier_init,
     barrier_wait,
     owner_of,
+    sequences_round_end,
     share_inference,
 )
 from ._numeric cimport now_seconds
@@ -222,6 +223,8 @@ def shared_round_sequences(int n_threads):
     a thread 0.08 / 0.13; a round of 8 keeps the work between two meetings
     at about 0.2 ms at two threads."""
     return max(8, 2 * n_threads)
+
+
 # (a thread owns groups of 8 rows: 8 rows of H doubles are whole cache lines
 # for any H, so that two threads rarely write one line)
 DEF ROW_GROUP_SHIFT = 3
@@ -433,18 +436,13 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     cdef bint have_transitions
     cdef const int* y
     while q0 < n:
-        q1 = min(n, q0 + sh.round_seqs)
+        q1 = sequences_round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.round_nnz, -1)
         # (a) this thread's rows of the round: listed, (L1) caught up, read
-        n_own, tok, q = 0, 0, q0
+        n_own, tok = 0, 0
         ends[0] = 0
         tok_off[0] = 0
-        while q < q1:
+        for q in range(q0, q1):
             s = ds.order[q]
-            if (ds.offsets[s + 1] - ds.offsets[s] + tok > sh.round_tokens or
-                    ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]] + n_own
-                    > sh.round_nnz):
-                if q > q0:
-                    break
             for r in range(ds.offsets[s], ds.offsets[s + 1]):
                 for kk in range(ds.indptr[r], ds.indptr[r + 1]):
                     j = ds.indices[kk]
@@ -453,9 +451,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                     n_own += j < A and owner_of(j, bias_row, ROW_GROUP_SHIFT, J) == k
                 tok += 1
                 ends[tok] = <int>n_own
-            q += 1
-            tok_off[q - q0] = <int>tok
-        q1 = q        # (every thread cuts the round at the same sequence)
+            tok_off[q - q0 + 1] = <int>tok
         for i in range(H + 1):
             if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) != k:
                 continue

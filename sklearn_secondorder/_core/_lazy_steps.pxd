@@ -43,6 +43,8 @@ cdef extern from "_psa_math.h":
 
 from libc.math cimport copysign, exp, expm1, fabs, isfinite, log1p
 
+from ._dataset cimport SequenceData
+
 
 cdef extern from "_block_ops.h":
     void block_decay_series "skso_block_decay_series"(double* v, const float* eta, double lam,
@@ -563,6 +565,29 @@ cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
         return 0
     cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
     return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
+
+
+cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
+                                           Py_ssize_t round_seqs, Py_ssize_t max_tokens,
+                                           Py_ssize_t max_nnz,
+                                           long long to_event) noexcept nogil:
+    """The end of the round that starts at sequence ``q0`` of the order:
+    ``round_seqs`` sequences, fewer if their tokens or non-zeros would pass
+    the buffers (at least one), and none past the sequence of the next
+    event (``to_event`` updates away; < 0: none). It depends on the data
+    only, so that every thread cuts the rounds alike."""
+    cdef Py_ssize_t q = q0, n = ds.n_sequences, tokens = 0, nnz = 0, s, nt, nz
+    while q < n and q - q0 < round_seqs and to_event != 0:
+        s = ds.order[q]
+        nt = ds.offsets[s + 1] - ds.offsets[s]
+        nz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
+        if q > q0 and (tokens + nt > max_tokens or nnz + nz > max_nnz):
+            break
+        tokens += nt
+        nnz += nz
+        to_event -= 1
+        q += 1
+    return q
 
 
 cdef inline void share_inference(const Py_ssize_t* order, const long long* offsets,
