@@ -52,7 +52,8 @@ Usage::
     python benchmarks/bench_cli.py --big-rows 0     # skip the large file
     python benchmarks/bench_cli.py --no-tagger      # skip the tagger model files
     python benchmarks/bench_cli.py --reader-thread --folder /tmp/skso-big
-        # only skso psa on the large file with and without the reader thread
+        # only skso psa on the large file without and with the reader thread
+        # (and with it and --jobs 2)
         # (--repeats runs of each, alternated), the file kept for the next run
 """
 import argparse
@@ -156,14 +157,17 @@ def conll_tokens(folder, big_rows, seed=0, skip_train=False):
     return out
 
 
-def skso_run(train, test, n, folder, label, n_features=None, model="psa", reader=True):
+def skso_run(train, test, n, folder, label, n_features=None, model="psa", reader=True,
+             jobs=1):
     """``skso train --model psa`` with its defaults (with ``n_features``:
     ``--classes`` and ``--n-features``, no pre-scan; ``reader`` false:
-    ``--no-reader-thread``), then ``skso evaluate``."""
+    ``--no-reader-thread``; ``jobs``: ``--jobs``), then ``skso evaluate``."""
     path = folder / "m.skso"
     extra = [] if n_features is None else ["--classes=-1,1", "--n-features", str(n_features)]
     if not reader:
         extra.append("--no-reader-thread")
+    if jobs != 1:
+        extra += ["--jobs", str(jobs)]
     wall, rss, _, err = measured([PY, "-m", "sklearn_secondorder", "train", str(train),
                                   "--model", model, "--out", str(path), "--progress",
                                   "lines", *extra], folder)
@@ -173,7 +177,7 @@ def skso_run(train, test, n, folder, label, n_features=None, model="psa", reader
                                   "--json"], folder)[2])
     tr = header["training"]
     tool = (f"skso {model}" + ("" if n_features is None else ", no scan")
-            + ("" if reader else ", 1 thread"))
+            + ("" if reader else ", 1 thread") + ("" if jobs == 1 else f", --jobs {jobs}"))
     return {"data": label, "tool": tool, "rows": n, "wall_s": wall, "rss_mb": rss,
             "stream_s": tr["seconds"] + tr["scan_seconds"], "train_s": tr["seconds"],
             "alpha": tr["alpha"],
@@ -188,12 +192,13 @@ def load():
 
 
 def reader_thread_runs(train, test, n, folder, label, repeats):
-    """``skso train --model psa`` (defaults, pre-scan) with and without the
-    reader thread, alternated ``repeats`` times: the rows of each run."""
+    """``skso train --model psa`` (defaults, pre-scan) without and with the
+    reader thread, and with it and ``--jobs 2`` (two learner threads),
+    alternated ``repeats`` times: the rows of each run."""
     runs = []
     for _ in range(repeats):
-        for reader in (False, True):
-            r = skso_run(train, test, n, folder, label, reader=reader)
+        for reader, jobs in ((False, 1), (True, 1), (True, 2)):
+            r = skso_run(train, test, n, folder, label, reader=reader, jobs=jobs)
             r["load"] = os.getloadavg()[0]
             r.pop("log")
             runs.append(r)
@@ -201,8 +206,9 @@ def reader_thread_runs(train, test, n, folder, label, repeats):
 
 
 def print_reader_thread(runs):
-    """With / without the reader thread: rows/s of the whole command, of the
-    streaming (scan + training) and of the training alone, best of the runs."""
+    """Without / with the reader thread (and with ``--jobs 2``): rows/s of the
+    whole command, of the streaming (scan + training) and of the training
+    alone, best of the runs."""
     print(f"\n{'tool':24s} {'run':>3s} {'wall s':>7s} {'rows/s':>9s} {'stream rows/s':>13s} "
           f"{'train rows/s':>12s} {'test acc':>8s} {'load 1m':>7s}")
     best = {}
@@ -210,17 +216,21 @@ def print_reader_thread(runs):
         r["rows_s"] = r["rows"] / r["wall_s"]
         r["stream_rows_s"] = r["rows"] / r["stream_s"]
         r["train_rows_s"] = r["rows"] / r["train_s"]
-        print(f"{r['tool']:24s} {i // 2 + 1:3d} {r['wall_s']:7.2f} {r['rows_s']:9,.0f} "
+        print(f"{r['tool']:24s} {i // 3 + 1:3d} {r['wall_s']:7.2f} {r['rows_s']:9,.0f} "
               f"{r['stream_rows_s']:13,.0f} {r['train_rows_s']:12,.0f} {r['test_acc']:8.2f} "
               f"{r['load']:7.2f}")
         b = best.setdefault(r["tool"], {})
         for k in ("rows_s", "stream_rows_s", "train_rows_s"):
             b[k] = max(b.get(k, 0), r[k])
-    (_, a), (_, b) = sorted(best.items(), key=lambda kv: "1 thread" not in kv[0])
-    gain = {k: b[k] / a[k] for k in a}
-    print(f"reader thread / none (best of {len(runs) // 2}): rows/s {gain['rows_s']:.2f}x, "
-          f"streaming {gain['stream_rows_s']:.2f}x, training {gain['train_rows_s']:.2f}x "
-          f"(target >= 1.3); {load()}")
+    a = next(b for tool, b in best.items() if "1 thread" in tool)
+    for tool, b in best.items():
+        if "1 thread" in tool:
+            continue
+        gain = {k: b[k] / a[k] for k in a}
+        name = "reader thread" + (", --jobs 2" if "--jobs" in tool else "")
+        print(f"{name} / none (best of {len(runs) // 3}): rows/s {gain['rows_s']:.2f}x, "
+              f"streaming {gain['stream_rows_s']:.2f}x, training {gain['train_rows_s']:.2f}x "
+              f"(target >= 1.3, more with --jobs 2); {load()}")
 
 
 def vw_run(train_vw, test_vw, n, folder, label, l2=None):
@@ -321,8 +331,9 @@ def main():
     ap.add_argument("--no-tagger", action="store_true",
                     help="skip the tagger model files (skso and CRFsuite on CoNLL-2000)")
     ap.add_argument("--reader-thread", action="store_true",
-                    help="only the reader thread's part: skso psa on the large file with and "
-                         "without the reader thread (--no-reader-thread), alternated "
+                    help="only the reader thread's part: skso psa on the large file without "
+                         "and with the reader thread (--no-reader-thread), and with it and "
+                         "--jobs 2, alternated "
                          "--repeats times, with the machine's load")
     ap.add_argument("--repeats", type=int, default=2,
                     help="runs of each, with --reader-thread (default 2; best of them)")
