@@ -21,6 +21,11 @@ applied". Every block is caught up at the end of each pass.
 With the L1 penalty (CRFsuite's ``c1``) a row's first visit also owes the
 step's ``eta C``, and every weight the sequence touched is clipped once its
 gradient terms are in (clipping twice is clipping once).
+
+``SharedPass`` is the same pass on several threads sharing the one state
+(``n_jobs``): rounds of sequences inferred at the round's start, the
+forward-backward passes shared out, the steps applied in order by the
+owners of the rows (``doc/core.md``, "Threads on one state").
 """
 from libc.math cimport NAN, isfinite
 
@@ -327,7 +332,7 @@ cdef class SharedPass:
     cdef list contexts
 
     def __cinit__(self, SequenceData ds, state, options, int n_threads, bint fit_intercept,
-                  allowed, Py_ssize_t round_seqs):
+                  allowed, Py_ssize_t seqs_per_thread):
         cdef Py_ssize_t s, most_nnz = 0, H = state.n_outputs
         self.ds = ds
         self.state = state
@@ -336,7 +341,7 @@ cdef class SharedPass:
         self.n_threads = n_threads
         self.line_shift = line_shift_of(&self.L)
         self.H, self.A = H, state.n_blocks - H - 1
-        self.round_seqs = n_threads * round_seqs
+        self.round_seqs = n_threads * seqs_per_thread
         self.round_tokens = max(self.round_seqs * 32, ds.max_len)
         for s in range(ds.n_sequences):
             most_nnz = max(most_nnz, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])

@@ -27,6 +27,12 @@ feedback (``reset_to_average``) and in the model returned
 model is therefore as sparse as the last iterate; the running sum itself
 counts each iterate as the lazy catch-up left it (a weight's owed penalty
 enters it when applied).
+
+``SharedSGDPass`` is the same pass on several threads sharing the one state
+(``n_jobs``, ASF's tagger): rounds of sequences inferred at the round's
+start, the steps applied in order by the owners of the rows, each thread
+with its own copy of ``ScaledWeights``' scalars (``doc/core.md``, "Threads
+on one state").
 """
 from dataclasses import dataclass, field
 

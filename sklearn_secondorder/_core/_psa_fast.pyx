@@ -9,6 +9,11 @@ blocks a row stepped at the end of a window's half take that event at once
 (they are in cache), so that a block's ``last`` always means "every event up
 to it applied". The only O(n_features K) work is the flush at the end of a
 pass (``catch_up`` of every block) and the finiteness check.
+
+``SharedPass`` is the same pass on several threads sharing the one state
+(``n_jobs``): each owns the blocks of a share of the cache lines, the rows
+go by in rounds scored at the round's start and stepped in order, every
+thread on its own blocks (``doc/core.md``, "Threads on one state").
 """
 from ._dataset cimport RowDataset, fetch_row, prefetch_row, row_span, row_value
 from ._lazy_steps cimport (
@@ -196,7 +201,7 @@ cdef class SharedPass:
     cdef unsigned char[::1] finite
 
     def __cinit__(self, RowDataset ds, state, options, Loss loss, int n_threads,
-                  bint fit_intercept, Py_ssize_t round_rows):
+                  bint fit_intercept, Py_ssize_t rows_per_thread):
         self.ds = ds
         self.state = state
         self.L = layout_of(state)
@@ -204,7 +209,7 @@ cdef class SharedPass:
         self.loss = loss
         self.n_threads = n_threads
         self.K = state.n_outputs
-        self.round_rows = n_threads * round_rows
+        self.round_rows = n_threads * rows_per_thread
         self.fit_intercept = fit_intercept
         self.with_l1 = state.has_l1
         self.series = self.c.rate_max < 1e-4
