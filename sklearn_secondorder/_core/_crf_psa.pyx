@@ -30,6 +30,7 @@ owners of the rows (``doc/core.md``, "Threads on one state").
 from libc.math cimport NAN, isfinite
 
 from ._crf_infer cimport CRFContext
+from ._crf_rounds cimport RoundBuffers, infer_round, list_own_nonzeros, sequences_round_end
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport (
     Barrier,
@@ -60,8 +61,6 @@ from ._lazy_steps cimport (
     make_core,
     owner_of,
     prefetch_block,
-    sequences_round_end,
-    share_inference,
     touch,
     width_of,
 )
@@ -330,6 +329,7 @@ cdef class SharedPass:
     cdef Py_ssize_t[:, ::1] stepped
     cdef double[::1] losses   # each thread's summed -log p(y|x), 8 apart
     cdef list contexts
+    cdef RoundBuffers rb      # (pointers into the arrays above)
 
     def __cinit__(self, SequenceData ds, state, options, int n_threads, bint fit_intercept,
                   allowed, Py_ssize_t seqs_per_thread):
@@ -371,6 +371,12 @@ cdef class SharedPass:
             ctx = CRFContext(H, 1, ds.max_len, self.A)
             ctx.set_allowed(allowed)
             self.contexts.append(ctx)
+        self.rb.H, self.rb.round_tokens = H, self.round_tokens
+        self.rb.em_part = &self.em_part[0, 0, 0]
+        self.rb.trans_round = &self.trans_round[0]
+        self.rb.marg_round = &self.marg_round[0]
+        self.rb.edge_round = &self.edge_round[0]
+        self.rb.loss_round = &self.loss_round[0]
 
     def abort(self):
         """Release the threads waiting in the pass (one could not start)."""
@@ -415,8 +421,8 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
     cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, w, j
     cdef Py_ssize_t n_own, n_stepped
-    cdef long long r, kk, first, t = sh.t, ev
-    cdef double lam = c.lam, l1 = c.l1, x, ll, loss_sum = 0.0
+    cdef long long first, t = sh.t, ev
+    cdef double lam = c.lam, l1 = c.l1, x, loss_sum = 0.0
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, diverged = False, finite = True
     cdef double* em
@@ -427,7 +433,6 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef int* tok_off = &sh.tok_off[k, 0]
     cdef int* who = &sh.who[k, 0]
     cdef Py_ssize_t* load = &sh.load[k, 0]
-    cdef bint have_transitions
     cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
     cdef const int* y
     cdef Block row, bias = block_at(L, bias_row)
@@ -438,20 +443,9 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         # (a) the owned non-zeros of the round's tokens (listed without a
         # branch per non-zero), brought to t and read into the partial
         # emissions; the owned transition rows and the bias
-        n_own, tok = 0, 0
-        ends[0] = 0
-        tok_off[0] = 0
-        for q in range(q0, q1):
-            s = ds.order[q]
-            for r in range(ds.offsets[s], ds.offsets[s + 1]):
-                for kk in range(ds.indptr[r], ds.indptr[r + 1]):
-                    j = ds.indices[kk]
-                    own_block[n_own] = <int>j
-                    own_at[n_own] = <int>kk
-                    n_own += j < A and owner_of(j, bias_row, shift, J) == k
-                tok += 1
-                ends[tok] = <int>n_own
-            tok_off[q - q0 + 1] = <int>tok
+        n_own = list_own_nonzeros(ds, q0, q1, A, bias_row, shift, J, k, own_block, own_at,
+                                  ends, tok_off)
+        tok = tok_off[q1 - q0]
         for i in range(H):
             if owner_of(trans_row + i, bias_row, shift, J) == k:
                 row = block_at(L, trans_row + i)
@@ -478,34 +472,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
-        share_inference(&ds.order[0], &ds.offsets[0], q0, q1, J, load, who)
-        have_transitions = False
-        for q in range(q0, q1):
-            if who[q - q0] != k:
-                continue
-            if not have_transitions:
-                for i in range(H * H):
-                    ctx.trans[i] = sh.trans_round[i]
-                ctx.finish_transitions()
-                have_transitions = True
-            s = ds.order[q]
-            T = ds.offsets[s + 1] - ds.offsets[s]
-            ctx.T = <int>T
-            tok = tok_off[q - q0]
-            for tt in range(T):
-                for h in range(H):
-                    x = 0.0
-                    for i in range(J):
-                        x += sh.em_part[i, tok + tt, h]
-                    ctx.emit[tt * H + h] = x
-            ctx.finish_emissions(NULL)
-            ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
-            sh.loss_round[q - q0] = -ll
-            if isfinite(ll):
-                for i in range(T * H):
-                    sh.marg_round[tok * H + i] = ctx.marg[i]
-                for i in range(H * H):
-                    sh.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
+        infer_round(ctx, ds, q0, q1, J, k, &sh.rb, 1.0, tok_off, load, who)
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the steps on the owned rows, in the order, each at its time

@@ -40,16 +40,9 @@ import numpy as np
 from libc.math cimport NAN, isfinite, sqrt
 
 from ._crf_infer cimport CRFContext, context_for
+from ._crf_rounds cimport RoundBuffers, infer_round, list_own_nonzeros, sequences_round_end
 from ._dataset cimport SequenceData
-from ._lazy_steps cimport (
-    Barrier,
-    barrier_abort,
-    barrier_init,
-    barrier_wait,
-    owner_of,
-    sequences_round_end,
-    share_inference,
-)
+from ._lazy_steps cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
 from ._numeric cimport now_seconds
 from ._sgd_fast cimport (
     CONSTANT,
@@ -267,6 +260,7 @@ cdef class SharedSGDPass:
     cdef int[:, ::1] own_block, own_at, ends, tok_off, who
     cdef Py_ssize_t[:, ::1] load
     cdef list contexts
+    cdef RoundBuffers rb      # (pointers into the arrays above)
 
     def __cinit__(self, SequenceData ds, ScaledWeights w, options, int n_threads,
                   bint fit_intercept, allowed, long long t, bint feedback=False):
@@ -312,6 +306,12 @@ cdef class SharedSGDPass:
         self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
         self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
         self.contexts = [context_for(w, 1, ds.max_len, allowed) for _ in range(n_threads)]
+        self.rb.H, self.rb.round_tokens = H, self.round_tokens
+        self.rb.em_part = &self.em_part[0, 0, 0]
+        self.rb.trans_round = &self.trans_round[0]
+        self.rb.marg_round = &self.marg_round[0]
+        self.rb.edge_round = &self.edge_round[0]
+        self.rb.loss_round = &self.loss_round[0]
 
     def abort(self):
         """Release the threads waiting in the pass (one could not start)."""
@@ -425,9 +425,9 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     divergence)."""
     cdef int J = sh.n_threads, sense = 0
     cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
-    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, j, p, n_own
-    cdef long long r, kk, first, t = sh.t
-    cdef double x, ll, eta, gain, loss_sum = 0.0
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, p
+    cdef long long first, t = sh.t
+    cdef double x, eta, gain, loss_sum = 0.0
     cdef Scalars* sc = &sh.scalars[k]
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, with_l1 = sh.l1 != 0.0
@@ -439,33 +439,21 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     cdef int* tok_off = &sh.tok_off[k, 0]
     cdef int* who = &sh.who[k, 0]
     cdef Py_ssize_t* load = &sh.load[k, 0]
-    cdef bint have_transitions
     cdef const int* y
     while q0 < n:
         q1 = sequences_round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.round_nnz, -1)
         # (a) this thread's rows of the round: listed, (L1) caught up, read
-        n_own, tok = 0, 0
-        ends[0] = 0
-        tok_off[0] = 0
-        for q in range(q0, q1):
-            s = ds.order[q]
-            for r in range(ds.offsets[s], ds.offsets[s + 1]):
-                for kk in range(ds.indptr[r], ds.indptr[r + 1]):
-                    j = ds.indices[kk]
-                    own_block[n_own] = <int>j
-                    own_at[n_own] = <int>kk
-                    n_own += j < A and owner_of(j, bias_row, ROW_GROUP_SHIFT, J) == k
-                tok += 1
-                ends[tok] = <int>n_own
-            tok_off[q - q0 + 1] = <int>tok
+        list_own_nonzeros(ds, q0, q1, A, bias_row, ROW_GROUP_SHIFT, J, k, own_block, own_at,
+                          ends, tok_off)
+        tok = tok_off[q1 - q0]
         for i in range(H + 1):
             if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) != k:
                 continue
             if with_l1:
                 _l1_rows(w, sc, (trans_row + i) * H, H)
-            if i < H:
+            if i < H:                # (infer_round scales them)
                 for h in range(H):
-                    sh.trans_round[i * H + h] = sc.scale * w.v[(trans_row + i) * H + h]
+                    sh.trans_round[i * H + h] = w.v[(trans_row + i) * H + h]
         for tt in range(tok):
             em = &sh.em_part[k, tt, 0]
             for h in range(H):
@@ -482,34 +470,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (f) inference of this thread's sequences of the round
-        share_inference(&ds.order[0], &ds.offsets[0], q0, q1, J, load, who)
-        have_transitions = False
-        for q in range(q0, q1):
-            if who[q - q0] != k:
-                continue
-            if not have_transitions:
-                for i in range(H * H):
-                    ctx.trans[i] = sh.trans_round[i]
-                ctx.finish_transitions()
-                have_transitions = True
-            s = ds.order[q]
-            T = ds.offsets[s + 1] - ds.offsets[s]
-            ctx.T = <int>T
-            tok = tok_off[q - q0]
-            for tt in range(T):
-                for h in range(H):
-                    x = 0.0
-                    for i in range(J):
-                        x += sh.em_part[i, tok + tt, h]
-                    ctx.emit[tt * H + h] = sc.scale * x
-            ctx.finish_emissions(NULL)
-            ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
-            sh.loss_round[q - q0] = -ll
-            if isfinite(ll):
-                for i in range(T * H):
-                    sh.marg_round[tok * H + i] = ctx.marg[i]
-                for i in range(H * H):
-                    sh.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
+        infer_round(ctx, ds, q0, q1, J, k, &sh.rb, sc.scale, tok_off, load, who)
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (b) the steps on this thread's rows, in the order

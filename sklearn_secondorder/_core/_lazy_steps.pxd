@@ -43,8 +43,6 @@ cdef extern from "_psa_math.h":
 
 from libc.math cimport copysign, exp, expm1, fabs, isfinite, log1p
 
-from ._dataset cimport SequenceData
-
 
 cdef extern from "_block_ops.h":
     void block_decay_series "skso_block_decay_series"(double* v, const float* eta, double lam,
@@ -565,51 +563,6 @@ cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
         return 0
     cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
     return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
-
-
-cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
-                                           Py_ssize_t round_seqs, Py_ssize_t max_tokens,
-                                           Py_ssize_t max_nnz,
-                                           long long to_event) noexcept nogil:
-    """The end of the round that starts at sequence ``q0`` of the order:
-    ``round_seqs`` sequences, fewer if their tokens or non-zeros would pass
-    the buffers (at least one), and none past the sequence of the next
-    event (``to_event`` updates away; < 0: none). It depends on the data
-    only, so that every thread cuts the rounds alike."""
-    cdef Py_ssize_t q = q0, n = ds.n_sequences, tokens = 0, nnz = 0, s, nt, nz
-    while q < n and q - q0 < round_seqs and to_event != 0:
-        s = ds.order[q]
-        nt = ds.offsets[s + 1] - ds.offsets[s]
-        nz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
-        if q > q0 and (tokens + nt > max_tokens or nnz + nz > max_nnz):
-            break
-        tokens += nt
-        nnz += nz
-        to_event -= 1
-        q += 1
-    return q
-
-
-cdef inline void share_inference(const Py_ssize_t* order, const long long* offsets,
-                                 Py_ssize_t q0, Py_ssize_t q1, int n_threads,
-                                 Py_ssize_t* load, int* who) noexcept nogil:
-    """Which thread infers each sequence ``q0 <= q < q1`` of a round
-    (``who[q - q0]``): each in turn to the thread with the fewest tokens so
-    far (the lowest on a tie; ``load``: ``n_threads`` of work space), so
-    that the threads meet at about the same time; every thread computes the
-    same."""
-    cdef Py_ssize_t q, s
-    cdef int i, best
-    for i in range(n_threads):
-        load[i] = 0
-    for q in range(q0, q1):
-        s = order[q]
-        best = 0
-        for i in range(1, n_threads):
-            if load[i] < load[best]:
-                best = i
-        who[q - q0] = best
-        load[best] += offsets[s + 1] - offsets[s]
 
 
 cdef inline int line_shift_of(const Layout* L) noexcept nogil:

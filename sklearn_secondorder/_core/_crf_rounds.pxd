@@ -1,0 +1,138 @@
+# A round of a CRF pass shared by threads (_crf_psa.SharedPass and
+# _crf_sgd.SharedSGDPass, "Threads on one state" in doc/core.md): where a
+# round ends, each thread's own non-zeros of its sentences, and the round's
+# inference, shared out between the threads. The kernels' own parts -- how a
+# row is brought to the round's start and read, and the steps -- stay in
+# their modules. Inline: every kernel module that cimports these gets its
+# own copy.
+from libc.math cimport isfinite
+
+from ._crf_infer cimport CRFContext
+from ._dataset cimport SequenceData
+from ._lazy_steps cimport owner_of
+
+
+ctypedef struct RoundBuffers:
+    # what the threads of a round share (each written by one thread, read
+    # by all after a barrier); H = n_states
+    Py_ssize_t H
+    Py_ssize_t round_tokens    # the tokens a round holds at most
+    # (n_threads, round_tokens, H): each thread's share of the emission scores
+    double* em_part
+    double* trans_round        # (H, H): the transitions at the round's start
+    double* marg_round         # (round_tokens, H): the node marginals
+    double* edge_round         # (round sequences, H, H): the edge marginals
+    double* loss_round         # (round sequences,): -log p(y|x) (NaN: divergence)
+
+
+cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
+                                           Py_ssize_t round_seqs, Py_ssize_t max_tokens,
+                                           Py_ssize_t max_nnz,
+                                           long long to_event) noexcept nogil:
+    """The end of the round that starts at sequence ``q0`` of the order:
+    ``round_seqs`` sequences, fewer if their tokens or non-zeros would pass
+    the buffers (at least one), and none past the sequence of the next
+    event (``to_event`` updates away; < 0: none). It depends on the data
+    only, so that every thread cuts the rounds alike."""
+    cdef Py_ssize_t q = q0, n = ds.n_sequences, tokens = 0, nnz = 0, s, nt, nz
+    while q < n and q - q0 < round_seqs and to_event != 0:
+        s = ds.order[q]
+        nt = ds.offsets[s + 1] - ds.offsets[s]
+        nz = ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]]
+        if q > q0 and (tokens + nt > max_tokens or nnz + nz > max_nnz):
+            break
+        tokens += nt
+        nnz += nz
+        to_event -= 1
+        q += 1
+    return q
+
+
+cdef inline void share_inference(const Py_ssize_t* order, const long long* offsets,
+                                 Py_ssize_t q0, Py_ssize_t q1, int n_threads,
+                                 Py_ssize_t* load, int* who) noexcept nogil:
+    """Which thread infers each sequence ``q0 <= q < q1`` of a round
+    (``who[q - q0]``): each in turn to the thread with the fewest tokens so
+    far (the lowest on a tie; ``load``: ``n_threads`` of work space), so
+    that the threads meet at about the same time; every thread computes the
+    same."""
+    cdef Py_ssize_t q, s
+    cdef int i, best
+    for i in range(n_threads):
+        load[i] = 0
+    for q in range(q0, q1):
+        s = order[q]
+        best = 0
+        for i in range(1, n_threads):
+            if load[i] < load[best]:
+                best = i
+        who[q - q0] = best
+        load[best] += offsets[s + 1] - offsets[s]
+
+
+cdef inline Py_ssize_t list_own_nonzeros(SequenceData ds, Py_ssize_t q0, Py_ssize_t q1,
+                                         Py_ssize_t n_attributes, Py_ssize_t bias_row,
+                                         int shift, int n_threads, int k, int* own_block,
+                                         int* own_at, int* ends, int* tok_off) noexcept nogil:
+    """Thread ``k``'s non-zeros of the round's tokens (sequences ``q0 <= q <
+    q1`` of the order): their attribute rows ``own_block`` and positions
+    ``own_at``, listed without a branch per non-zero (every entry is written,
+    the count moves on for the owned ones); ``ends[t]`` where token ``t``'s
+    end, ``tok_off[q - q0]`` a sequence's first token in the round.
+    Returns the count."""
+    cdef Py_ssize_t q, s, j, tok = 0, n_own = 0
+    cdef long long r, kk
+    ends[0] = 0
+    tok_off[0] = 0
+    for q in range(q0, q1):
+        s = ds.order[q]
+        for r in range(ds.offsets[s], ds.offsets[s + 1]):
+            for kk in range(ds.indptr[r], ds.indptr[r + 1]):
+                j = ds.indices[kk]
+                own_block[n_own] = <int>j
+                own_at[n_own] = <int>kk
+                n_own += j < n_attributes and owner_of(j, bias_row, shift, n_threads) == k
+            tok += 1
+            ends[tok] = <int>n_own
+        tok_off[q - q0 + 1] = <int>tok
+    return n_own
+
+
+cdef inline void infer_round(CRFContext ctx, SequenceData ds, Py_ssize_t q0, Py_ssize_t q1,
+                             int n_threads, int k, const RoundBuffers* rb, double scale,
+                             const int* tok_off, Py_ssize_t* load, int* who) noexcept nogil:
+    """Thread ``k``'s inference of the round: for each sequence
+    ``share_inference`` gives it, the emissions (the threads' shares summed
+    in thread order, times ``scale``) and the round's transitions (times
+    ``scale``), ``-log p(y|x)`` and the marginals (``CRFContext.loglik``),
+    into the round's buffers."""
+    cdef Py_ssize_t H = rb.H, q, s, T, tok, tt, h, i
+    cdef double x, ll
+    cdef bint have_transitions = False
+    share_inference(&ds.order[0], &ds.offsets[0], q0, q1, n_threads, load, who)
+    for q in range(q0, q1):
+        if who[q - q0] != k:
+            continue
+        if not have_transitions:
+            for i in range(H * H):
+                ctx.trans[i] = scale * rb.trans_round[i]
+            ctx.finish_transitions()
+            have_transitions = True
+        s = ds.order[q]
+        T = ds.offsets[s + 1] - ds.offsets[s]
+        ctx.T = <int>T
+        tok = tok_off[q - q0]
+        for tt in range(T):
+            for h in range(H):
+                x = 0.0
+                for i in range(n_threads):
+                    x += rb.em_part[(i * rb.round_tokens + tok + tt) * H + h]
+                ctx.emit[tt * H + h] = scale * x
+        ctx.finish_emissions(NULL)
+        ll = ctx.loglik(&ds.labels[0] + ds.offsets[s])
+        rb.loss_round[q - q0] = -ll
+        if isfinite(ll):
+            for i in range(T * H):
+                rb.marg_round[tok * H + i] = ctx.marg[i]
+            for i in range(H * H):
+                rb.edge_round[(q - q0) * H * H + i] = ctx.edge[i]
