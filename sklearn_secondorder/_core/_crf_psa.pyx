@@ -30,7 +30,7 @@ owners of the rows (``doc/core.md``, "Threads on one state").
 from libc.math cimport NAN, isfinite
 
 from ._crf_infer cimport CRFContext
-from ._crf_rounds cimport RoundBuffers, infer_round, list_own_nonzeros, sequences_round_end
+from ._crf_rounds cimport RoundArrays, infer_round, list_own_nonzeros, sequences_round_end
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport (
     Barrier,
@@ -305,13 +305,11 @@ cdef class SharedPass:
     """What the threads of one shared CRF pass read and write (``psa_epochs``
     with ``threads``); thread ``k`` runs ``SharedPass.run(k)``.
 
-    Round buffers: each thread's partial emissions of the round's tokens
-    (its own attribute rows; the bias in thread 0's), the transitions at the
-    round's start (each row by its owner), the round's node marginals, edge
-    marginals and losses (each sequence by the thread that inferred it).
-    Per thread: its own non-zeros of the round (block, position), where each
-    token's end, the round's token offsets, the rows an update stepped, and
-    a ``CRFContext``.
+    The round's buffers and each thread's own rows are a ``RoundArrays``
+    (the partial emissions: a thread's own attribute rows, the bias in
+    thread 0's; the transitions at the round's start, each row by its
+    owner); per thread besides, the rows an update stepped and a
+    ``CRFContext``.
     """
     cdef SequenceData ds
     cdef object state         # (L points into its records: held while the pass lives)
@@ -319,21 +317,17 @@ cdef class SharedPass:
     cdef LazyCore c
     cdef Barrier barrier
     cdef int n_threads, line_shift
-    cdef Py_ssize_t H, A, round_seqs, round_tokens, round_nnz
+    cdef Py_ssize_t H, A
     cdef bint fit_intercept, with_l1, series
     cdef long long t
-    cdef double[:, :, ::1] em_part
-    cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
-    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
-    cdef Py_ssize_t[:, ::1] load
+    cdef RoundArrays ra
     cdef Py_ssize_t[:, ::1] stepped
     cdef double[::1] losses   # each thread's summed -log p(y|x), 8 apart
     cdef list contexts
-    cdef RoundBuffers rb      # (pointers into the arrays above)
 
     def __cinit__(self, SequenceData ds, state, options, int n_threads, bint fit_intercept,
                   allowed, Py_ssize_t seqs_per_thread):
-        cdef Py_ssize_t s, most_nnz = 0, H = state.n_outputs
+        cdef Py_ssize_t H = state.n_outputs
         self.ds = ds
         self.state = state
         self.L = layout_of(state)
@@ -341,42 +335,19 @@ cdef class SharedPass:
         self.n_threads = n_threads
         self.line_shift = line_shift_of(&self.L)
         self.H, self.A = H, state.n_blocks - H - 1
-        self.round_seqs = n_threads * seqs_per_thread
-        self.round_tokens = max(self.round_seqs * 32, ds.max_len)
-        for s in range(ds.n_sequences):
-            most_nnz = max(most_nnz, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])
-        self.round_nnz = max(self.round_tokens * 32, most_nnz)
+        self.ra = RoundArrays(ds, n_threads, H, n_threads * seqs_per_thread)
         self.fit_intercept = fit_intercept
         self.with_l1 = state.has_l1
         self.series = self.c.rate_max < 1e-4
         self.t = state.t
         barrier_init(&self.barrier, n_threads)
-        self.em_part = np.zeros((n_threads, self.round_tokens, H))
-        self.trans_round = np.zeros(H * H)
-        self.marg_round = np.zeros(self.round_tokens * H)
-        self.edge_round = np.zeros(self.round_seqs * H * H)
-        self.loss_round = np.zeros(self.round_seqs)
-        self.own_block = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
-        self.own_at = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
-        # (rows of their own cache lines: every thread writes its row)
-        self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
-        self.tok_off = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
-        self.who = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
-        self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
-        self.stepped = np.zeros((n_threads, most_nnz + H + 8), dtype=np.intp)
-        self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
+        self.stepped = np.zeros((n_threads, self.ra.most_nnz + H + 8), dtype=np.intp)
         self.losses = np.zeros(8 * n_threads)
         self.contexts = []
         for _ in range(n_threads):
             ctx = CRFContext(H, 1, ds.max_len, self.A)
             ctx.set_allowed(allowed)
             self.contexts.append(ctx)
-        self.rb.H, self.rb.round_tokens = H, self.round_tokens
-        self.rb.em_part = &self.em_part[0, 0, 0]
-        self.rb.trans_round = &self.trans_round[0]
-        self.rb.marg_round = &self.marg_round[0]
-        self.rb.edge_round = &self.edge_round[0]
-        self.rb.loss_round = &self.loss_round[0]
 
     def abort(self):
         """Release the threads waiting in the pass (one could not start)."""
@@ -426,19 +397,19 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, diverged = False, finite = True
     cdef double* em
-    cdef double* d = &sh.work[k * 8 * (H // 8 + 2)]
-    cdef int* own_block = &sh.own_block[k, 0]
-    cdef int* own_at = &sh.own_at[k, 0]
-    cdef int* ends = &sh.ends[k, 0]
-    cdef int* tok_off = &sh.tok_off[k, 0]
-    cdef int* who = &sh.who[k, 0]
-    cdef Py_ssize_t* load = &sh.load[k, 0]
+    cdef double* d = &sh.ra.work[k * 8 * (H // 8 + 2)]
+    cdef int* own_block = &sh.ra.own_block[k, 0]
+    cdef int* own_at = &sh.ra.own_at[k, 0]
+    cdef int* ends = &sh.ra.ends[k, 0]
+    cdef int* tok_off = &sh.ra.tok_off[k, 0]
+    cdef int* who = &sh.ra.who[k, 0]
+    cdef Py_ssize_t* load = &sh.ra.load[k, 0]
     cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
     cdef const int* y
     cdef Block row, bias = block_at(L, bias_row)
     while q0 < n and not diverged:
         ev = last_event(c, t)
-        q1 = sequences_round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.round_nnz,
+        q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz,
                                  ev + c.b - t if c.b > 0 else -1)
         # (a) the owned non-zeros of the round's tokens (listed without a
         # branch per non-zero), brought to t and read into the partial
@@ -451,11 +422,11 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                 row = block_at(L, trans_row + i)
                 touch(row, H, t, ev, lam, l1, c, pen, rule)
                 for h in range(H):
-                    sh.trans_round[i * H + h] = row.v[h]
+                    sh.ra.trans_round[i * H + h] = row.v[h]
         if bias_own:
             touch(bias, H, t, ev, lam, l1, c, pen, rule)
         for tt in range(tok):
-            em = &sh.em_part[k, tt, 0]
+            em = &sh.ra.em_part[k, tt, 0]
             for h in range(H):
                 em[h] = bias.v[h] if bias_own else 0.0
             for e in range(ends[tt], ends[tt + 1]):
@@ -472,15 +443,15 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, k, &sh.rb, 1.0, tok_off, load, who)
+        infer_round(ctx, ds, q0, q1, J, k, &sh.ra.rb, 1.0, tok_off, load, who)
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the steps on the owned rows, in the order, each at its time
         for q in range(q0, q1):
-            if not isfinite(sh.loss_round[q - q0]):
+            if not isfinite(sh.ra.loss_round[q - q0]):
                 diverged = True
                 break
-            loss_sum += sh.loss_round[q - q0]
+            loss_sum += sh.ra.loss_round[q - q0]
             s = ds.order[q]
             first = ds.offsets[s]
             y = &ds.labels[0] + first
@@ -490,7 +461,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
             ev = last_event(c, t)
             for tt in range(T):
                 for h in range(H):
-                    d[h] = -sh.marg_round[(tok + tt) * H + h]
+                    d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
                 d[y[tt]] += 1.0
                 for e in range(ends[tok + tt], ends[tok + tt + 1]):
                     j = own_block[e]
@@ -518,7 +489,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                     touch(row, H, t, ev, lam, l1, c, pen, rule)
                 _shrink(row, H, lam, l1, pen)
                 for h in range(H):
-                    x = sh.edge_round[(q - q0) * H * H + i * H + h]
+                    x = sh.ra.edge_round[(q - q0) * H * H + i * H + h]
                     row.v[h] -= row.eta[h] * (x if mk == NULL else x * mk[(A + i) * H + h])
                 row.last[0] = t + 1
                 stepped[n_stepped] = trans_row + i

@@ -25,6 +25,19 @@ ctypedef struct RoundBuffers:
     double* loss_round         # (round sequences,): -log p(y|x) (NaN: divergence)
 
 
+cdef class RoundArrays:
+    # the arrays of a shared pass's rounds (RoundBuffers points into them),
+    # and each thread's own rows (one row a thread): its non-zeros of the
+    # round (attribute row, position), where each token ends, where each
+    # sequence starts, which thread infers each sequence, its work space
+    cdef readonly Py_ssize_t round_seqs, round_tokens, round_nnz, most_nnz
+    cdef double[:, :, ::1] em_part
+    cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
+    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
+    cdef Py_ssize_t[:, ::1] load
+    cdef RoundBuffers rb
+
+
 cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
                                            Py_ssize_t round_seqs, Py_ssize_t max_tokens,
                                            Py_ssize_t max_nnz,

@@ -40,7 +40,7 @@ import numpy as np
 from libc.math cimport NAN, isfinite, sqrt
 
 from ._crf_infer cimport CRFContext, context_for
-from ._crf_rounds cimport RoundBuffers, infer_round, list_own_nonzeros, sequences_round_end
+from ._crf_rounds cimport RoundArrays, infer_round, list_own_nonzeros, sequences_round_end
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
 from ._numeric cimport now_seconds
@@ -242,29 +242,26 @@ cdef class SharedSGDPass:
     (``threads``); thread ``k`` runs ``SharedSGDPass.run(k)``. The weights
     are ``ScaledWeights``' arrays (``v``, the running sum ``u``, the L1
     ``q``), each row group written by its owner only; the scalars are each
-    thread's own copy. The round buffers are ``_crf_psa.SharedPass``'s."""
+    thread's own copy. The round's buffers and each thread's own rows are
+    a ``RoundArrays``, as ``_crf_psa.SharedPass``'s."""
     cdef SequenceData ds
     cdef ScaledWeights w
     cdef Schedule sched
     cdef Barrier barrier
     cdef int n_threads
-    cdef Py_ssize_t H, A, round_seqs, round_tokens, round_nnz
+    cdef Py_ssize_t H, A
     cdef double lam, l1, threshold
     cdef bint fit_intercept, feedback
     cdef long long t
     cdef unsigned char[::1] finite
     cdef Scalars* scalars
     cdef Scalars[::1] scalars_arr
-    cdef double[:, :, ::1] em_part
-    cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
-    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
-    cdef Py_ssize_t[:, ::1] load
+    cdef RoundArrays ra
     cdef list contexts
-    cdef RoundBuffers rb      # (pointers into the arrays above)
 
     def __cinit__(self, SequenceData ds, ScaledWeights w, options, int n_threads,
                   bint fit_intercept, allowed, long long t, bint feedback=False):
-        cdef Py_ssize_t s, most_nnz = 0, H = w.n_outputs, k
+        cdef Py_ssize_t H = w.n_outputs, k
         self.ds, self.w = ds, w
         self.n_threads = n_threads
         self.H, self.A = H, w.n_features - H - 1
@@ -278,11 +275,7 @@ cdef class SharedSGDPass:
         self.feedback = feedback
         self.finite = np.ones(8 * n_threads, dtype=np.uint8)
         self.t = t
-        self.round_seqs = shared_round_sequences(n_threads)
-        self.round_tokens = max(self.round_seqs * 32, ds.max_len)
-        for s in range(ds.n_sequences):
-            most_nnz = max(most_nnz, ds.indptr[ds.offsets[s + 1]] - ds.indptr[ds.offsets[s]])
-        self.round_nnz = max(self.round_tokens * 32, most_nnz)
+        self.ra = RoundArrays(ds, n_threads, H, shared_round_sequences(n_threads))
         barrier_init(&self.barrier, n_threads)
         self.scalars_arr = np.zeros(n_threads, dtype=[("scale", "f8"), ("avg_coef", "f8"),
                                                       ("n_iterates", "f8"), ("l1_u", "f8"),
@@ -293,25 +286,7 @@ cdef class SharedSGDPass:
             self.scalars[k].avg_coef = w.avg_coef
             self.scalars[k].n_iterates = w.n_iterates
             self.scalars[k].l1_u = w.l1_u
-        self.em_part = np.zeros((n_threads, self.round_tokens, H))
-        self.trans_round = np.zeros(H * H)
-        self.marg_round = np.zeros(self.round_tokens * H)
-        self.edge_round = np.zeros(self.round_seqs * H * H)
-        self.loss_round = np.zeros(self.round_seqs)
-        self.own_block = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
-        self.own_at = np.zeros((n_threads, self.round_nnz), dtype=np.intc)
-        self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
-        self.tok_off = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
-        self.who = np.zeros((n_threads, self.round_seqs + 16), dtype=np.intc)
-        self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
-        self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
         self.contexts = [context_for(w, 1, ds.max_len, allowed) for _ in range(n_threads)]
-        self.rb.H, self.rb.round_tokens = H, self.round_tokens
-        self.rb.em_part = &self.em_part[0, 0, 0]
-        self.rb.trans_round = &self.trans_round[0]
-        self.rb.marg_round = &self.marg_round[0]
-        self.rb.edge_round = &self.edge_round[0]
-        self.rb.loss_round = &self.loss_round[0]
 
     def abort(self):
         """Release the threads waiting in the pass (one could not start)."""
@@ -432,16 +407,16 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, with_l1 = sh.l1 != 0.0
     cdef double* em
-    cdef double* d = &sh.work[k * 8 * (H // 8 + 2)]
-    cdef int* own_block = &sh.own_block[k, 0]
-    cdef int* own_at = &sh.own_at[k, 0]
-    cdef int* ends = &sh.ends[k, 0]
-    cdef int* tok_off = &sh.tok_off[k, 0]
-    cdef int* who = &sh.who[k, 0]
-    cdef Py_ssize_t* load = &sh.load[k, 0]
+    cdef double* d = &sh.ra.work[k * 8 * (H // 8 + 2)]
+    cdef int* own_block = &sh.ra.own_block[k, 0]
+    cdef int* own_at = &sh.ra.own_at[k, 0]
+    cdef int* ends = &sh.ra.ends[k, 0]
+    cdef int* tok_off = &sh.ra.tok_off[k, 0]
+    cdef int* who = &sh.ra.who[k, 0]
+    cdef Py_ssize_t* load = &sh.ra.load[k, 0]
     cdef const int* y
     while q0 < n:
-        q1 = sequences_round_end(ds, q0, sh.round_seqs, sh.round_tokens, sh.round_nnz, -1)
+        q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz, -1)
         # (a) this thread's rows of the round: listed, (L1) caught up, read
         list_own_nonzeros(ds, q0, q1, A, bias_row, ROW_GROUP_SHIFT, J, k, own_block, own_at,
                           ends, tok_off)
@@ -453,9 +428,9 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                 _l1_rows(w, sc, (trans_row + i) * H, H)
             if i < H:                # (infer_round scales them)
                 for h in range(H):
-                    sh.trans_round[i * H + h] = w.v[(trans_row + i) * H + h]
+                    sh.ra.trans_round[i * H + h] = w.v[(trans_row + i) * H + h]
         for tt in range(tok):
-            em = &sh.em_part[k, tt, 0]
+            em = &sh.ra.em_part[k, tt, 0]
             for h in range(H):
                 em[h] = w.v[bias_row * H + h] if bias_own else 0.0
             for e in range(ends[tt], ends[tt + 1]):
@@ -470,14 +445,14 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, k, &sh.rb, sc.scale, tok_off, load, who)
+        infer_round(ctx, ds, q0, q1, J, k, &sh.ra.rb, sc.scale, tok_off, load, who)
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (b) the steps on this thread's rows, in the order
         for q in range(q0, q1):
-            if not isfinite(sh.loss_round[q - q0]):
+            if not isfinite(sh.ra.loss_round[q - q0]):
                 return NAN
-            loss_sum += sh.loss_round[q - q0]
+            loss_sum += sh.ra.loss_round[q - q0]
             s = ds.order[q]
             first = ds.offsets[s]
             y = &ds.labels[0] + first
@@ -496,7 +471,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             gain = eta / sc.scale
             for tt in range(T):
                 for h in range(H):
-                    d[h] = -sh.marg_round[(tok + tt) * H + h]
+                    d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
                 d[y[tt]] += 1.0
                 for e in range(ends[tok + tt], ends[tok + tt + 1]):
                     _own_step(w, <Py_ssize_t>own_block[e] * H, H, d,
@@ -506,7 +481,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             for i in range(H):
                 if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
                     for h in range(H):
-                        d[h] = -sh.edge_round[(q - q0) * H * H + i * H + h]
+                        d[h] = -sh.ra.edge_round[(q - q0) * H * H + i * H + h]
                     _own_step(w, (trans_row + i) * H, H, d, gain, sc.avg_coef, mk)
             d[0] = 1.0
             for tt in range(1, T):
