@@ -183,9 +183,9 @@ def build_parser():
                          "chunks ahead while the model trains on the previous one; the same "
                          "model either way), for debugging and profiling")
     tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
-                    help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd; "
-                         "-1: all the cores; default: the estimator's). The reader thread "
-                         "comes on top")
+                    help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd, "
+                         "psa-tagger, asf-tagger, sgd-tagger; -1: all the cores; default: "
+                         "the estimator's). The reader thread comes on top")
 
     pr = sub.add_parser("predict", help="predict the labels of a data file",
                         description="One label per line (taggers: per token, a blank line "
