@@ -490,6 +490,12 @@ def test_threaded_tagger_fit_is_deterministic(est):
     assert first.t_ == again.t_ == one.t_
     assert first.predict(X) == again.predict(X)
     assert len(first.pass_seconds_) == 3
+    assert not np.array_equal(first._model, one._model)     # (a different model)
+    # partial_fit continues the threaded state as fit does
+    cont = copy.deepcopy(first).partial_fit(X, y)
+    cont2 = copy.deepcopy(again).partial_fit(X, y)
+    assert_array_equal(cont._model, cont2._model)
+    assert cont.t_ == first.t_ + len(X)
 
 
 def test_threaded_pass_of_one_problem_only():
