@@ -123,8 +123,9 @@ class PSAClassifier(LinearClassifierBase):
         at the step-size events), each row scored at the weights of its
         round's start, then stepped in order, every thread on its own
         weights (``_core._psa_fast.SharedPass``). That is Algorithm 1 with a
-        row's score up to ``32 n_jobs - 1`` updates stale, not the
-        one-thread model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
+        row's score up to ``32 n_jobs - 1`` updates stale (and at most the
+        period: a round never spans a step-size event), not the one-thread
+        model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
         hashed to 2^20 columns (I-NP against the rest) scored 97.90% test
         accuracy, as one thread (three seeds), and fitted 1.7-1.8x faster on
         a quiet 2-core machine (see "Threads on one model" in the user
