@@ -73,6 +73,7 @@ LINEAR = [
 ]
 TAGGERS = [
     ASFSequenceTagger(eta0=0.1, max_iter=3, random_state=0),
+    ASFSequenceTagger(eta0=0.1, max_iter=3, random_state=0, n_latent=2),   # (mixes)
     PSASequenceTagger(eta0=0.1, max_iter=3, random_state=0),
     SGDSequenceTagger(eta0=0.1, max_iter=3, random_state=0),
     AveragedPerceptronSequenceTagger(max_iter=3, random_state=0),
