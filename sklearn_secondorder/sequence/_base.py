@@ -771,8 +771,10 @@ class _BaseSequenceTagger(BaseEstimator):
         at the optimum ``alpha/2 ||w||^2 <= P(0)``, the mean ``-log p(y|x)`` at
         zero weights, ``T log H`` for a sequence of ``T`` tokens and ``H``
         states (as ``LinearClassifierBase._check_weight_scale``)."""
+        # (einsum's own loop, not np.dot: a threaded BLAS call costs more in
+        # waking its threads than the sum, and they spin on afterwards)
         with np.errstate(over="ignore", invalid="ignore"):
-            penalty = 0.5 * self.alpha * float(np.dot(self._model, self._model))
+            penalty = 0.5 * self.alpha * float(np.einsum("i,i->", self._model, self._model))
         cost_of_zero = mean_length * np.log(max(self.classes_.size * self._n_latent(), 2))
         warn_if_implausible(self, penalty, cost_of_zero,
                             "Scale the feature values (e.g. StandardScaler) consistently "
