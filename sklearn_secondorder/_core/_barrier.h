@@ -38,6 +38,12 @@ static inline void skso_barrier_init(skso_barrier *b, int n) {
     b->abort = 0;
 }
 
+/* The next item of a shared queue: `*next`, then one more (a counter the
+ * threads draw from between two meetings; the barriers order the rest). */
+static inline long skso_draw(long *next) {
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+}
+
 static inline void skso_barrier_abort(skso_barrier *b) {
     __atomic_store_n(&b->abort, 1, __ATOMIC_RELEASE);
 }

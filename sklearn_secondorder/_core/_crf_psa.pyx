@@ -30,7 +30,13 @@ owners of the rows (``doc/core.md``, "Threads on one state").
 from libc.math cimport NAN, isfinite
 
 from ._crf_infer cimport CRFContext
-from ._crf_rounds cimport RoundArrays, infer_round, list_own_nonzeros, sequences_round_end
+from ._crf_rounds cimport (
+    RoundArrays,
+    infer_round,
+    list_own_nonzeros,
+    sequences_round_end,
+    start_inference,
+)
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport (
     Barrier,
@@ -380,7 +386,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     rows of the round's tokens, its transition rows and (thread 0) the bias
     brought to the round's start ``t``; the partial emissions of the tokens
     on them, the transition rows into the round's transitions; barrier; (f)
-    the sequences ``share_inference`` gives ``k``: the emissions summed in thread
+    the sequences it draws from the round's queue: the emissions summed in thread
     order, ``-log p(y|x)`` and the marginals (``CRFContext``), into the
     round's buffers; barrier; (b) each sequence in order, at its own time:
     ``_update``'s step on the rows ``k`` owns (the shrink at a row's first
@@ -402,15 +408,16 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef int* own_at = &sh.ra.own_at[k, 0]
     cdef int* ends = &sh.ra.ends[k, 0]
     cdef int* tok_off = &sh.ra.tok_off[k, 0]
-    cdef int* who = &sh.ra.who[k, 0]
-    cdef Py_ssize_t* load = &sh.ra.load[k, 0]
     cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
     cdef const int* y
+    cdef Py_ssize_t rnd = 0
     cdef Block row, bias = block_at(L, bias_row)
     while q0 < n and not diverged:
         ev = last_event(c, t)
         q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz,
                                  ev + c.b - t if c.b > 0 else -1)
+        if k == 0:
+            start_inference(&sh.ra.rb, rnd)
         # (a) the owned non-zeros of the round's tokens (listed without a
         # branch per non-zero), brought to t and read into the partial
         # emissions; the owned transition rows and the bias
@@ -443,7 +450,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, k, &sh.ra.rb, 1.0, tok_off, load, who)
+        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, 1.0, tok_off)
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the steps on the owned rows, in the order, each at its time
@@ -511,6 +518,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                                 ((t + 1) // c.b) & 1, c)
             t += 1
         q0 = q1
+        rnd += 1
     if diverged:
         sh.losses[8 * k] = NAN
         return t

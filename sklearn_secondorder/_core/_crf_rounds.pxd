@@ -1,7 +1,7 @@
 # A round of a CRF pass shared by threads (_crf_psa.SharedPass and
 # _crf_sgd.SharedSGDPass, "Threads on one state" in doc/core.md): where a
 # round ends, each thread's own non-zeros of its sentences, and the round's
-# inference, shared out between the threads. The kernels' own parts -- how a
+# inference, drawn by the threads from a queue. The kernels' own parts -- how a
 # row is brought to the round's start and read, and the steps -- stay in
 # their modules. Inline: every kernel module that cimports these gets its
 # own copy.
@@ -10,6 +10,10 @@ from libc.math cimport isfinite
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport owner_of
+
+
+cdef extern from "_barrier.h":
+    long draw "skso_draw"(long* next) noexcept nogil
 
 
 ctypedef struct RoundBuffers:
@@ -23,6 +27,9 @@ ctypedef struct RoundBuffers:
     double* marg_round         # (round_tokens, H): the node marginals
     double* edge_round         # (round sequences, H, H): the edge marginals
     double* loss_round         # (round sequences,): -log p(y|x) (NaN: divergence)
+    # the next sequence to infer, a counter for even and one for odd rounds
+    # (on cache lines of their own: [0] and [8])
+    long* next_seq
 
 
 cdef class RoundArrays:
@@ -33,8 +40,8 @@ cdef class RoundArrays:
     cdef readonly Py_ssize_t round_seqs, round_tokens, round_nnz, most_nnz
     cdef double[:, :, ::1] em_part
     cdef double[::1] trans_round, marg_round, edge_round, loss_round, work
-    cdef int[:, ::1] own_block, own_at, ends, tok_off, who
-    cdef Py_ssize_t[:, ::1] load
+    cdef int[:, ::1] own_block, own_at, ends, tok_off
+    cdef long[::1] next_seq
     cdef RoundBuffers rb
 
 
@@ -59,28 +66,6 @@ cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
         to_event -= 1
         q += 1
     return q
-
-
-cdef inline void share_inference(const Py_ssize_t* order, const long long* offsets,
-                                 Py_ssize_t q0, Py_ssize_t q1, int n_threads,
-                                 Py_ssize_t* load, int* who) noexcept nogil:
-    """Which thread infers each sequence ``q0 <= q < q1`` of a round
-    (``who[q - q0]``): each in turn to the thread with the fewest tokens so
-    far (the lowest on a tie; ``load``: ``n_threads`` of work space), so
-    that the threads meet at about the same time; every thread computes the
-    same."""
-    cdef Py_ssize_t q, s
-    cdef int i, best
-    for i in range(n_threads):
-        load[i] = 0
-    for q in range(q0, q1):
-        s = order[q]
-        best = 0
-        for i in range(1, n_threads):
-            if load[i] < load[best]:
-                best = i
-        who[q - q0] = best
-        load[best] += offsets[s + 1] - offsets[s]
 
 
 cdef inline Py_ssize_t list_own_nonzeros(SequenceData ds, Py_ssize_t q0, Py_ssize_t q1,
@@ -111,21 +96,32 @@ cdef inline Py_ssize_t list_own_nonzeros(SequenceData ds, Py_ssize_t q0, Py_ssiz
     return n_own
 
 
+cdef inline void start_inference(const RoundBuffers* rb, Py_ssize_t rnd) noexcept nogil:
+    """Round ``rnd``'s queue of sequences to infer, to its start (by thread
+    0, in (a): the queue of round ``rnd - 2``, the last to use it, was
+    drained before that round's second meeting)."""
+    rb.next_seq[8 * (rnd & 1)] = 0
+
+
 cdef inline void infer_round(CRFContext ctx, SequenceData ds, Py_ssize_t q0, Py_ssize_t q1,
-                             int n_threads, int k, const RoundBuffers* rb, double scale,
-                             const int* tok_off, Py_ssize_t* load, int* who) noexcept nogil:
-    """Thread ``k``'s inference of the round: for each sequence
-    ``share_inference`` gives it, the emissions (the threads' shares summed
-    in thread order, times ``scale``) and the round's transitions (times
-    ``scale``), ``-log p(y|x)`` and the marginals (``CRFContext.loglik``),
-    into the round's buffers."""
+                             int n_threads, const RoundBuffers* rb, Py_ssize_t rnd,
+                             double scale, const int* tok_off) noexcept nogil:
+    """A thread's share of round ``rnd``'s inference: the sequences ``q0 <=
+    q < q1`` are drawn one at a time from the round's queue by whichever
+    thread is free (a thread that loses its core delays no one), and for
+    each the emissions (the threads' shares summed in thread order, times
+    ``scale``) and the round's transitions (times ``scale``), ``-log
+    p(y|x)`` and the marginals (``CRFContext.loglik``) go into the round's
+    buffers. What a sequence's inference writes does not depend on the
+    thread that makes it: the model stays the same."""
     cdef Py_ssize_t H = rb.H, q, s, T, tok, tt, h, i
     cdef double x, ll
     cdef bint have_transitions = False
-    share_inference(&ds.order[0], &ds.offsets[0], q0, q1, n_threads, load, who)
-    for q in range(q0, q1):
-        if who[q - q0] != k:
-            continue
+    cdef long* next_seq = rb.next_seq + 8 * (rnd & 1)
+    while True:
+        q = q0 + draw(next_seq)
+        if q >= q1:
+            break
         if not have_transitions:
             for i in range(H * H):
                 ctx.trans[i] = scale * rb.trans_round[i]

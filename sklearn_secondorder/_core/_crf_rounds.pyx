@@ -33,8 +33,7 @@ cdef class RoundArrays:
         # (rows of their own cache lines: every thread writes its row)
         self.ends = np.zeros((n_threads, self.round_tokens + 16), dtype=np.intc)
         self.tok_off = np.zeros((n_threads, round_seqs + 16), dtype=np.intc)
-        self.who = np.zeros((n_threads, round_seqs + 16), dtype=np.intc)
-        self.load = np.zeros((n_threads, n_threads + 8), dtype=np.intp)
+        self.next_seq = np.zeros(16, dtype="l")      # (C long)
         self.work = np.zeros(n_threads * 8 * (H // 8 + 2))
         self.rb.H, self.rb.round_tokens = H, self.round_tokens
         self.rb.em_part = &self.em_part[0, 0, 0]
@@ -42,3 +41,4 @@ cdef class RoundArrays:
         self.rb.marg_round = &self.marg_round[0]
         self.rb.edge_round = &self.edge_round[0]
         self.rb.loss_round = &self.loss_round[0]
+        self.rb.next_seq = &self.next_seq[0]

@@ -40,7 +40,13 @@ import numpy as np
 from libc.math cimport NAN, isfinite, sqrt
 
 from ._crf_infer cimport CRFContext, context_for
-from ._crf_rounds cimport RoundArrays, infer_round, list_own_nonzeros, sequences_round_end
+from ._crf_rounds cimport (
+    RoundArrays,
+    infer_round,
+    list_own_nonzeros,
+    sequences_round_end,
+    start_inference,
+)
 from ._dataset cimport SequenceData
 from ._lazy_steps cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
 from ._numeric cimport now_seconds
@@ -393,7 +399,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     emissions of the round's tokens on the attribute rows ``k`` owns (and
     the bias, thread 0), its transition rows into the round's transitions
     (with the L1 penalty, those rows caught up first); barrier; (f) the
-    sequences ``share_inference`` gives ``k``: ``-log p(y|x)``, the marginals;
+    sequences it draws from the round's queue: ``-log p(y|x)``, the marginals;
     barrier; (b) each sequence in order: the shrink on the thread's scalars
     (a fold on its own rows), ``add_gradient``'s step on its own rows, the
     L1 penalty, the iterate counted. Returns the summed loss (NaN at
@@ -412,11 +418,12 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     cdef int* own_at = &sh.ra.own_at[k, 0]
     cdef int* ends = &sh.ra.ends[k, 0]
     cdef int* tok_off = &sh.ra.tok_off[k, 0]
-    cdef int* who = &sh.ra.who[k, 0]
-    cdef Py_ssize_t* load = &sh.ra.load[k, 0]
     cdef const int* y
+    cdef Py_ssize_t rnd = 0
     while q0 < n:
         q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz, -1)
+        if k == 0:
+            start_inference(&sh.ra.rb, rnd)
         # (a) this thread's rows of the round: listed, (L1) caught up, read
         list_own_nonzeros(ds, q0, q1, A, bias_row, ROW_GROUP_SHIFT, J, k, own_block, own_at,
                           ends, tok_off)
@@ -445,7 +452,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, k, &sh.ra.rb, sc.scale, tok_off, load, who)
+        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, sc.scale, tok_off)
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (b) the steps on this thread's rows, in the order
@@ -500,6 +507,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                 sc.avg_coef += sc.scale
                 sc.n_iterates += 1.0
         q0 = q1
+        rnd += 1
     sh.finite[8 * k] = _own_end(w, sc, bias_row, k, J, sh.feedback)
     return loss_sum
 
