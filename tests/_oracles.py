@@ -100,6 +100,32 @@ def to_data(X, offsets, labels=None):
                         X.indptr.astype(np.int64), offsets, labels, X.shape[1])
 
 
+class RoundStarts:
+    """Where the rounds of a pass shared by threads start (the kernels'
+    rule): a round holds at most ``size`` rows (sequences) and ends at the
+    row of an event too (``t`` a multiple of ``b``); a row is scored at the
+    weights of its round's start. ``size=None``: every row starts one (the
+    one-thread algorithm, each row at the weights before it).
+
+    Call ``new_pass(t)`` at a pass's start, then ``starts(t)`` before each
+    row (rows of weight 0 count towards ``size`` but not towards ``t``).
+    """
+
+    def __init__(self, size, b):
+        self.size, self.b = size, b
+
+    def new_pass(self, t):
+        self.t_round, self.in_round = t, 0
+
+    def starts(self, t):
+        new = (self.size is None or self.in_round == 0 or self.in_round == self.size
+               or (t != self.t_round and t % self.b == 0))
+        if new:
+            self.t_round, self.in_round = t, 0
+        self.in_round += 1
+        return new
+
+
 def numpy_crf_sgd(X, offsets, labels, A, L, *, eta0, power, alpha, n_epochs,
                   average, feedback, fit_intercept=True, round_seqs=None, round_starts=None):
     """Reference SGD / averaged SGD / ASF, dense, with explicit iterates.
@@ -150,16 +176,15 @@ def numpy_crf_psa(X, offsets, labels, A, L, *, eta0, lam, b, a, be, kappa, n_epo
     eta = np.full_like(w, eta0)
     snaps = [w.copy()]
     t = 0
+    rounds = RoundStarts(round_seqs, b)
     for _ in range(n_epochs):
-        at_round, t_round = w, t
+        rounds.new_pass(t)
         for s in range(len(offsets) - 1):
-            if round_seqs is not None and (t - t_round == round_seqs or
-                                           (t != t_round and t % b == 0)):
-                at_round, t_round = w, t
+            if rounds.starts(t):
+                at = w
             sub = to_data(X[offsets[s]:offsets[s + 1]],
                           np.array([0, offsets[s + 1] - offsets[s]]),
                           labels[offsets[s]:offsets[s + 1]])
-            at = w if round_seqs is None else at_round
             _, g = loglik_gradient(sub, ScaledWeights(at.copy(), L), fit_intercept=fit_intercept)
             w = (1 - eta * lam) * w + eta * g
             t += 1
@@ -241,17 +266,15 @@ def numpy_psa_l1(X, y, sw, *, K, loss, lam, l1, eta0, b, pa=0.9999, pb=0.99, kap
     reg[d * K:] = False
     lam_v = np.where(reg, lam, 0.0)
     snaps, t = [th.copy()], 0
+    rounds = RoundStarts(round_rows, b)
     for _ in range(n_epochs):
-        at_round, t_round, in_round = th, t, 0
+        rounds.new_pass(t)
         for i in range(X.shape[0]):
-            if round_rows is not None and (in_round == round_rows or
-                                           (t != t_round and t % b == 0)):
-                at_round, t_round, in_round = th, t, 0
-            in_round += 1
+            if rounds.starts(t):
+                at = th
             if sw[i] == 0:
                 continue
-            g = _gradient(X[i], th if round_rows is None else at_round, d, K, y[i], loss,
-                          fit_intercept)
+            g = _gradient(X[i], at, d, K, y[i], loss, fit_intercept)
             grad = np.zeros_like(th)
             grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
             if fit_intercept:
@@ -312,14 +335,13 @@ def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=
     eta = np.full_like(w, eta0)
     u, q = np.zeros_like(w), np.zeros_like(w)
     snaps, t = [w.copy()], 0
+    rounds = RoundStarts(round_seqs, b)
     for _ in range(n_epochs):
-        at_round, t_round = w, t
+        rounds.new_pass(t)
         for s in range(len(offsets) - 1):
-            if round_seqs is not None and (t - t_round == round_seqs or
-                                           (t != t_round and t % b == 0)):
-                at_round, t_round = w, t
-            g = _seq_gradient(X, offsets, labels, s, w if round_seqs is None else at_round,
-                              L, True)
+            if rounds.starts(t):
+                at = w
+            g = _seq_gradient(X, offsets, labels, s, at, L, True)
             c = np.maximum(0.0, 1 - eta * lam)
             w, u, q = c * w + eta * g, c * u + eta * l1, c * q
             apply_penalty(w, u, q, np.ones(w.size, bool))
@@ -354,16 +376,14 @@ def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, k
     lam = np.full_like(th, alpha)
     lam[d * K:] = 0.0                                     # intercept not penalised
     snaps, t, factors = [th.copy()], 0, []
+    rounds = RoundStarts(round_rows, b)
     for _ in range(n_epochs):
-        at_round, t_round, in_round = th, t, 0
+        rounds.new_pass(t)
         for i in range(X.shape[0]):
-            if round_rows is not None and (in_round == round_rows or
-                                           (t != t_round and t % b == 0)):
-                at_round, t_round, in_round = th, t, 0
-            in_round += 1
+            if rounds.starts(t):
+                w = th
             if sw[i] == 0:
                 continue
-            w = th if round_rows is None else at_round
             s = X[i] @ w[:d * K].reshape(d, K) + (w[d * K:] if fit_intercept else 0.0)
             g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
                  else py_softmax_loss(s, int(y[i]))[1])
