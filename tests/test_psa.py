@@ -95,6 +95,60 @@ def test_long_idle_windows_match_numpy(K, alpha, eta0, b):
     assert np.any(state.step_sizes < eta0 * 0.9999 ** 20)   # idle windows adapted
 
 
+def _rare_and_frequent_rows(n, freq, n_far=4, seed=5):
+    """Binary rows (log-loss labels) of features touched with the rates
+    ``freq``, then ``n_far`` features touched in the first and the last four
+    rows only."""
+    rng = np.random.RandomState(seed)
+    d = len(freq)
+    X = rng.randn(n, d + n_far) * (rng.rand(n, d + n_far) < np.r_[freq, np.zeros(n_far)])
+    X[np.abs(X) < 0.05] = 0.0
+    X[np.r_[0:4, n - 4:n], d:] = 1.0
+    return X, np.where(rng.rand(n) > .5, 1., -1.), np.ones(n)
+
+
+@pytest.mark.parametrize("pa, pb, n", [
+    (0.9999, 0.99, 600),   # short and long gaps, all in the polynomials' range
+    (0.9, 0.8, 300),       # alpha^n_win beyond expm1's polynomial (1 - exp)
+])
+def test_binary_gaps_eight_at_a_time_match_numpy(pa, pb, n):
+    """A sparse binary model in the clipped regime under the series rate rule
+    takes its rows' gaps eight at a time, branch-free (``_binary_gaps.h``):
+    rows of frequent and rare features, so that a group mixes gaps of no
+    event, one, several and many whole windows, zero weights and still
+    blocks. Against the dense Algorithm 1 within the float32 tolerance."""
+    X, y, sw = _rare_and_frequent_rows(n, np.r_[np.full(8, 0.5), np.full(12, 0.08),
+                                                np.full(20, 0.004)])
+    lam, b, eta0, loss = 5e-5, 3, 1.0, LOSSES["log_loss"]()
+    state = LazyStepState.zeros(X.shape[1] + 1, 1, eta0)
+    psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state,
+               PSAOptions(lam=lam, period=b, psa_alpha=pa, psa_beta=pb), loss=loss,
+               n_epochs=1, shuffle=False)
+    th, eta, _, _ = numpy_psa(X, y, sw, K=1, loss=loss, alpha=lam, eta0=eta0, b=b, pa=pa, pb=pb)
+    assert_matches_oracle(state, th, eta)
+    # the regime (every eta lam < 1e-4, clipped), and idle windows adapted
+    assert eta0 * lam < 1e-4
+    assert np.min(state.step_sizes[20:40]) < eta0 * pa ** 20
+
+
+def test_binary_gaps_leave_gaps_beyond_the_polynomials_to_the_walk():
+    """Gaps of thousands of idle windows (``alpha^n_win`` far below
+    ``exp(-4)``), past the range of the eight-lane polynomials, are left to
+    ``walk``: the weights match the dense Algorithm 1 and every step size is
+    finite. (In a step size this small the ratio of Eq. 6 is rounding noise
+    in the dense algorithm, so the step sizes are not compared.)"""
+    X, y, sw = _rare_and_frequent_rows(10000, np.full(8, 0.002))
+    lam, b, eta0, loss = 5e-5, 3, 1.0, LOSSES["log_loss"]()
+    state = LazyStepState.zeros(X.shape[1] + 1, 1, eta0)
+    psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state,
+               PSAOptions(lam=lam, period=b, psa_alpha=0.5, psa_beta=0.3), loss=loss,
+               n_epochs=1, shuffle=False)
+    th, _, _, _ = numpy_psa(X, y, sw, K=1, loss=loss, alpha=lam, eta0=eta0, b=b, pa=0.5,
+                            pb=0.3)
+    assert_allclose(state.weights, th, rtol=W_RTOL, atol=W_RTOL * np.max(np.abs(th)))
+    assert np.all(np.isfinite(state.step_sizes)) and np.all(state.step_sizes >= 0)
+
+
 def test_records_are_one_cache_line_or_half():
     """A binary weight's record is 32 bytes (64 with L1), aligned so that it
     never straddles a cache line; a wider block's record is whole cache lines,

@@ -73,6 +73,16 @@ cdef extern from "_block_ops.h":
                                                 double f_hi, Py_ssize_t n) noexcept nogil
 
 
+cdef extern from "_binary_gaps.h":
+    ctypedef struct GapConsts "skso_gap_consts":
+        double b, inv_b, lam, rate_max, log_alpha, g1, g2
+        double m, kappa, inv_denom, f_lo, f_hi
+        Py_ssize_t stride, off_v, off_eta, off_dsnap, off_snap
+    Py_ssize_t binary_gaps "skso_binary_gaps"(char* base, const int* idx, Py_ssize_t n,
+                                              double T, double ev, const GapConsts* c,
+                                              int* left) noexcept nogil
+
+
 ctypedef struct Layout:
     # the record array of a state: block j's record at base + j * stride
     char* base
@@ -172,6 +182,24 @@ ctypedef struct LazyCore:
 
 cdef LazyCore make_core(options, state) except *
 cdef Layout layout_of(state) except *
+
+
+cdef inline bint gaps_apply(const LazyCore* c, const Layout* L) noexcept nogil:
+    """Whether a binary state's touches can take ``binary_gaps`` (the L2
+    penalty alone under the series rate rule is the caller's; here: events,
+    the L2 penalty and the clipped regime)."""
+    return L.K == 1 and c.b > 0 and c.lam > 0.0 and c.clipped
+
+
+cdef inline GapConsts gap_consts(const LazyCore* c, const Layout* L) noexcept nogil:
+    """``binary_gaps``' constants."""
+    cdef GapConsts g
+    g.b, g.inv_b, g.lam, g.rate_max = <double>c.b, c.inv_b, c.lam, c.rate_max
+    g.log_alpha, g.g1, g.g2 = c.log_alpha, c.inv_geo[1], c.inv_geo[2]
+    g.m, g.kappa, g.inv_denom, g.f_lo, g.f_hi = c.m, c.kappa, c.inv_denom, c.f_lo, c.f_hi
+    g.stride, g.off_v, g.off_eta = L.stride, L.off_v, L.off_eta
+    g.off_dsnap, g.off_snap = L.off_dsnap, L.off_snap
+    return g
 
 
 cdef inline long long floor_div(long long x, const LazyCore* c) noexcept nogil:
