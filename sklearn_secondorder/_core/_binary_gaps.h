@@ -34,6 +34,7 @@
 #include <stddef.h>
 
 #include "_block_ops.h"
+#include "_prefetch.h"
 
 /* What the gaps need of a kernel call's LazyCore and of the record layout
  * (_lazy_steps.pxd). */
@@ -118,6 +119,10 @@ static ptrdiff_t skso_binary_gaps(char *base, const int *idx, ptrdiff_t n, doubl
         double dsnap[SKSO_GAP_LANES], tau[SKSO_GAP_LANES];
         char *rec[SKSO_GAP_LANES];
         double span = 0.0;
+        /* the records two groups ahead (a long list, as a shared round's,
+         * is mostly cold) */
+        for (ptrdiff_t i = i0 + 2 * SKSO_GAP_LANES; i < n && i < i0 + 3 * SKSO_GAP_LANES; i++)
+            SKSO_PREFETCH_WRITE(base + (ptrdiff_t)idx[i] * c->stride);
         for (int l = 0; l < SKSO_GAP_LANES; l++) {
             /* (a short group repeats its last block; only its own lanes are written) */
             ptrdiff_t i = i0 + l < n ? i0 + l : n - 1;

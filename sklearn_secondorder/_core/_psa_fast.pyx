@@ -212,7 +212,7 @@ cdef class SharedPass:
     # from its owned blocks; per thread its round's owned non-zeros
     # (block, position in the row) and where each row's end, and 2K of work
     cdef double[::1] partial
-    cdef int[:, ::1] own_block, own_pos, ends
+    cdef int[:, ::1] own_block, own_pos, ends, left
     cdef double[:, ::1] work
     cdef unsigned char[::1] finite
 
@@ -235,6 +235,7 @@ cdef class SharedPass:
         n_own = max(int(SHARED_ROUND_NNZ), int(ds.row_buf_len))
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.left = np.zeros((n_threads, n_own), dtype=np.intc)
         self.ends = np.zeros((n_threads, self.round_rows + 1), dtype=np.intc)
         self.line_shift = line_shift_of(&self.L)
         # (a thread's work row on cache lines of its own)
@@ -329,6 +330,10 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef int* ends = &sh.ends[k, 0]
     cdef bint icp_own = sh.fit_intercept and k == 0, mid, finite = True
     cdef Block row, icp = block_at(L, d)
+    cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
+    cdef GapConsts gc = gap_consts(c, L)
+    cdef int* left = &sh.left[k, 0]
+    cdef Py_ssize_t n_left
     while i0 < n:
         i1 = _round_end(ds, i0, R, n_own_max, next_event - t if c.b > 0 else -1)
         part = &sh.partial[(rnd & 1) * J * R * K]
@@ -344,6 +349,13 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
                     own_pos[n_own] = q
                     n_own += owner_of(ind[q], d, sh.line_shift, J) == k
             ends[i - i0 + 1] = <int>n_own
+        if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
+            # the round's owned blocks brought to t eight at a time
+            # (_binary_gaps.h; a block in two rows of the round is current
+            # after its first)
+            n_left = binary_gaps(L.base, own_block, n_own, <double>t, <double>ev, &gc, left)
+            for e in range(n_left):
+                touch(block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
         for i in range(i0, i1):
             row_span(ds, i, &start, &ind, &nnz, &y, &sw)
             for kk in range(K):
