@@ -27,6 +27,17 @@
             SKSO_PREFETCH_WRITE(skso_p_);                                    \
     } while (0)
 
+/* The cache lines of the bytes [p, p + n) for reading, at most 8 (a longer
+ * row's rest comes in as it is read). */
+#define SKSO_PREFETCH_SPAN(p, n)                                             \
+    do {                                                                     \
+        const char* skso_end_ = (const char*)(p) + (n);                      \
+        const char* skso_q_ = (const char*)((size_t)(p) & ~(size_t)63);      \
+        for (int skso_k_ = 0; skso_k_ < 8 && skso_q_ < skso_end_;            \
+             skso_k_++, skso_q_ += 64)                                       \
+            SKSO_PREFETCH_READ(skso_q_);                                     \
+    } while (0)
+
 /* Row k of a RowDataset in its current order (sparse only): the start of
  * its indices and values, its label and weight (in a shuffled order as cold
  * as the row), and the offsets of row k + 1. Called two rows ahead, so that
@@ -37,11 +48,12 @@
         if ((ds)->is_sparse && (k) < (ds)->n_samples) {                      \
             Py_ssize_t skso_i_ = (ds)->order_ptr[k];                         \
             long long skso_at_ = (ds)->indptr_ptr[skso_i_];                  \
-            SKSO_PREFETCH_READ((ds)->indices_ptr + skso_at_);                \
+            long long skso_nnz_ = (ds)->indptr_ptr[skso_i_ + 1] - skso_at_;  \
+            SKSO_PREFETCH_SPAN((ds)->indices_ptr + skso_at_, 4 * skso_nnz_); \
             if ((ds)->is_float32)                                            \
-                SKSO_PREFETCH_READ((ds)->data32_ptr + skso_at_);             \
+                SKSO_PREFETCH_SPAN((ds)->data32_ptr + skso_at_, 4 * skso_nnz_); \
             else                                                             \
-                SKSO_PREFETCH_READ((ds)->data_ptr + skso_at_);               \
+                SKSO_PREFETCH_SPAN((ds)->data_ptr + skso_at_, 8 * skso_nnz_); \
             SKSO_PREFETCH_READ((ds)->y_ptr + skso_i_);                       \
             SKSO_PREFETCH_READ((ds)->sw_ptr + skso_i_);                      \
             if ((k) + 1 < (ds)->n_samples)                                   \
