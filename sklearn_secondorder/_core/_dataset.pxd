@@ -52,6 +52,7 @@ cdef class RowDataset:
     cdef const float* dense32_ptr
     cdef double* row_buf
     cdef Py_ssize_t row_buf_len     # the longest row (the buffer's length)
+    cdef readonly Py_ssize_t max_nnz  # the longest row's entries (at least 1)
 
     cdef void row(self, Py_ssize_t k, const double** x, const int** ind, int* nnz,
                   double* y, double* sw) noexcept nogil

@@ -99,6 +99,10 @@ cdef class RowDataset:
                     self.X_dense32 = np.zeros((1, 1), dtype=np.float32)
                 self.dense32_ptr = &self.X_dense32[0, 0]
                 self.row_buf_len = max(1, self.n_features)
+        if self.is_sparse:
+            self.max_nnz = max(1, int(np.max(np.diff(np.asarray(self.indptr)), initial=0)))
+        else:
+            self.max_nnz = max(1, self.n_features)
         self._set_targets(y, sample_weight)
 
     def with_targets(self, y, sample_weight, rows=None):
@@ -134,6 +138,7 @@ cdef class RowDataset:
         ds.indices_ptr, ds.indptr_ptr = self.indices_ptr, self.indptr_ptr
         ds.dense_index_ptr = self.dense_index_ptr
         ds.row_buf_len = self.row_buf_len
+        ds.max_nnz = self.max_nnz
         if self.is_float32 and self.is_sparse:
             ds.data32, ds.data32_ptr = self.data32, self.data32_ptr
         elif self.is_float32:

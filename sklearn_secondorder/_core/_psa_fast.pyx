@@ -61,6 +61,7 @@ cdef struct RowWork:
     bint fit_intercept
     double* scores           # (K,) work buffers
     double* grad
+    int* cross
     int* left                # (the longest row) binary_gaps' blocks left to walk
 
 
@@ -82,7 +83,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     cdef bint mid
     cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
     cdef GapConsts gc = gap_consts(c, L)
-    cdef Py_ssize_t n_left
+    cdef Py_ssize_t n_left, n_cross
     # the latest event <= t (a block current before it has events to cross),
     # and the next one
     cdef long long ev = last_event(c, t)
@@ -103,7 +104,15 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
         # local: a store to a record could alias scores[k])
         if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
             # a binary row's gaps eight at a time, branch-free (_binary_gaps.h)
-            n_left = binary_gaps(L.base, ind, nnz, <double>t, <double>ev, &gc, wk.left)
+            n_cross = 0
+            for q in range(nnz):
+                row = block_at(L, ind[q])
+                if row.last[0] < ev:
+                    wk.cross[n_cross] = ind[q]
+                    n_cross += 1
+                else:
+                    touch(row, K, t, ev, lam, l1, c, pen, rule)
+            n_left = binary_gaps(L.base, wk.cross, n_cross, <double>t, <double>ev, &gc, wk.left)
             for q in range(n_left):
                 touch(block_at(L, wk.left[q]), K, t, ev, lam, l1, c, pen, rule)
         else:
@@ -161,9 +170,11 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     cdef int _epoch, epochs_run = 0
     cdef bint finite = True
     cdef double[::1] buf = np.zeros(2 * state.n_outputs)
-    cdef int[::1] left = np.zeros(max(1, ds.row_buf_len), dtype=np.intc)
+    cdef int[::1] left = np.zeros(ds.max_nnz, dtype=np.intc)
     wk.d = ds.n_features
     wk.left = &left[0]
+    cdef int[::1] cross = np.zeros(ds.max_nnz, dtype=np.intc)
+    wk.cross = &cross[0]
     wk.fit_intercept = fit_intercept
     wk.scores = &buf[0]
     wk.grad = &buf[L.K]
@@ -232,7 +243,7 @@ cdef class SharedPass:
         self.t = state.t
         barrier_init(&self.barrier, n_threads)
         self.partial = np.zeros(2 * n_threads * self.round_rows * self.K)
-        n_own = max(int(SHARED_ROUND_NNZ), int(ds.row_buf_len))
+        n_own = max(int(SHARED_ROUND_NNZ), int(ds.max_nnz))
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
         self.left = np.zeros((n_threads, n_own), dtype=np.intc)
