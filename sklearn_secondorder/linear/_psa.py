@@ -317,8 +317,8 @@ class PSAClassifier(LinearClassifierBase):
 
     def _final_weights(self, problem):
         d, K = problem.n_features, problem.n_outputs
-        w = problem.kernel.weights
-        return w[: d * K].copy(), w[d * K:].copy()
+        w = problem.kernel.weights          # (a copy: its parts need none)
+        return w[: d * K], w[d * K:]
 
     def _mix_states(self, states, weights, start):
         return mix_psa_problems(states, weights, start)
@@ -337,8 +337,10 @@ class PSAClassifier(LinearClassifierBase):
         super()._export()
         self.period_ = self._states[0].period
         self.eta0_ = float(self._states[0].kernel.eta0)
-        self.eta_ = np.stack([p.kernel.step_sizes.reshape(p.n_features + 1, p.n_outputs)
-                              for p in self._states])
+        # (step_sizes is a copy: one problem's needs no stacking copy)
+        etas = [p.kernel.step_sizes.reshape(1, p.n_features + 1, p.n_outputs)
+                for p in self._states]
+        self.eta_ = etas[0] if len(etas) == 1 else np.concatenate(etas)
 
 
 @dataclass
