@@ -519,9 +519,37 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
                               long long T, const LazyCore* c, const Penalty* pen,
                               const RateRule* rule) noexcept nogil:
     """Every block to ``T`` (``flush_block``; block ``unregularized``
-    without penalty); whether every weight is finite."""
-    cdef Py_ssize_t j
+    without penalty); whether every weight is finite. A binary state in the
+    regime of ``binary_gaps`` lists the blocks to bring, 256 at a time, and
+    brings them eight at a time."""
+    cdef Py_ssize_t j, j0, q, m, n_left
     cdef bint finite = True
+    cdef int listed[256]
+    cdef int left[256]
+    cdef GapConsts gc
+    cdef Block b
+    if Penalty is L2Only and RateRule is SeriesRate:
+        if gaps_apply(c, L):
+            gc = gap_consts(c, L)
+            for j0 in range(0, n_blocks, 256):
+                m = 0
+                for j in range(j0, min(j0 + 256, n_blocks)):
+                    b = block_at(L, j)
+                    if j == unregularized:
+                        finite &= flush_block(L, j, False, T, c, pen, rule)
+                    elif b.last[0] == T or still(b, 1):
+                        b.last[0] = T
+                        finite &= isfinite(b.v[0])
+                    else:
+                        listed[m] = <int>j
+                        m += 1
+                n_left = binary_gaps(L.base, listed, m, <double>T,
+                                     <double>last_event(c, T), &gc, left)
+                for q in range(n_left):
+                    finite &= flush_block(L, left[q], True, T, c, pen, rule)
+                for q in range(m):
+                    finite &= isfinite(block_at(L, listed[q]).v[0])
+            return finite
     for j in range(n_blocks):
         finite &= flush_block(L, j, j != unregularized, T, c, pen, rule)
     return finite
