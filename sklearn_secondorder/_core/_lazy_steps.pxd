@@ -517,11 +517,13 @@ cdef inline bint flush_block(const Layout* L, Py_ssize_t j, bint regularized, lo
 
 cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t unregularized,
                               long long T, const LazyCore* c, const Penalty* pen,
-                              const RateRule* rule) noexcept nogil:
+                              const RateRule* rule, int k=0, int n_threads=1,
+                              int line_shift=0) noexcept nogil:
     """Every block to ``T`` (``flush_block``; block ``unregularized``
-    without penalty); whether every weight is finite. A binary state in the
-    regime of ``binary_gaps`` lists the blocks to bring, 256 at a time, and
-    brings them eight at a time."""
+    without penalty), or with ``n_threads > 1`` every block thread ``k``
+    owns (``owner_of``); whether every weight is finite. A binary state in
+    the regime of ``binary_gaps`` lists the blocks to bring, 256 at a time,
+    and brings them eight at a time."""
     cdef Py_ssize_t j, j0, q, m, n_left
     cdef bint finite = True
     cdef int listed[256]
@@ -534,6 +536,8 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
             for j0 in range(0, n_blocks, 256):
                 m = 0
                 for j in range(j0, min(j0 + 256, n_blocks)):
+                    if n_threads > 1 and owner_of(j, unregularized, line_shift, n_threads) != k:
+                        continue
                     b = block_at(L, j)
                     if j == unregularized:
                         finite &= flush_block(L, j, False, T, c, pen, rule)
@@ -551,7 +555,8 @@ cdef inline bint catch_up_all(const Layout* L, Py_ssize_t n_blocks, Py_ssize_t u
                     finite &= isfinite(block_at(L, listed[q]).v[0])
             return finite
     for j in range(n_blocks):
-        finite &= flush_block(L, j, j != unregularized, T, c, pen, rule)
+        if n_threads == 1 or owner_of(j, unregularized, line_shift, n_threads) == k:
+            finite &= flush_block(L, j, j != unregularized, T, c, pen, rule)
     return finite
 
 

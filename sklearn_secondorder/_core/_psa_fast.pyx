@@ -35,7 +35,6 @@ from ._lazy_steps cimport (
     binary_gaps,
     block_at,
     catch_up_all,
-    flush_block,
     gap_consts,
     gaps_apply,
     last_event,
@@ -327,7 +326,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef int J = sh.n_threads, sense = 0, nnz, q, m
     cdef Py_ssize_t d = ds.n_features, n = ds.n_samples, i0 = 0, i1, i, e, e_end, kk
     cdef Py_ssize_t R = sh.round_rows, n_own_max = sh.own_block.shape[1], n_own
-    cdef Py_ssize_t j, rnd = 0
+    cdef Py_ssize_t rnd = 0
     cdef long long start, t = sh.t
     cdef long long ev = last_event(c, t)
     cdef long long next_event = ev + c.b if c.b > 0 else -1
@@ -339,7 +338,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef int* own_block = &sh.own_block[k, 0]
     cdef int* own_pos = &sh.own_pos[k, 0]
     cdef int* ends = &sh.ends[k, 0]
-    cdef bint icp_own = sh.fit_intercept and k == 0, mid, finite = True
+    cdef bint icp_own = sh.fit_intercept and k == 0, mid
     cdef Block row, icp = block_at(L, d)
     cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
     cdef GapConsts gc = gap_consts(c, L)
@@ -434,10 +433,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
         i0 = i1
         rnd += 1
     # the flush: every owned block to t
-    for j in range(d + 1):
-        if owner_of(j, d, sh.line_shift, J) == k:
-            finite &= flush_block(L, j, j != d, t, c, pen, rule)
-    sh.finite[k] = finite
+    sh.finite[k] = catch_up_all(L, d + 1, d, t, c, pen, rule, k, J, sh.line_shift)
     return t
 
 
