@@ -53,12 +53,13 @@ static inline double skso_gap_floor_div(double x, const skso_gap_consts *c) {
     return (q + 1.0) * c->b <= x ? q + 1.0 : q;
 }
 
-/* The eight lanes' gaps, every exponent in `range` (0: below 5e-4 in size,
- * 1: up to 1/16, 2: up to 4). */
+/* The eight lanes' gaps: the exponents of parts (1), (2), (4) and (5), each
+ * within 2b steps, in `near` (0: below 5e-4 in size, 1: up to 1/16, 2: up
+ * to 4), those of the idle windows (3) in `far`. */
 static inline void skso_gap_lanes(double *restrict v, double *restrict snap,
                                   double *restrict eta, double *restrict dsnap,
                                   const double *restrict tau, double T, double ev,
-                                  const skso_gap_consts *c, int range) {
+                                  const skso_gap_consts *c, int near, int far) {
     for (int l = 0; l < SKSO_GAP_LANES; l++) {
         double t0 = tau[l], w = v[l], s = snap[l], e = eta[l], ds = dsnap[l];
         int crossing = t0 < ev;
@@ -66,14 +67,14 @@ static inline void skso_gap_lanes(double *restrict v, double *restrict snap,
         int mid_first = crossing & (q - 2.0 * floor(0.5 * q) == 1.0);
         /* (1) */
         double t1 = mid_first ? q * c->b : t0;
-        w *= skso_series_decay((float)e, c->lam, t1 - t0, range);
+        w *= skso_series_decay((float)e, c->lam, t1 - t0, near);
         ds = mid_first ? (double)(float)(w - s) : ds;
         s = mid_first ? w : s;
         /* (2) */
         double t2 = (q + (mid_first ? 1.0 : 0.0)) * c->b;
         int has_end = crossing & (t2 <= T);
         t2 = has_end ? t2 : T;
-        w *= skso_series_decay((float)e, c->lam, t2 - t1, range);
+        w *= skso_series_decay((float)e, c->lam, t2 - t1, near);
         double f = skso_psa_factor((w - s) / ds, c->m, c->kappa, c->inv_denom, c->f_lo,
                                    c->f_hi);
         f = has_end & (f == f) ? f : 1.0;
@@ -86,19 +87,19 @@ static inline void skso_gap_lanes(double *restrict v, double *restrict snap,
         p1 = w != 0.0 ? p1 : 0.0;
         double x = e * c->lam;
         double zi = -2.0 * c->b * (x * p1 * (c->g1 + x * (2.0 - p1) * c->g2));
-        w *= range == 0 ? skso_decay_taylor(zi)
-                        : (range == 1 ? 1.0 + skso_expm1_poly(zi) : skso_exp_neg4(zi));
+        w *= far == 0 ? skso_decay_taylor(zi)
+                      : (far == 1 ? 1.0 + skso_expm1_poly(zi) : skso_exp_neg4(zi));
         e = (double)(float)(e * (1.0 - p1));
         s = p1 != 0.0 ? w : s;
         double t3 = t2 + 2.0 * c->b * n_win;
         /* (4) */
         int has_mid = has_end & (T - t3 >= c->b);
         double k = has_mid ? c->b : 0.0;
-        w *= skso_series_decay((float)e, c->lam, k, range);
+        w *= skso_series_decay((float)e, c->lam, k, near);
         ds = has_mid ? (double)(float)(w - s) : ds;
         s = has_mid ? w : s;
         /* (5) */
-        w *= skso_series_decay((float)e, c->lam, T - t3 - k, range);
+        w *= skso_series_decay((float)e, c->lam, T - t3 - k, near);
         v[l] = w;
         snap[l] = s;
         eta[l] = e;
@@ -114,6 +115,8 @@ SKSO_ROW_CLONES
 static ptrdiff_t skso_binary_gaps(char *base, const int *idx, ptrdiff_t n, double T, double ev,
                                   const skso_gap_consts *c, int *left) {
     ptrdiff_t n_left = 0;
+    /* parts (1), (2), (4), (5) each span at most 2b steps */
+    int near = skso_decay_range(2.0 * c->b * c->rate_max);
     for (ptrdiff_t i0 = 0; i0 < n; i0 += SKSO_GAP_LANES) {
         double v[SKSO_GAP_LANES], snap[SKSO_GAP_LANES], eta[SKSO_GAP_LANES];
         double dsnap[SKSO_GAP_LANES], tau[SKSO_GAP_LANES];
@@ -139,11 +142,14 @@ static ptrdiff_t skso_binary_gaps(char *base, const int *idx, ptrdiff_t n, doubl
          * range too when the windows are */
         double bound = span * c->rate_max;
         double wins = 0.5 * span * c->inv_b * -c->log_alpha;
-        int range = bound < 5e-4 ? 0 : (bound <= 0.0625 ? 1 : 2);
-        switch (range) {
-        case 0: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 0); break;
-        case 1: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 1); break;
-        default: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 2);
+        int far = skso_decay_range(bound);
+        switch (near > far ? near * 3 + near : near * 3 + far) {
+        case 0: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 0, 0); break;
+        case 1: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 0, 1); break;
+        case 2: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 0, 2); break;
+        case 4: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 1, 1); break;
+        case 5: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 1, 2); break;
+        default: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 2, 2);
         }
         int all_in = bound <= 4.0 && wins <= 4.0;
         for (int l = 0; l < SKSO_GAP_LANES && i0 + l < n; l++) {
