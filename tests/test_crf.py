@@ -266,6 +266,8 @@ def test_sequence_data_validation():
     (0.3, 2, 0.5),     # (1 - eta lam)^b < kappa: idle windows stepped one by one
     (0.0, 3, 0.3),     # no L2: idle weights never move (0/0)
     (0.05, 1, 0.8),
+    (5e-5, 2, 0.5),    # every eta lam < 1e-4, clipped: the rows' gaps in one
+                       # vector loop each (_binary_gaps.h, skso_block_gap)
 ])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_psa_matches_dense_numpy_reference(lam, b, eta0, fit_intercept):
@@ -330,7 +332,8 @@ def test_psa_idle_closed_form_many_windows():
 
 
 @pytest.mark.parametrize("l1", [0.0, 0.01])
-def test_psa_rows_holding_their_trained_labels_only(l1):
+@pytest.mark.parametrize("lam", [0.02, 5e-5])     # (5e-5: the gaps' regime)
+def test_psa_rows_holding_their_trained_labels_only(l1, lam):
     """With CRFsuite's feature set an attribute's row holds only its trained
     labels' weights (``LazyStepState.zeros(exists=...)``), so a touch costs
     them alone; the model is the one the full rows with the same mask give."""
@@ -343,7 +346,7 @@ def test_psa_rows_holding_their_trained_labels_only(l1):
     allowed = (rng.random(n_blocks * L) < 0.4).astype(np.uint8)
     allowed[A * L:] = 1
     exists = allowed.reshape(n_blocks, L).astype(bool)
-    options = PSAOptions(lam=0.02, period=2, l1=l1)
+    options = PSAOptions(lam=lam, period=2, l1=l1)
     held = LazyStepState.zeros(n_blocks, L, 0.3, l1=l1 > 0, exists=exists)
     full = LazyStepState.zeros(n_blocks, L, 0.3, l1=l1 > 0)
     assert_array_equal(held.widths[:A], exists[:A].sum(axis=1))
