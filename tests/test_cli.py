@@ -772,6 +772,36 @@ def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, s
     assert not _reader_threads()
 
 
+@pytest.mark.parametrize("fmt", ["svmlight", "vw"])
+def test_scan_of_two_blocks_at_once_is_the_scan_in_order(tmp_path, fmt):
+    """The pre-scan scans two blocks at once on two threads: over many
+    blocks its totals are those of the scan one block after the other, and a
+    bad label in a middle block is the error of its line, raised after the
+    blocks before it, with no scanning thread left."""
+    from sklearn_secondorder.cli._files import DataError, iter_blocks
+    from sklearn_secondorder.cli._stream import _scan_blocks
+    X, y = make_rows(n=3000, d=40, seed=6)
+    path = tmp_path / ("train.svm" if fmt == "svmlight" else "train.vw")
+    if fmt == "svmlight":
+        dump_svmlight_file(X, y, str(path), zero_based=False)
+    else:
+        _vw_file(path, sp.csr_matrix(X), y)
+
+    def totals(concurrent):
+        return _scan_blocks(iter_blocks(path, None, block_bytes=1 << 12), path, fmt, None,
+                            0, 0, -1, -1, None, concurrent=concurrent)
+
+    one, two = totals(False), totals(True)
+    assert one[:4] == two[:4] and one[0] == 3000
+    assert_array_equal(one[4], two[4])
+    lines = path.read_text().splitlines()
+    lines[2499] = "x " + lines[2499].split(" ", 1)[1]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=f"{path}, line 2500: (label )?'x' is not a number"):
+        totals(True)
+    assert not [t for t in threading.enumerate() if t.name.startswith("skso-scan")]
+
+
 def test_error_in_training_stops_the_reader(tmp_path, binary_file, monkeypatch):
     X, y = make_rows(n=6000, d=20, seed=5)
     path = tmp_path / "train.svm"

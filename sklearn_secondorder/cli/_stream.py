@@ -14,6 +14,8 @@ so that reading and parsing the next chunk overlaps training on this one.
 """
 import queue
 import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,8 +43,8 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
 
     Compiled scans for svmlight and VW (no feature parsing); CoNLL files are
     split into columns (the label column is what is needed). With
-    ``read_ahead``, a reader thread reads the next block of the file while
-    this one is scanned.
+    ``read_ahead``, a reader thread reads the next blocks of the file while
+    two are scanned at once (the compiled scans release the GIL).
     """
     n_rows = n_units = 0
     lo, hi, n_columns = -1, -1, 0
@@ -60,7 +62,8 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
             blocks = ReadAhead(blocks, 2)
         try:
             n_rows, n_units, lo, hi, classes = _scan_blocks(
-                blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes)
+                blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
+                concurrent=read_ahead and fmt != "conll")
         finally:
             if read_ahead:
                 blocks.close()
@@ -69,23 +72,53 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
     return ScanResult(n_rows, n_units, classes, lo, hi, n_columns)
 
 
-def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes):
+def _scanned(blocks, scanner, concurrent):
+    """``(block, scanner(block.data, block.first_line))`` in the blocks'
+    order; ``concurrent``: two blocks scanned at once on a pool of two
+    threads (an error is raised at its block, after the blocks before it)."""
+    if not concurrent:
+        for block in blocks:
+            yield block, scanner(block.data, block.first_line)
+        return
+    with ThreadPoolExecutor(2, thread_name_prefix="skso-scan") as pool:
+        pending = deque()
+        try:
+            for block in blocks:
+                pending.append((block, pool.submit(scanner, block.data, block.first_line)))
+                if len(pending) == 2:
+                    done, future = pending.popleft()
+                    yield done, future.result()
+            while pending:
+                done, future = pending.popleft()
+                yield done, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+
+def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
+                 concurrent=False):
     """``scan``'s loop over the blocks of one file: the running totals."""
-    for block in blocks:
+    scanner = {"svmlight": scan_svmlight, "vw": scan_vw}.get(fmt)
+    results = (_scanned(blocks, scanner, concurrent) if scanner is not None
+               else ((block, None) for block in blocks))
+    while True:
+        try:
+            block, scanned = next(results)
+        except StopIteration:
+            break
+        except DataError:
+            raise                      # (the reader's, naming its file already)
+        except ValueError as e:        # (a scan's, naming the line)
+            raise DataError(f"{path}, {e}") from None
         if fmt == "svmlight":
-            try:
-                labels, a, b = scan_svmlight(block.data, block.first_line)
-            except ValueError as e:
-                raise DataError(f"{path}, {e}") from None
+            labels, a, b = scanned
             if a >= 0:
                 lo = a if lo < 0 else min(lo, a)
                 hi = max(hi, b)
             units = labels.size
         elif fmt == "vw":
-            try:
-                labels = scan_vw(block.data, block.first_line)
-            except ValueError as e:
-                raise DataError(f"{path}, {e}") from None
+            labels = scanned
             if np.isnan(labels).any():
                 at = int(np.flatnonzero(np.isnan(labels))[0])
                 raise DataError(f"{path}: row {n_rows + at + 1} has no label "
