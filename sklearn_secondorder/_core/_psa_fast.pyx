@@ -60,8 +60,8 @@ cdef struct RowWork:
     bint fit_intercept
     double* scores           # (K,) work buffers
     double* grad
-    int* cross
-    int* left                # (the longest row) binary_gaps' blocks left to walk
+    int* cross               # (the longest row) a row's blocks that cross an event,
+    int* left                # and those of them binary_gaps leaves to walk
 
 
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
@@ -169,11 +169,11 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     cdef int _epoch, epochs_run = 0
     cdef bint finite = True
     cdef double[::1] buf = np.zeros(2 * state.n_outputs)
+    cdef int[::1] cross = np.zeros(ds.max_nnz, dtype=np.intc)
     cdef int[::1] left = np.zeros(ds.max_nnz, dtype=np.intc)
     wk.d = ds.n_features
-    wk.left = &left[0]
-    cdef int[::1] cross = np.zeros(ds.max_nnz, dtype=np.intc)
     wk.cross = &cross[0]
+    wk.left = &left[0]
     wk.fit_intercept = fit_intercept
     wk.scores = &buf[0]
     wk.grad = &buf[L.K]
