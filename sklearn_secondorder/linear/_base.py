@@ -394,12 +394,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
 
     def _targets(self, y, problem):
         """Kernel targets of one problem: +-1, or class indices (multinomial)."""
-        idx = np.searchsorted(self.classes_, y)
         n_problems, n_outputs = self._problem_count()
         if n_outputs > 1:
-            return idx.astype(np.float64)
+            return np.searchsorted(self.classes_, y).astype(np.float64)
+        # (y holds classes_ only: one comparison, without the search)
         positive = 1 if n_problems == 1 else problem
-        return np.where(idx == positive, 1.0, -1.0)
+        return np.where(y == self.classes_[positive], 1.0, -1.0)
 
     def _start_from(self, X, y, sample_weight, coef, intercept):
         """Start every problem from ``coef_init`` / ``intercept_init``.
