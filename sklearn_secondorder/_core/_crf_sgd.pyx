@@ -512,6 +512,14 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     return loss_sum
 
 
+cdef _store(state, ScaledWeights w, long long t, long long passes, unsigned int rng):
+    """A call's end: the counters, the RNG state and the L1 total into ``state``
+    (the weights are ``w``'s own arrays, folded)."""
+    state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
+    if w.has_l1:
+        state.l1_u = w.l1_u
+
+
 def _shared_sgd_epochs(SequenceData ds, state, options, int n_epochs, bint shuffle,
                        bint fit_intercept, threads):
     """``sgd_epochs`` on ``threads``: each pass one ``SharedSGDPass``."""
@@ -549,9 +557,7 @@ def _shared_sgd_epochs(SequenceData ds, state, options, int n_epochs, bint shuff
     if w.has_l1:
         w.l1_apply_all()
     w.fold()
-    state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
-    if w.has_l1:
-        state.l1_u = w.l1_u
+    _store(state, w, t, passes, rng)
     result.mean_loss = (loss_sum / ds.n_sequences
                         if ds.n_sequences and not result.diverged else 0.0)
     return result
@@ -639,9 +645,7 @@ def sgd_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
         if w.has_l1:
             w.l1_apply_all()
         w.fold()
-    state.t, state.passes, state.seed, state.n_iterates = t, passes, rng, w.n_iterates
-    if w.has_l1:
-        state.l1_u = w.l1_u
+    _store(state, w, t, passes, rng)
     result.epochs, result.diverged = epochs_run, diverged
     result.mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
     return result
