@@ -141,3 +141,49 @@ def test_newline_positions_match_numpy(text):
     got = newline_positions(text)
     assert got.dtype == np.int64
     assert_array_equal(got, np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10))
+
+
+def test_svmlight_scan_of_first_and_last_pair_is_the_scan_of_every_pair():
+    # increasing indices (the format's order) with what a line's tail can
+    # hold: qid, a comment, trailing blanks, '\r', one pair, no pair
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(400):
+        idx = np.sort(rng.choice(10_000, size=rng.integers(0, 12), replace=False)) + 1
+        pairs = " ".join(f"{j}:{rng.normal():.3g}" for j in idx)
+        tail = ["", "  ", "\r", " # note 99999:1", "\t"][i % 5]
+        qid = "qid:3 " if i % 7 == 0 else ""
+        lines.append(f"{i % 3 - 1} {qid}{pairs}{tail}")
+    lines.insert(5, "# a comment line")
+    lines.insert(9, "")
+    text = ("\n".join(lines) + "\n").encode()
+    fast, every = scan_svmlight(text), scan_svmlight(text, 1, True)
+    assert_array_equal(fast[0], every[0])
+    assert fast[1:] == every[1:]
+    assert scan_svmlight(b"1\n-1 # 5:1\n")[1:] == (-1, -1)
+    # a line's tail that is not a plain pair is read pair by pair
+    assert scan_svmlight(b"1 2:1 qid:9\n")[1:] == (2, 2)
+    assert scan_svmlight(b"1 2:1 # 9:1\n")[1:] == (2, 2)
+    with pytest.raises(ValueError, match=re.escape("line 1: 'x' is not 'index:value'")):
+        scan_svmlight(b"1 2:1 7:1 x\n")
+
+
+def test_svmlight_scan_reads_the_ends_of_a_line_and_the_strict_parse_the_middle():
+    # an unordered line: its largest index sits between its first and last
+    text = b"1 1:1 3:1\n-1 2:1 90:1 4:1\n"
+    assert scan_svmlight(text)[1:] == (1, 4)
+    assert scan_svmlight(text, 1, True)[1:] == (1, 90)
+    labels, indptr, indices, data = parse_svmlight(text, False, 4)      # drops 90
+    assert_array_equal(indices, [0, 2, 1, 3])
+    message = ("line 2: feature index 90 is beyond the training's features (svmlight "
+               "indices increase along a line, and the pre-scan reads each line's first "
+               "and last; sort the line's pairs, or give --n-features)")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_svmlight(text, False, 4, 1, strict_range=True)
+    # a bad pair between the ends is the parse's error, not the scan's
+    bad = b"1 1:1 a:1 3:1\n"
+    assert scan_svmlight(bad)[1:] == (1, 3)
+    with pytest.raises(ValueError, match=f"line 1: feature index 'a' {INDEX}"):
+        scan_svmlight(bad, 1, True)
+    with pytest.raises(ValueError, match=f"line 1: feature index 'a' {INDEX}"):
+        parse_svmlight(bad, False, 4, 1, strict_range=True)

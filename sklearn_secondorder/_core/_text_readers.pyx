@@ -197,6 +197,7 @@ cdef enum:                      # what a bad token is, for _raise's message
     _INDEX                      # svmlight feature index
     _NO_BAR                     # a VW line without '|'
     _INDEX_ZERO                 # index 0 in a one-based svmlight file
+    _BEYOND                     # an index past n_features (strict_range)
     _NO_MEMORY                  # a C buffer could not grow
 
 
@@ -350,6 +351,15 @@ cdef inline Py_ssize_t _token_end(const unsigned char* b, Py_ssize_t p, Py_ssize
     return p
 
 
+cdef inline Py_ssize_t _digits_before(const unsigned char* b,
+                                      Py_ssize_t colon) noexcept nogil:
+    """How many digits precede ``b[colon]`` (an index's, for an error message)."""
+    cdef Py_ssize_t k = 0
+    while colon - k > 0 and 48 <= b[colon - k - 1] <= 57:
+        k += 1
+    return k
+
+
 cdef inline Py_ssize_t _colon(const unsigned char* b, Py_ssize_t p,
                               Py_ssize_t end) noexcept nogil:
     """The first ``:`` of ``b[p:end]`` (``end`` if none)."""
@@ -375,6 +385,11 @@ cdef int _raise(const unsigned char* b, const _Error* err) except -1:
         raise ValueError(f"line {line}: feature index 0 in a one-based file "
                          "(pass --zero-based)")
     text = _text(b, err.start, err.stop)
+    if err.what == _BEYOND:
+        raise ValueError(f"line {line}: feature index {text} is beyond the training's "
+                         "features (svmlight indices increase along a line, and the "
+                         "pre-scan reads each line's first and last; sort the line's "
+                         "pairs, or give --n-features)")
     if err.what == _PAIR:
         raise ValueError(f"line {line}: {text!r} is not 'index:value'")
     if err.what == _INDEX:
@@ -624,8 +639,9 @@ def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=
 
 
 cdef Py_ssize_t _svm_lines(const unsigned char* b, Py_ssize_t n, bint zero_based,
-                           Py_ssize_t n_features, Py_ssize_t line, double* labels,
-                           int64_t* indptr, _Out* out, _Error* err) noexcept nogil:
+                           Py_ssize_t n_features, bint strict_range, Py_ssize_t line,
+                           double* labels, int64_t* indptr, _Out* out,
+                           _Error* err) noexcept nogil:
     """``parse_svmlight``'s loop over the lines of ``b[:n]``: the rows read, or -1."""
     cdef Py_ssize_t pos = 0, end, p, colon, n_rows = 0
     cdef int64_t idx = 0
@@ -649,6 +665,9 @@ cdef Py_ssize_t _svm_lines(const unsigned char* b, Py_ssize_t n, bint zero_based
                     idx -= 1
                 if _number(b, colon + 1, p, line, _VALUE, &value, err) < 0:
                     return -1
+                if idx >= n_features and strict_range:
+                    return _fail(err, colon - _digits_before(b, colon), colon, line,
+                                 _BEYOND)
                 if idx >= n_features or value == 0.0:
                     continue
                 if _out_push(out, <int>idx, value, err) < 0:
@@ -660,7 +679,7 @@ cdef Py_ssize_t _svm_lines(const unsigned char* b, Py_ssize_t n, bint zero_based
 
 
 def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_features,
-                   Py_ssize_t first_line=1):
+                   Py_ssize_t first_line=1, bint strict_range=False):
     """Parse svmlight / libsvm lines into CSR arrays.
 
     ``label index:value index:value ... [# comment]``; ``qid:`` pairs are
@@ -680,6 +699,9 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
         predict may have features the model never saw).
     first_line : int, default=1
         Line number of the first line, for the error messages.
+    strict_range : bool, default=False
+        Refuse a feature of a larger index instead of dropping it
+        (training: the columns come from the pre-scan, ``scan_svmlight``).
 
     Returns
     -------
@@ -708,7 +730,7 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
         raise MemoryError("no memory for the parsed rows")
     try:
         with nogil:
-            n_rows = _svm_lines(b, n, zero_based, n_features, first_line - 1,
+            n_rows = _svm_lines(b, n, zero_based, n_features, strict_range, first_line - 1,
                                 &labels[0], &indptr[0], &out, &err)
         if n_rows < 0:
             _raise(b, &err)
@@ -718,12 +740,46 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
     return labels_a[:n_rows].copy(), indptr_a[:n_rows + 1].copy(), indices, data
 
 
+cdef Py_ssize_t _last_index(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
+                             int64_t* idx) noexcept nogil:
+    """The index of the last ``index:value`` pair of ``b[p:end]``, read from
+    the line's end: 1 (``idx[0]`` set), 0 if no pair follows ``p``, -1 when
+    the tail is not a plain pair (a comment, ``qid:``, a bad token: the
+    caller reads the pairs one by one, and reports the error)."""
+    cdef Py_ssize_t q = end, tok, colon, k
+    cdef int64_t i = 0
+    if memchr(b + p, 35, end - p) != NULL:
+        return -1
+    while q > p and _space(b[q - 1]):
+        q -= 1
+    if q == p:
+        return 0
+    tok = q
+    while tok > p and not _space(b[tok - 1]):
+        tok -= 1
+    colon = _colon(b, tok, q)
+    if colon == tok or colon >= q - 1 or colon - tok > 13:
+        return -1
+    for k in range(tok, colon):
+        if b[k] < 48 or b[k] > 57:
+            return -1                   # (qid: too)
+        i = 10 * i + (b[k] - 48)
+    idx[0] = i
+    return 1
+
+
 cdef Py_ssize_t _scan_lines(const unsigned char* b, Py_ssize_t n, Py_ssize_t line,
-                            bint vw, double* labels, int64_t* lo, int64_t* hi,
-                            _Error* err) noexcept nogil:
-    """``_scan``'s loop over the lines of ``b[:n]``: the rows read, or -1."""
-    cdef Py_ssize_t pos = 0, end, p, colon, n_rows = 0
+                            bint vw, bint every_pair, double* labels, int64_t* lo,
+                            int64_t* hi, _Error* err) noexcept nogil:
+    """``_scan``'s loop over the lines of ``b[:n]``: the rows read, or -1.
+
+    Without ``every_pair``, an svmlight line's index range is its first and
+    its last index (the format's indices increase along a line: libsvm and
+    scikit-learn refuse others); the pairs between are read by the parse.
+    """
+    cdef Py_ssize_t pos = 0, end, p, colon, n_rows = 0, tail
     cdef int64_t idx = 0
+    cdef bint tail_tried
     while pos < n:
         end = _line_end(b, pos, n)
         line += 1
@@ -735,6 +791,7 @@ cdef Py_ssize_t _scan_lines(const unsigned char* b, Py_ssize_t n, Py_ssize_t lin
             return -1
         if p > 0:
             n_rows += 1
+            tail_tried = every_pair
             while not vw:
                 colon = _svm_pair(b, &p, end, line, &idx, err)
                 if colon < 0:
@@ -745,11 +802,21 @@ cdef Py_ssize_t _scan_lines(const unsigned char* b, Py_ssize_t n, Py_ssize_t lin
                     lo[0] = idx
                 if idx > hi[0]:
                     hi[0] = idx
+                if not tail_tried:
+                    tail_tried = True
+                    tail = _last_index(b, p, end, &idx)
+                    if tail == 0:
+                        break
+                    if tail == 1:
+                        if idx > hi[0]:
+                            hi[0] = idx
+                        break
         pos = end + 1
     return n_rows
 
 
-cdef tuple _scan(const unsigned char[::1] buf, Py_ssize_t first_line, bint vw):
+cdef tuple _scan(const unsigned char[::1] buf, Py_ssize_t first_line, bint vw,
+                 bint every_pair):
     """``scan_svmlight`` (``vw`` false) and ``scan_vw``: labels, min and max index."""
     cdef Py_ssize_t n = buf.shape[0], n_rows, n_lines
     cdef const unsigned char* b = &buf[0] if n > 0 else NULL
@@ -761,18 +828,25 @@ cdef tuple _scan(const unsigned char[::1] buf, Py_ssize_t first_line, bint vw):
     labels_a = np.empty(n_lines + 1, dtype=np.float64)
     cdef double[::1] labels = labels_a
     with nogil:
-        n_rows = _scan_lines(b, n, first_line - 1, vw, &labels[0], &lo, &hi, &err)
+        n_rows = _scan_lines(b, n, first_line - 1, vw, every_pair, &labels[0], &lo, &hi,
+                             &err)
     if n_rows < 0:
         _raise(b, &err)
     return labels_a[:n_rows].copy(), lo, hi
 
 
-def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
+def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1,
+                  bint every_pair=False):
     """The labels and the feature-index range of svmlight lines.
 
     Comment lines (``#``) and blank lines are skipped, as
     ``sklearn.datasets.load_svmlight_file`` does; ``qid:`` is ignored.
-    Values are not parsed (``parse_svmlight`` checks them).
+    Values are not parsed (``parse_svmlight`` checks them). A line's range
+    is its first and its last index: svmlight indices increase along a line
+    (libsvm and ``load_svmlight_file`` refuse other lines), so the scan
+    finds each line's end with ``memchr`` and reads two pairs, several
+    times faster than reading them all. A parse with ``strict_range`` then
+    refuses an index beyond the range, should a line break the order.
 
     Parameters
     ----------
@@ -780,6 +854,9 @@ def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
         Whole svmlight lines, as ``parse_svmlight`` reads them.
     first_line : int, default=1
         Line number of the first line, for the error messages.
+    every_pair : bool, default=False
+        Read every pair of a line (the exact range of unordered lines, and
+        an error for a bad pair anywhere on the line).
 
     Returns
     -------
@@ -793,7 +870,7 @@ def scan_svmlight(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     ValueError
         On a label or an index that is not a number, naming the line.
     """
-    return _scan(buf, first_line, False)
+    return _scan(buf, first_line, False, every_pair)
 
 
 def scan_vw(const unsigned char[::1] buf, Py_ssize_t first_line=1):
@@ -817,4 +894,4 @@ def scan_vw(const unsigned char[::1] buf, Py_ssize_t first_line=1):
     ValueError
         As ``parse_vw`` for the header.
     """
-    return _scan(buf, first_line, True)[0]
+    return _scan(buf, first_line, True, False)[0]

@@ -94,14 +94,19 @@ class SvmlightFeaturizer:
         dropped, as features the model never saw.
     zero_based : bool
         Whether the file's indices start at 0.
+    training : bool, default=False
+        Refuse an index beyond the columns instead (the training data's
+        columns come from the pre-scan, which reads each line's first and
+        last index).
     """
 
     format = "svmlight"
     sentences = False
 
-    def __init__(self, n_features, zero_based):
+    def __init__(self, n_features, zero_based, training=False):
         self.n_features = int(n_features)
         self.zero_based = bool(zero_based)
+        self.training = bool(training)
 
     def to_dict(self):
         return {"format": self.format, "n_features": self.n_features,
@@ -110,7 +115,8 @@ class SvmlightFeaturizer:
     def parse(self, block):
         try:
             y, indptr, indices, data = parse_svmlight(block.data, self.zero_based,
-                                                      self.n_features, block.first_line)
+                                                      self.n_features, block.first_line,
+                                                      strict_range=self.training)
         except ValueError as e:
             raise DataError(f"{block.path}, {e}") from None
         return Chunk(sp.csr_matrix((data, indices, indptr), shape=(y.size, self.n_features)),
@@ -234,11 +240,12 @@ def _hash_rows(rows):
     return hash_strings(np.ascontiguousarray(rows), 0, False)
 
 
-def featurizer_from_dict(d):
-    """The featurizer a model header describes."""
+def featurizer_from_dict(d, training=False):
+    """The featurizer a model header describes (``training``: for more
+    training, see ``SvmlightFeaturizer``)."""
     fmt = d["format"]
     if fmt == "svmlight":
-        return SvmlightFeaturizer(d["n_features"], d["zero_based"])
+        return SvmlightFeaturizer(d["n_features"], d["zero_based"], training)
     if fmt == "vw":
         return VWFeaturizer(d["hash_bits"])
     if fmt == "conll":

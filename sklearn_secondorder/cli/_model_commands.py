@@ -83,10 +83,10 @@ class FeatureRange:
     def check(self, block):
         """Raise a ``DataError`` naming the first line of ``block`` with an
         index beyond the model's."""
-        if not self.on or scan_svmlight(block.data, block.first_line)[2] <= self.last:
+        if not self.on or scan_svmlight(block.data, block.first_line, True)[2] <= self.last:
             return
         for k, line in enumerate(block.data.split(b"\n")):
-            hi = scan_svmlight(line + b"\n")[2] if line.strip() else -1
+            hi = scan_svmlight(line + b"\n", 1, True)[2] if line.strip() else -1
             if hi > self.last:
                 first = 0 if self.zero_based else 1
                 raise DataError(

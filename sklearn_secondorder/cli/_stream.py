@@ -142,7 +142,8 @@ def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):
             zero_based = scanned.min_index == 0
         if not zero_based and scanned.min_index == 0:
             raise DataError("the data have feature index 0 but --one-based was given")
-        return SvmlightFeaturizer(scanned.max_index + (1 if zero_based else 0), zero_based)
+        return SvmlightFeaturizer(scanned.max_index + (1 if zero_based else 0), zero_based,
+                                  training=True)
     if fmt == "vw":
         return VWFeaturizer(hash_bits)
     n_feat = scanned.n_columns - 1

@@ -216,7 +216,7 @@ def cmd_train(args, out):
         featurizer = make_featurizer(fmt, scanned, hash_bits=args.hash_bits,
                                      zero_based=args.zero_based, template=args.template)
     else:
-        featurizer = featurizer_from_dict(saved.header["featurizer"])
+        featurizer = featurizer_from_dict(saved.header["featurizer"], training=True)
         _check_resumed_data(saved, scanned, featurizer)
     t_scan = time.perf_counter() - t0
     classes = scanned.classes if saved is None else saved.estimator.classes_
