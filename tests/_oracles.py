@@ -359,13 +359,14 @@ def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=
 
 # ---- used by test_psa.py -------------------------------------------------------------
 def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-                     n_epochs=1, fit_intercept=True, round_rows=None):
+                     n_epochs=1, fit_intercept=True, round_rows=None, scores=None):
     """Dense Algorithm 1 with L2: every coordinate updated at every step.
 
     ``round_rows``: the rows go by in rounds of at most that many, a round
     ending at the row of an event too, and every row of a round is scored
     at the weights of the round's start (the kernel's pass shared by
-    threads); None: each row at the weights before it.
+    threads); None: each row at the weights before it. ``scores``: an
+    ``(n, K)`` array that receives each row's scores of the last pass.
     """
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     d = X.shape[1]
@@ -385,6 +386,8 @@ def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, k
             if sw[i] == 0:
                 continue
             s = X[i] @ w[:d * K].reshape(d, K) + (w[d * K:] if fit_intercept else 0.0)
+            if scores is not None:
+                scores[i] = s
             g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
                  else py_softmax_loss(s, int(y[i]))[1])
             grad = np.zeros_like(th)

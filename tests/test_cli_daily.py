@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
@@ -147,7 +147,11 @@ def test_linear_model_sparse_and_resume_continues_the_state(tmp_path):
         ref.partial_fit(X_more[a:a + 100], y_more[a:a + 100])
     got = load_model(resumed)
     assert got.contents == "deployment" and got.header["training"]["resumed_from"]
-    assert_array_equal(got.estimator.coef_.toarray(), ref.coef_)
+    # (the stream brings an idle weight to time at its next touch or at the
+    # end, partial_fit at each call's end: the same model within the lazy
+    # core's tolerance, 1e-5 of the weights' scale; tests/test_psa.py)
+    assert_allclose(got.estimator.coef_.toarray(), ref.coef_, rtol=0,
+                    atol=1e-5 * np.abs(ref.coef_).max())
     # deployment: sparse weights (most of the 5,000 columns never seen), the
     # same predictions as the full estimator
     assert sp.issparse(deployed.coef_)

@@ -51,7 +51,7 @@ from sklearn_secondorder._core._crf_psa import psa_epochs as crf_psa_epochs
 from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState
 from sklearn_secondorder._core._crf_sgd import sgd_epochs as crf_sgd_epochs
 from sklearn_secondorder._core._dataset import RowDataset, shuffled_order
-from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
+from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state
 from sklearn_secondorder._core._losses import LOSSES
 from sklearn_secondorder._core._psa_fast import psa_epochs
 from sklearn_secondorder._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
@@ -769,3 +769,55 @@ def test_a_shared_pass_holds_its_state():
                               LOSSES["log_loss"](), 1, True, 4)
     gc.collect()
     assert sh.run(0) == X.shape[0]
+
+
+@pytest.mark.parametrize("K, loss", [(1, "log_loss"), (3, None)])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_psa_stream_calls_score_each_row_and_defer_the_flush(K, loss, n_threads):
+    """``psa_epochs(margins=, flush=False)``, as a stream of calls uses it
+    (``PSAClassifier._begin_stream``): each row's scores before its update
+    are the oracle's (the one-thread pass: the weights before the row; the
+    shared pass: those of its round's start), within the tolerance of the
+    weights (1e-5 of their scale, times the rows' l1 norm); the blocks a
+    call did not touch stay behind ``t`` until the next call or
+    ``catch_up_state`` brings them up, to the oracle's model."""
+    rng = np.random.RandomState(7 + K)
+    X = sp.random(400, 40, density=0.1, format="csr", random_state=rng)
+    y = (rng.randint(3, size=400) if K > 1
+         else np.where(X @ rng.randn(40) > 0.1, 1.0, -1.0)).astype(float)
+    sw = np.ones(400)
+    sw[::13] = 0.0
+    lam, eta0, b = 1e-2, 0.2, 7
+    loss_fn = None if K > 1 else LOSSES[loss]()
+    options = PSAOptions(lam=lam, period=b, psa_alpha=0.9999, psa_beta=0.99, kappa=0.9)
+    state = LazyStepState.zeros(X.shape[1] + 1, K, eta0)
+    # the calls split the rows at an event, where the shared pass's rounds
+    # start anyway (a call's first round starts at its first row)
+    split = next(i for i in range(150, 400) if np.count_nonzero(sw[:i]) % b == 0)
+    chunks = [slice(0, split), slice(split, 400)]
+    got = np.zeros((400, K))
+    with ThreadRunner(n_threads) as runner:
+        for rows in chunks:
+            margins = np.full((rows.stop - rows.start) * K, np.nan)
+            result = psa_epochs(RowDataset(X[rows], y[rows], sw[rows]), state, options,
+                                loss=loss_fn, shuffle=False, threads=runner,
+                                margins=margins, flush=False)
+            assert not result.diverged
+            got[rows] = margins.reshape(-1, K)
+            # (a column no row of the call touched is behind t)
+            assert state.last[:-1].min() < state.t
+    catch_up_state(state, options, state.t, unregularized=X.shape[1])
+    assert np.all(state.last == state.t)
+    ref = np.full((400, K), np.nan)
+    round_rows = None if n_threads == 1 else n_threads * _psa_fast.SHARED_ROUND_ROWS
+    w, eta, t, _ = numpy_linear_psa(X, y, sw, K=K, loss=loss_fn, alpha=lam, eta0=eta0, b=b,
+                                    round_rows=round_rows, scores=ref)
+    scale = np.abs(w).max()
+    used = sw > 0
+    norms = np.asarray(abs(X).sum(axis=1)).ravel() + 1
+    assert state.t == t
+    assert_allclose(state.weights, w, rtol=0, atol=1e-5 * scale)
+    assert_allclose(state.step_sizes, eta, rtol=1e-5)
+    assert_allclose(got[used], ref[used], rtol=0,
+                    atol=1e-5 * scale * norms[used, None].max())
+    assert np.isnan(got[~used]).all()       # (rows of weight zero are left as they are)

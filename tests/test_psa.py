@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from _oracles import numpy_linear_psa as numpy_psa
 from conftest import shared_data
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -371,3 +372,44 @@ def test_a_feature_listed_twice_in_a_row_is_their_sum():
     assert_allclose(dup.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
     assert_allclose(dup.eta_, dense.eta_, rtol=2e-7)
     assert not X.has_canonical_format               # the caller's matrix is left as it was
+
+
+@pytest.mark.parametrize("n_classes, loss", [(2, "log_loss"), (3, "log_loss"), (3, "hinge")])
+def test_a_stream_of_calls_is_partial_fit_and_scores_each_row(n_classes, loss):
+    """``_begin_stream`` / ``_end_stream`` (the command line's chunks): the
+    model of the same ``partial_fit`` calls within the lazy core's
+    tolerance, each call's scores shaped as ``decision_function``'s, and
+    with ``shuffle=False`` the first row of a call scored at the model
+    before the call (the multinomial, one problem; one-vs-rest, one per class)."""
+    X, y = _data(n_classes, n=600)
+    ref = PSAClassifier(loss=loss, period=5, random_state=0, shuffle=False)
+    est = clone(ref)
+    stream = est._begin_stream()
+    bounds = [0, 200, 350, 600]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        first = {"classes": np.unique(y)} if k == 0 else {}
+        if k:
+            before = ref.decision_function(X[a:a + 1])
+        est.partial_fit(X[a:b], y[a:b], **first)
+        ref.partial_fit(X[a:b], y[a:b], **first)
+        scores = stream.scores(b - a)
+        assert scores.shape == ref.decision_function(X[a:b]).shape
+        if k:
+            assert_allclose(scores[:1], before, rtol=1e-9, atol=1e-12)
+    assert not hasattr(est, "coef_")                 # (exported at the end only)
+    est._end_stream()
+    assert_allclose(est.coef_, ref.coef_, rtol=0, atol=W_RTOL * np.abs(ref.coef_).max())
+    assert_allclose(est.intercept_, ref.intercept_, rtol=0,
+                    atol=W_RTOL * np.abs(ref.intercept_).max())
+    assert not hasattr(est, "_stream") and est._end_stream() is est
+
+
+def test_a_stream_reports_divergence_and_refuses_verbose():
+    X, y = _data(2, n=300)
+    with pytest.raises(ValueError, match="set verbose=0"):
+        PSAClassifier(verbose=1)._begin_stream()
+    est = PSAClassifier(eta0=1e6, alpha=1e-12, period=5, random_state=0)
+    est._begin_stream()
+    with pytest.raises(ValueError, match="the weights overflowed"):
+        est.partial_fit(X * 1e200, y, classes=np.unique(y))
+    assert not hasattr(est, "classes_")

@@ -62,6 +62,7 @@ cdef struct RowWork:
     double* grad
     int* cross               # (the longest row) a row's blocks that cross an event,
     int* left                # and those of them binary_gaps leaves to walk
+    double* margins          # (n_samples, K) each row's scores before its update, or NULL
 
 
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
@@ -124,6 +125,9 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             for q in range(nnz):
                 s += block_at(L, ind[q]).v[k] * x[q]
             scores[k] = s
+        if wk.margins != NULL:
+            for k in range(K):
+                wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         # the loss derivative at theta(t), then line 5 of Algorithm 1
         if K == 1:
             grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
@@ -161,7 +165,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
 
 cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const RateRule* rule,
                     state, LazyCore c, Loss loss, int n_epochs, bint shuffle,
-                    bint fit_intercept):
+                    bint fit_intercept, double* margins, bint flush):
     """``psa_epochs`` for one penalty kind and rate rule."""
     cdef RowWork wk
     cdef long long t = state.t
@@ -175,6 +179,7 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     wk.cross = &cross[0]
     wk.left = &left[0]
     wk.fit_intercept = fit_intercept
+    wk.margins = margins
     wk.scores = &buf[0]
     wk.grad = &buf[L.K]
     with nogil:
@@ -186,7 +191,8 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
             else:
                 t = _pass(ds, L, L.K, &c, pen, rule, loss, &wk, t)
             epochs_run += 1
-            finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
+            if flush or _epoch + 1 < n_epochs:
+                finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
             if not finite:
                 break
     state.t, state.seed = t, rng
@@ -225,9 +231,11 @@ cdef class SharedPass:
     cdef int[:, ::1] own_block, own_pos, ends, left
     cdef double[:, ::1] work
     cdef unsigned char[::1] finite
+    cdef double* margins      # (n_samples, K) the rows' scores before their update, or NULL
+    cdef bint flush
 
     def __cinit__(self, RowDataset ds, state, options, Loss loss, int n_threads,
-                  bint fit_intercept, Py_ssize_t rows_per_thread):
+                  bint fit_intercept, Py_ssize_t rows_per_thread, bint flush=True):
         self.ds = ds
         self.state = state
         self.L = layout_of(state)
@@ -251,6 +259,8 @@ cdef class SharedPass:
         # (a thread's work row on cache lines of its own)
         self.work = np.zeros((n_threads, 8 * (-(-2 * self.K // 8) + 1)))
         self.finite = np.ones(n_threads, dtype=np.uint8)
+        self.margins = NULL
+        self.flush = flush
 
     def abort(self):
         """Release the threads waiting in the pass (one could not start)."""
@@ -398,6 +408,9 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
                 for m in range(J):
                     s += part[(m * R + i - i0) * K + kk]
                 scores[kk] = s
+            if k == 0 and sh.margins != NULL:
+                for kk in range(K):
+                    sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
             if K == 1:
                 grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
             else:
@@ -433,7 +446,8 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
         i0 = i1
         rnd += 1
     # the flush: every owned block to t
-    sh.finite[k] = catch_up_all(L, d + 1, d, t, c, pen, rule, k, J, sh.line_shift)
+    if sh.flush:
+        sh.finite[k] = catch_up_all(L, d + 1, d, t, c, pen, rule, k, J, sh.line_shift)
     return t
 
 
@@ -450,16 +464,19 @@ def shared_pass(SharedPass sh, threads):
 
 
 def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint shuffle,
-                   bint fit_intercept, threads):
+                   bint fit_intercept, threads, double[::1] margins, bint flush):
     """``psa_epochs`` on ``threads``: each pass one ``shared_pass``."""
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef int epochs_run = 0
+    cdef SharedPass sh
     finite = True
-    for _ in range(n_epochs):
+    for epoch in range(n_epochs):
         if shuffle:
             ds.shuffle(&rng)
         sh = SharedPass(ds, state, options, loss, threads.n_threads, fit_intercept,
-                        SHARED_ROUND_ROWS)
+                        SHARED_ROUND_ROWS, flush or epoch + 1 < n_epochs)
+        if margins is not None:
+            sh.margins = &margins[0]
         state.t, finite = shared_pass(sh, threads)
         epochs_run += 1
         if not finite:
@@ -469,7 +486,8 @@ def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint 
 
 
 def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
-               bint shuffle=True, bint fit_intercept=True, threads=None):
+               bint shuffle=True, bint fit_intercept=True, threads=None,
+               double[::1] margins=None, bint flush=True):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
 
     Parameters
@@ -495,6 +513,16 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         SHARED_ROUND_ROWS - 1`` updates) and then stepped in order, every
         thread on its own blocks. The model depends on the number of
         threads, not on their timing.
+    margins : ndarray of shape (n_samples * n_outputs,), float64, or None
+        Receives each row's scores before its update (row ``i``'s at ``i *
+        n_outputs``; the last pass's): progressive validation at no extra
+        pass. Rows of weight zero are left as they are.
+    flush : bool, default=True
+        Bring every block to ``t`` after the last pass (``catch_up_all``).
+        False leaves the blocks the pass did not touch behind ``t``, as
+        within a pass, for a stream of calls with the same options (the next
+        call, or ``catch_up_state``, brings them up; divergence then shows
+        in the next call's scores or at that catch-up).
 
     Returns
     -------
@@ -507,9 +535,13 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         raise ValueError("state does not match the number of features")
     if options.l1 > 0 and not state.has_l1:
         raise ValueError("the L1 penalty needs L1 records (LazyStepState.with_l1)")
+    if margins is not None and margins.shape[0] != ds.n_samples * state.n_outputs:
+        raise ValueError(f"margins holds {margins.shape[0]} scores, not n_samples * "
+                         f"n_outputs = {ds.n_samples * state.n_outputs}")
     if threads is not None and threads.n_threads > 1:
         return _shared_epochs(ds, state, options, loss, n_epochs, shuffle, fit_intercept,
-                              threads)
+                              threads, margins, flush)
+    cdef double* out = &margins[0] if margins is not None and margins.shape[0] > 0 else NULL
     cdef LazyCore c = make_core(options, state)
     cdef Layout L = layout_of(state)
     cdef SeriesRate series
@@ -521,10 +553,11 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     if state.has_l1:
         if small:
             return _epochs(ds, &L, &with_l1, &series, state, c, loss, n_epochs, shuffle,
-                           fit_intercept)
+                           fit_intercept, out, flush)
         return _epochs(ds, &L, &with_l1, &general, state, c, loss, n_epochs, shuffle,
-                       fit_intercept)
+                       fit_intercept, out, flush)
     if small:
         return _epochs(ds, &L, &plain, &series, state, c, loss, n_epochs, shuffle,
-                       fit_intercept)
-    return _epochs(ds, &L, &plain, &general, state, c, loss, n_epochs, shuffle, fit_intercept)
+                       fit_intercept, out, flush)
+    return _epochs(ds, &L, &plain, &general, state, c, loss, n_epochs, shuffle, fit_intercept,
+                   out, flush)

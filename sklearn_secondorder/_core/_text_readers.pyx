@@ -741,7 +741,7 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
 
 
 cdef Py_ssize_t _last_index(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
-                             int64_t* idx) noexcept nogil:
+                            int64_t* idx) noexcept nogil:
     """The index of the last ``index:value`` pair of ``b[p:end]``, read from
     the line's end: 1 (``idx[0]`` set), 0 if no pair follows ``p``, -1 when
     the tail is not a plain pair (a comment, ``qid:``, a bad token: the

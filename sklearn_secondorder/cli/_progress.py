@@ -211,9 +211,17 @@ def chunk_scores(est, kind, chunk, tagger=None):
         if known.all():
             loss = tagger.neg_log_likelihood(chunk.X, chunk.offsets, chunk.y)
         return float(loss), float(err.sum()), float(w.sum()), pred, None
+    return linear_scores_loss(est, chunk, est.decision_function(chunk.X))
+
+
+def linear_scores_loss(est, chunk, scores):
+    """``chunk_scores`` of a linear model whose decision scores of the
+    chunk's rows are ``scores`` (``decision_function``'s, or each row's
+    before its own update in a stream: ``PSAClassifier._begin_stream``)."""
+    w = np.ones(chunk.n_rows) if chunk.w is None else chunk.w
     classes = est.classes_
     if has_proba(est):
-        P = est.predict_proba(chunk.X)
+        P = est._proba_from_scores(scores)
         pred = classes[P.argmax(axis=1)]
         idx, known = _label_index(classes, chunk.y)
         eps = np.finfo(P.dtype).eps
@@ -221,7 +229,6 @@ def chunk_scores(est, kind, chunk, tagger=None):
         loss = -np.log(p_true) * w
     else:
         P = None
-        scores = est.decision_function(chunk.X)
         if scores.ndim == 1:
             pred = classes[(scores > 0).astype(int)]
             Y = np.where(chunk.y == classes[1], 1.0, -1.0)[:, None]

@@ -22,7 +22,7 @@ from ._featurizers import featurizer_from_dict
 from ._files import DataError, describe_format, detect_format, iter_blocks, text_size
 from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model, save_model
 from ._parser import EXIT_OK, MODEL_KINDS, UsageError, model_class
-from ._progress import Feedback, RunningLoss, chunk_scores, loss_name
+from ._progress import Feedback, RunningLoss, chunk_scores, linear_scores_loss, loss_name
 from ._stream import ReadAhead, ScanResult, iter_chunks, make_featurizer, scan, shuffled
 
 #: Chunks the reader thread parses ahead of the training: two keep the
@@ -248,6 +248,7 @@ def cmd_train(args, out):
     progressive = RunningLoss()
     rows = units = 0
     fitted = saved is not None
+    stream = None
     t_train = time.perf_counter()
     fb.start = t_train
     header_written = False
@@ -279,13 +280,16 @@ def cmd_train(args, out):
                     est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
                     fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first "
                              "chunk)")
+                if stream is None and _streams(est, kind):
+                    stream = est._begin_stream()
                 if not header_written and not args.no_progressive:
                     fb.write(f"loss: {loss_name(est, kind, classes.size)}")
                     fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
                              f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
                              f"{'left':>8}")
                     header_written = True
-                if fitted and p == 0 and not args.no_progressive:
+                scored = fitted and p == 0 and not args.no_progressive
+                if scored and stream is None:
                     progressive.add(*chunk_scores(est, kind, chunk)[:3])
                 # (classes on the first call only: later calls are checked against it)
                 first = {} if fitted else {"classes": classes}
@@ -298,6 +302,9 @@ def cmd_train(args, out):
                         est.partial_fit(*chunk.sequences(), **first)
                     else:
                         est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
+                if scored and stream is not None:
+                    progressive.add(*linear_scores_loss(est, chunk,
+                                                        stream.scores(chunk.n_rows))[:3])
                 fitted = True
                 rows += chunk.n_rows
                 units += chunk.n_units
@@ -311,6 +318,8 @@ def cmd_train(args, out):
         finally:
             if reader is not None:      # (an error in training, Ctrl-C: stop it now)
                 reader.close()
+    if stream is not None:
+        est._end_stream()
     if progressive.last_w:           # the rows since the last report (small files too)
         _report(fb, progressive, rows, t_train)
     fb.close()
@@ -364,6 +373,14 @@ def cmd_train(args, out):
     for line in summary:
         fb.write(line)
     return EXIT_OK
+
+
+def _streams(est, kind):
+    """Whether ``est`` trains as a stream of calls (``PSAClassifier._begin_stream``):
+    each row scored before its own update (progressive validation from the
+    pass itself, as Vowpal Wabbit's), the model brought to time and exported
+    once at the end instead of after every chunk."""
+    return kind == "linear" and hasattr(est, "_begin_stream") and not est.verbose
 
 
 def _alpha_given(args):

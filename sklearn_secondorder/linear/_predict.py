@@ -128,7 +128,10 @@ class LinearPredictionMixin:
         return True
 
     def _predict_proba(self, X):
-        scores = self.decision_function(X)
+        return self._proba_from_scores(self.decision_function(X))
+
+    def _proba_from_scores(self, scores):
+        """``predict_proba`` of rows whose ``decision_function`` is ``scores``."""
         if scores.ndim == 1:
             scores = scores[:, None]
         if getattr(self, "loss", "log_loss") == "modified_huber":

@@ -8,13 +8,13 @@ import scipy.sparse as sp
 
 from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
-from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
+from .._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state, record_dtype
 from .._core._losses import LOSSES
 from .._core._psa_fast import psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._threads import ThreadRunner
-from .._validation import check_psa_factors, diverged_error
+from .._validation import check_psa_factors, diverged_error, remove_fitted
 from ._base import LinearClassifierBase
 
 
@@ -307,14 +307,61 @@ class PSAClassifier(LinearClassifierBase):
                                                  seed=problem.seed, l1=l1 > 0)
         if l1 > 0:
             problem.kernel.with_l1()                # (an L2 state, now with L1)
-        options = PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
-                             psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
-        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel, options,
-                            loss=loss, n_epochs=n_epochs, shuffle=self.shuffle,
-                            fit_intercept=self.fit_intercept, threads=threads)
-        if result.diverged:
+        stream = getattr(self, "_stream", None)
+        margins = None
+        if stream is not None:
+            margins = np.zeros(X.shape[0] * K)
+            stream.margins[self._problem_index(problem)] = margins
+        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel,
+                            self._options(problem), loss=loss, n_epochs=n_epochs,
+                            shuffle=self.shuffle, fit_intercept=self.fit_intercept,
+                            threads=threads, margins=margins, flush=stream is None)
+        if result.diverged or (margins is not None and not np.isfinite(margins).all()):
             raise diverged_error(type(self).__name__, result.epochs)
         return result.epochs
+
+    def _options(self, problem):
+        lam, l1 = split_alpha(self)
+        return PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
+                          psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
+
+    def _problem_index(self, problem):
+        return next(p for p, state in enumerate(self._states) if state is problem)
+
+    # ---- a stream of partial_fit calls (the skso command line) ---------------------
+    def _begin_stream(self):
+        """Start a stream of ``partial_fit`` calls that only its end reads.
+
+        Within it each call records its rows' decision scores before their
+        update (``_stream.scores()``: progressive validation without
+        another pass over the rows), and neither brings the blocks its rows
+        did not touch up to time (the next call, or the stream's end, does)
+        nor exports ``coef_``: a call then costs its rows, not the
+        ``n_features`` of the model. The parameters must not change until
+        ``_end_stream``, and the estimator cannot predict in between.
+        """
+        if self.verbose:
+            raise ValueError("a stream of calls does not print its passes: set verbose=0")
+        self._stream = _Stream()
+        return self._stream
+
+    def _end_stream(self):
+        """End the stream: every block to time, ``coef_`` exported and
+        checked (``partial_fit``'s end). Nothing happens without a stream
+        or a fitted state."""
+        stream = vars(self).pop("_stream", None)
+        if stream is None or not hasattr(self, "_states"):
+            return self
+        for problem in self._states:
+            if problem.kernel is not None:
+                catch_up_state(problem.kernel, self._options(problem), problem.kernel.t,
+                               unregularized=problem.n_features)
+        self._export()
+        if not np.isfinite(self.coef_).all() or not np.isfinite(self.intercept_).all():
+            remove_fitted(self, self._private_state)
+            raise diverged_error(type(self).__name__, 1)
+        self._check_weight_scale(stream.mean_weight())
+        return self
 
     def _final_weights(self, problem):
         d, K = problem.n_features, problem.n_outputs
@@ -342,6 +389,27 @@ class PSAClassifier(LinearClassifierBase):
         etas = [p.kernel.step_sizes.reshape(1, p.n_features + 1, p.n_outputs)
                 for p in self._states]
         self.eta_ = etas[0] if len(etas) == 1 else np.concatenate(etas)
+
+
+class _Stream:
+    """What a stream's calls record (``PSAClassifier._begin_stream``): the
+    last call's scores per problem, and the sample weights so far."""
+
+    def __init__(self):
+        self.margins = {}
+        self.weight_sum = 0.0
+        self.rows = 0
+
+    def scores(self, n_rows):
+        """The last call's decision scores before each row's update, shaped as
+        ``decision_function``'s: ``(n_rows,)`` for one binary problem, else
+        ``(n_rows, n_outputs or n_problems)``."""
+        parts = [self.margins[p].reshape(n_rows, -1) for p in sorted(self.margins)]
+        scores = parts[0] if len(parts) == 1 else np.hstack(parts)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def mean_weight(self):
+        return self.weight_sum / self.rows if self.rows else 1.0
 
 
 @dataclass

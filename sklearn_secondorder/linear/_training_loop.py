@@ -99,8 +99,13 @@ class TrainingLoopMixin:
         if monitor and stop and self.tol is not None and n_epochs > 1:
             converged = all(r[1] for r in runs)
         self.t_ = int(max(s.t for s in self._states))
-        self._export()
         used = sample_weight[sample_weight > 0]
+        stream = getattr(self, "_stream", None)
+        if stream is not None:          # (its end exports and checks: _end_stream)
+            stream.weight_sum += float(used.sum())
+            stream.rows += used.size
+            return converged, False
+        self._export()
         scale_warned = self._check_weight_scale(float(np.mean(used)) if used.size else 1.0)
         return converged, scale_warned
 
