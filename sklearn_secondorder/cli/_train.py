@@ -11,6 +11,7 @@ continues.
 """
 import ast
 import os
+import threading
 import time
 import warnings
 
@@ -197,7 +198,22 @@ def _at_least_two(chunks):
         yield from it
 
 
+def _import_in_background(name):
+    """Import the module of ``--model``'s estimator on a thread, while the
+    files are scanned: scikit-learn's import (with SciPy's statistics, and
+    pandas when installed) takes about a second, as long as the scan of a
+    few million rows. ``model_class`` then finds it imported (or, after a
+    failure here, imports it again and raises)."""
+    def load():
+        try:
+            model_class(name)
+        except BaseException:       # (raised again, in order, by the main thread)
+            pass
+    threading.Thread(target=load, name="skso-import", daemon=True).start()
+
+
 def cmd_train(args, out):
+    _import_in_background(args.model)
     paths = [str(p) for p in args.data]
     fmt = _resolve_format(args, paths)
     saved = _resumed(args, fmt) if args.resume else None
@@ -222,7 +238,6 @@ def cmd_train(args, out):
     classes = scanned.classes if saved is None else saved.estimator.classes_
     if classes.size < 2:
         raise DataError(f"the data have a single label ({classes[0]!r}): nothing to learn")
-    cls = model_class(args.model)
     texts = [text_size(p) for p in paths]
     if scanned.n_rows:
         fb = Feedback(args.progress, scanned.n_rows * args.passes, "rows", out)
@@ -230,7 +245,7 @@ def cmd_train(args, out):
         fb = Feedback(args.progress, sum(texts) * args.passes, "bytes", out)
     unit = "sentences" if fmt == "conll" else "rows"
     size = (f"{scanned.n_rows:,} rows" if scanned.n_rows else "rows not scanned")
-    fb.write(f"skso train: {args.model} ({cls.__name__}) on {size}"
+    fb.write(f"skso train: {args.model} ({MODEL_KINDS[args.model][0]}) on {size}"
              + (f" ({scanned.n_units:,} sentences)" if fmt == "conll" and scanned.n_rows
                 else "")
              + f", {featurizer.n_features:,} features, {classes.size} classes, "
@@ -241,9 +256,7 @@ def cmd_train(args, out):
     est = None
     if saved is not None:
         est = saved.estimator
-        est.set_params(**explicit_params(args, cls))
-    elif scanned.n_rows:
-        est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+        est.set_params(**explicit_params(args, model_class(args.model)))
     rng = np.random.default_rng(0 if args.random_state is None else args.random_state)
     progressive = RunningLoss()
     rows = units = 0
@@ -272,14 +285,17 @@ def cmd_train(args, out):
                     raise DataError(f"{block.path}, lines from {block.first_line}: a row "
                                     "without a label (training needs labels)")
                 if est is None:
-                    # no scan: the rows (sentences) of the whole data estimated
-                    # from this first block's rows per byte
-                    ratio = sum(texts) / max(block.end, 1)
-                    scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
-                    scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
+                    # (made here, the reader thread started: it parses the
+                    # first chunks while the estimator's module is imported)
+                    if not scanned.n_rows:
+                        # no scan: the rows (sentences) of the whole data
+                        # estimated from this first block's rows per byte
+                        ratio = sum(texts) / max(block.end, 1)
+                        scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
+                        scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
+                        fb.write(f"(about {scanned.n_rows:,} rows, estimated from the "
+                                 "first chunk)")
                     est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-                    fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first "
-                             "chunk)")
                 if stream is None and _streams(est, kind):
                     stream = est._begin_stream()
                 if not header_written and not args.no_progressive:
