@@ -17,9 +17,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import SBMLogisticRegression
+from sklearn_secondorder._core import _sbm_full
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_bound import SBMOptions, beta_py, bound
-from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
+from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs, team_epochs, team_route
 from sklearn_secondorder._core._sbm_full import batch_route as _sbm_full_batch_route
 from sklearn_secondorder._core._sbm_lowrank import LowRankState, advance_py, lowrank_epochs
 from sklearn_secondorder._core._sbm_lowrank_bound import (
@@ -28,6 +29,7 @@ from sklearn_secondorder._core._sbm_lowrank_bound import (
     merge_py,
     woodbury_py,
 )
+from sklearn_secondorder._threads import ThreadRunner
 from sklearn_secondorder.linear import _sbm
 
 # ---------------------------------------------------------------------------
@@ -805,3 +807,126 @@ def test_pickled_batched_model_continues_identically(multiclass):
     b.partial_fit(X[150:], y[150:])
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a._states[0].Sigma @ a._states[0].M, np.eye(27), atol=1e-8)
+
+
+# ---------------------------------------------------------------------------
+# n_jobs: threads sharing a batch_size=1 pass (TeamPass)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("K,fit_intercept,surrogate,n_threads,sparse", [
+    (1, True, False, 2, False), (3, True, False, 2, True), (3, True, True, 3, False),
+    (4, False, False, 2, True), (1, True, True, 4, True)])
+def test_shared_pass_matches_one_thread_and_oracle(K, fit_intercept, surrogate, n_threads,
+                                                   sparse):
+    """The threads' pass is the one-thread pass (and Algorithm 2's oracle) up to
+    the order of a few sums; with P = 7 and 4 threads some threads own nothing."""
+    rng = np.random.RandomState(K + 10 * n_threads)
+    X, yk, sw = _problem(rng, K)
+    n, d = X.shape
+    alpha, eta = 0.05, 0.3
+    P = (d + fit_intercept) * K
+    theta0 = 0.3 * rng.randn(P)
+    opts = SBMOptions(alpha=alpha, eta=eta, surrogate=surrogate)
+    one = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=7)
+    full_epochs(RowDataset(X, yk, sw), one, opts, n_epochs=2)
+    got = _full_state(theta0, K, fit_intercept, n, alpha, eta, seed=7)
+    with ThreadRunner(n_threads) as runner:
+        info = team_epochs(RowDataset(sp.csr_matrix(X) if sparse else X, yk, sw), got, opts,
+                           0, n, 2, True, runner)
+    assert info.t == 2 * (n - 1) and not info.diverged and got.seed == one.seed
+    for name in ("theta", "M", "mu", "phi"):
+        np.testing.assert_allclose(getattr(got, name), getattr(one, name), rtol=1e-11,
+                                   atol=1e-13, err_msg=name)
+    if not surrogate:
+        ref = ref_full(X, yk, sw, K, alpha, eta, fit_intercept, theta0,
+                       _orders(X, yk, sw, 7, 2), 1)
+        for got_, want in zip((got.theta, got.M, got.mu, got.phi), ref):
+            np.testing.assert_allclose(got_, want, rtol=1e-10, atol=1e-12)
+
+
+def test_team_route_choice():
+    assert not team_route(1, 26, 442, 1)                 # one thread
+    assert team_route(1, 26, 442, 2)                     # letter: P^2 r = 4.9e6
+    assert not team_route(256, 26, 442, 2)               # batches: one thread
+    assert team_route(1, 1, 301, 2)                      # w8a: P^2 = 9e4
+    assert not team_route(1, 1, 124, 2)                  # a9a: P^2 = 1.5e4, too small
+    assert not team_route(1, 3, 20, 2)                   # (fewer than 16 P a thread)
+
+
+@pytest.fixture(scope="module")
+def wide_multiclass():
+    # P = (70 + 1) 4 = 284, r = 3: P^2 r = 2.4e5, above TEAM_MIN_WORK (5e4)
+    X, y = make_classification(500, 70, n_informative=20, n_classes=4, random_state=0)
+    return X, y
+
+
+def test_n_jobs_1_is_the_default_model(wide_multiclass):
+    X, y = wide_multiclass
+    kw = dict(max_iter=2, random_state=0, alpha=1e-3)
+    a = SBMLogisticRegression(**kw).fit(X, y)
+    for n_jobs in (None, 1):
+        b = SBMLogisticRegression(n_jobs=n_jobs, **kw).fit(X, y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_n_jobs_2_shares_the_pass_deterministically(wide_multiclass):
+    X, y = wide_multiclass
+    kw = dict(max_iter=2, random_state=0, alpha=1e-3)
+    one = SBMLogisticRegression(n_jobs=1, **kw).fit(X, y)
+    a = SBMLogisticRegression(n_jobs=2, **kw).fit(X, y)
+    b = SBMLogisticRegression(n_jobs=2, **kw).fit(X, y)
+    assert a._shares_passes(a._states[0], 2)            # (the threads' route ran)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    # the one-thread model up to the order of a few floating-point sums
+    np.testing.assert_allclose(a.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.intercept_, one.intercept_, rtol=1e-9, atol=1e-12)
+    assert a.t_ == one.t_
+    np.testing.assert_array_equal(a.predict(X), one.predict(X))
+
+
+def test_n_jobs_2_partial_fit_and_other_settings_run_one_thread(wide_multiclass):
+    X, y = wide_multiclass
+    # partial_fit shares its pass too
+    a = SBMLogisticRegression(n_jobs=2, random_state=0).partial_fit(X, y, np.unique(y))
+    b = SBMLogisticRegression(n_jobs=1, random_state=0).partial_fit(X, y, np.unique(y))
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    # batches and the low rank run on one thread: the one-thread model exactly
+    for kw in (dict(batch_size=32), dict(rank=2, rank_features=8)):
+        a = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0, **kw).fit(X, y)
+        b = SBMLogisticRegression(max_iter=1, random_state=0, **kw).fit(X, y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_n_jobs_minus_1_is_accepted(multiclass):
+    X, y = multiclass
+    clf = SBMLogisticRegression(n_jobs=-1, max_iter=1, random_state=0).fit(X, y)
+    assert clf.score(X, y) > 0.5
+
+
+@pytest.mark.parametrize("bad", [0, "x", 1.5])
+def test_bad_n_jobs_is_refused(multiclass, bad):
+    X, y = multiclass
+    with pytest.raises(ValueError, match="n_jobs"):
+        SBMLogisticRegression(n_jobs=bad).fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs"):
+        SBMLogisticRegression(n_jobs=bad).partial_fit(X, y, classes=np.unique(y))
+
+
+def test_a_failure_in_a_thread_surfaces(wide_multiclass, monkeypatch):
+    X, y = wide_multiclass
+    real = _sbm_full.thread_workspace
+
+    def fails_on_a_worker(k):
+        if k > 0:
+            raise MemoryError("thread buffers")
+        return real(k)
+
+    monkeypatch.setattr(_sbm_full, "thread_workspace", fails_on_a_worker)
+    clf = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0)
+    with pytest.raises(MemoryError, match="thread buffers"):     # (and no deadlock)
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")                  # no half-updated model
+    monkeypatch.undo()
+    clf.fit(X, y)                                     # the estimator is usable again
+    assert clf.score(X, y) > 0.5

@@ -26,6 +26,19 @@ at once, by one of two BLAS-3 routes chosen by their cost (``batch_route``):
 
 ``batch_size=1`` is Algorithm 2 exactly (one Woodbury step per example,
 ``absorb_curvature``).
+
+Threads (``full_epochs`` with ``threads``, the estimator's ``n_jobs``): with
+``batch_size=1`` and ``P^2 r`` at least ``TEAM_MIN_WORK``, ``TeamPass`` runs
+the pass on several threads that share the one state. Algorithm 2 is
+sequential from example to example (each bound is formed at the weights the
+previous step left), so the threads split each example's work instead: every
+thread owns a contiguous range of the ``P`` coordinates (rows of ``M``,
+entries of ``theta``, ``mu``, ``phi``; columns of ``(M U)^T`` and ``R^T``),
+forms the example's bound itself (all alike), and does its range's share of
+the gather, the triangular solve, the rank-``r`` downdate ``M -= T T^T``
+(the ``O(r P^2)`` that dominates) and the step; three barriers an example.
+The model is the one-thread model up to the order of a few floating-point
+sums (the BLAS calls on a range instead of the whole).
 """
 from dataclasses import dataclass
 
@@ -739,7 +752,7 @@ cdef int full_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
 
 
 def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
-                int n_epochs=1, bint shuffle=True):
+                int n_epochs=1, bint shuffle=True, threads=None):
     """Full-rank stochastic bound majorization (Algorithm 2), in place.
 
     Per example ``j`` (at the current ``theta``): Algorithm 1 gives
@@ -769,12 +782,20 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
         Passes over the rows.
     shuffle : bool
         Shuffle the rows before each pass.
+    threads : ThreadRunner or None
+        With two threads or more and ``team_route`` true, the threads share
+        each pass (``TeamPass``: the one-thread model up to the order of a
+        few sums); otherwise the passes run on the calling thread. If a
+        thread fails, its error is raised and the state is half-updated.
 
     Returns
     -------
     result : SBMResult
     """
     cdef Py_ssize_t stop_ = check_rows(ds, state, start, stop)
+    if threads is not None and team_route(opts.batch_size, state.n_outputs, state.theta.size,
+                                          threads.n_threads):
+        return team_epochs(ds, state, opts, start, stop_, n_epochs, shuffle, threads)
     cdef FullRankKernel kr
     cdef Workspace ws = Workspace()
     cdef Example ex
@@ -854,3 +875,332 @@ cdef int bind_kernel(FullRankKernel* kr, state, opts, Py_ssize_t n_features) exc
         Sigma = state.Sigma
         kr.Sigma = &Sigma[0, 0]
     return 0
+
+
+# ---- a pass shared by threads (``n_jobs``) ----------------------------------------
+cdef extern from "_barrier.h" nogil:
+    ctypedef struct TeamBarrier "skso_barrier":
+        int n
+    void team_barrier_init "skso_barrier_init"(TeamBarrier* b, int n)
+    void team_barrier_abort "skso_barrier_abort"(TeamBarrier* b)
+    bint team_barrier_wait "skso_barrier_wait"(TeamBarrier* b, int* local_sense)
+
+
+#: The least ``P^2 r`` (the multiply-adds of one example's downdate ``M -= T
+#: T^T``) for which the threads share a ``batch_size=1`` pass: below it three
+#: barriers an example cost more than the split saves (see ``team_route``). On
+#: 2 cores one pass at two threads took 0.95x as long as one thread on a9a
+#: (``P^2 r = 1.5e4``), 1.74x on w8a (``9.1e4``), 1.59x on letter (``4.9e6``).
+TEAM_MIN_WORK = 50_000
+
+
+def team_route(int batch_size, int n_outputs, Py_ssize_t P, int n_threads):
+    """Whether ``full_epochs`` with ``n_threads`` threads shares its passes
+    between them (``TeamPass``): ``batch_size=1`` (Algorithm 2, one Woodbury
+    step per example), at least two threads and ``P^2 r >= TEAM_MIN_WORK``
+    (``r`` factors an example: 1 for two classes, ``K - 1`` for ``K``).
+    Otherwise the passes run on the calling thread alone."""
+    cdef int r = 1 if n_outputs == 1 else n_outputs - 1
+    return (n_threads > 1 and batch_size == 1 and <double>P * P * r >= TEAM_MIN_WORK
+            and P >= 16 * n_threads)
+
+
+def thread_workspace(int k):
+    """The work buffers' owner of thread ``k`` of a ``TeamPass`` (made on
+    that thread, so that its buffers are first touched there)."""
+    return Workspace()
+
+
+cdef inline void lower_solve_cols(int n, const double* L, int m, int ld,
+                                  double* B) noexcept nogil:
+    """``lower_solve_rows`` on ``m`` columns of rows ``ld`` apart: the same
+    operations on each entry, so a range of columns solved alone equals
+    those columns of the whole solve."""
+    cdef int i, j
+    for i in range(n):
+        for j in range(i):
+            axpy(m, -L[i * n + j], B + <size_t>j * ld, B + <size_t>i * ld)
+        scal_cols(m, 1.0 / L[i * n + i], B + <size_t>i * ld)
+
+
+cdef inline void scal_cols(int m, double a, double* x) noexcept nogil:
+    cdef int k
+    for k in range(m):
+        x[k] *= a
+
+
+cdef class TeamPass:
+    """A ``batch_size=1`` pass of Algorithm 2 on ``n_threads`` threads that
+    share the one state (see the module docstring); thread ``k`` runs
+    ``run(k)``, and the caller ``ThreadRunner.map``s it over the threads.
+
+    Thread ``k`` owns the coordinates ``lo[k]:lo[k + 1]`` (cut at multiples
+    of 8, a cache line of doubles). Per example, between the barriers:
+
+    1. (all) the row, its scores and its bound (Algorithm 1), alike on every
+       thread; (own) the columns of ``W^T = (M U)^T`` (``gather_rows``' sums,
+       read from ``M``'s own rows: it is symmetric, so a thread reads and
+       writes its own rows of ``M`` only and they stay in its core's cache),
+       of ``R^T = L^T W^T``, and the example's gradient term in ``mu``.
+    2. (all) ``C = U^T M U`` from the shared ``W^T``, ``G = I + L^T C L`` and
+       its Cholesky factor, alike; (own) the columns of ``T^T = chol(G)^-1
+       R^T``.
+    3. (own) the rows of ``M -= T T^T``, of ``phi = M mu`` (``M``'s own rows:
+       it is symmetric) and of ``theta -= eta phi``.
+
+    Nothing a thread writes is read by another before the next barrier, and
+    every sum a thread forms is in a fixed order, so the model depends on
+    ``n_threads``, not on the threads' timing.
+    """
+
+    cdef FullRankKernel kr
+    cdef RowDataset ds
+    cdef object state
+    cdef Py_ssize_t start, stop
+    cdef readonly int n_threads
+    cdef TeamBarrier barrier
+    cdef Workspace shared
+    cdef list spaces
+    cdef Example* ex            # one per thread
+    cdef FullRankWork* w        # one per thread
+    cdef PassTotals* tot        # one per thread
+    cdef int* lo                # n_threads + 1 range bounds
+    cdef int* status            # per thread: 1 done, 0 a curvature update failed, -1 aborted
+    cdef double* Wt             # K x P, shared
+    cdef double* Rt             # K x P, shared
+
+    def __cinit__(self, RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop,
+                  int n_threads):
+        cdef int k, P, step
+        bind_kernel(&self.kr, state, opts, ds.n_features)
+        if self.kr.route != PER_EXAMPLE:
+            raise ValueError("a TeamPass runs batch_size=1 passes only")
+        self.ds, self.state = ds, state
+        self.start, self.stop = start, stop
+        self.n_threads = n_threads
+        team_barrier_init(&self.barrier, n_threads)
+        self.shared = Workspace()
+        self.spaces = [None] * n_threads
+        P = self.kr.P
+        self.ex = <Example*>self.shared.flags(n_threads * sizeof(Example))
+        self.w = <FullRankWork*>self.shared.flags(n_threads * sizeof(FullRankWork))
+        self.tot = <PassTotals*>self.shared.flags(n_threads * sizeof(PassTotals))
+        self.lo = self.shared.ints(n_threads + 1)
+        self.status = self.shared.ints(n_threads)
+        self.Wt = self.shared.doubles(<size_t>self.kr.K * P)
+        self.Rt = self.shared.doubles(<size_t>self.kr.K * P)
+        for k in range(n_threads + 1):
+            step = <int>((<long long>P * k) // n_threads)
+            self.lo[k] = min(P, (step + 4) // 8 * 8) if 0 < k < n_threads else step
+        for k in range(n_threads):
+            self.status[k] = -1
+            self.tot[k] = start_totals(state.t)
+
+    def run(self, int k):
+        """Thread ``k``'s part of the pass (its buffers made here, then the
+        pass without the GIL). If anything fails before it starts, the
+        other threads are released and the error raised."""
+        try:
+            ws = thread_workspace(k)
+            example_init(&self.ex[k], ws, self.kr.n_features, self.kr.K)
+            work_init(&self.w[k], ws, self.kr.K, self.kr.P)
+            self.spaces[k] = ws
+        except BaseException:
+            team_barrier_abort(&self.barrier)
+            raise
+        with nogil:
+            self.status[k] = team_pass(self, k)
+
+    def abort(self):
+        """Release the threads waiting in the pass."""
+        team_barrier_abort(&self.barrier)
+
+    def result(self):
+        """``(status, totals)``: 1 when every thread finished, 0 when a
+        curvature update failed, -1 when the pass was aborted; thread 0's
+        totals (all threads count alike)."""
+        cdef int k, status = 1
+        for k in range(self.n_threads):
+            status = min(status, self.status[k])
+        return status, self.tot[0]
+
+
+cdef inline void own_gradient(const FullRankKernel* kr, Example* ex, int lo,
+                              int hi) noexcept nogil:
+    """``add_gradient`` (per example, ``batch_size=1``) on the coordinates
+    ``lo:hi`` only: the same operations on each of them."""
+    cdef int K = kr.K, r = ex.r, j, a, b, row, q
+    cdef Py_ssize_t p
+    cdef double v, sc, alpha = kr.alpha
+    cdef double* mup = kr.mu
+    cdef const double* th = kr.theta
+    cdef const double* coef = ex.gcoef
+    if kr.surrogate:
+        for a in range(K):
+            v = 0.0
+            for b in range(K):
+                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)
+                v += sc * ex.scores[b]
+            ex.c[a] = ex.gcoef[a] - v
+        coef = ex.c
+    for j in range(ex.nz):
+        row = ex.idx[j] * K
+        if row + K <= lo or row >= hi:
+            continue
+        for a in range(K):
+            q = row + a
+            if lo <= q < hi:
+                mup[q] += coef[a] * ex.val[j]
+    if not kr.surrogate:
+        for p in range(lo, min(<Py_ssize_t>hi, kr.n_reg)):
+            mup[p] += alpha * th[p]
+
+
+cdef enum:
+    GATHER_CHUNK = 32   # outputs summed at once in own_gather (a local array)
+
+
+cdef inline void own_gather(const double* Mp, int K, const int* idx, const double* val,
+                            int nz, double* out, int stride) noexcept nogil:
+    """``out[a stride] = sum_j val_j Mp[idx_j K + a]`` for ``a < K``: column
+    ``p`` of ``W^T = (M U)^T`` from row ``p`` of ``M`` (``Mp``; ``M`` is
+    symmetric), each sum from 0 in ``j``'s order as ``gather_rows``' (so the
+    same values). The sums are kept in a local array (no aliasing: they stay
+    in registers or L1), ``GATHER_CHUNK`` outputs at a time."""
+    cdef double acc[GATHER_CHUNK]
+    cdef double s, v
+    cdef int j, a, a0, c
+    cdef const double* base
+    if K == 1:
+        s = 0.0
+        for j in range(nz):
+            s += val[j] * Mp[idx[j]]
+        out[0] = s
+        return
+    a0 = 0
+    while a0 < K:
+        c = min(<int>GATHER_CHUNK, K - a0)
+        for a in range(c):
+            acc[a] = 0.0
+        for j in range(nz):
+            v = val[j]
+            base = Mp + idx[j] * K + a0
+            for a in range(c):
+                acc[a] += v * base[a]
+        for a in range(c):
+            out[<size_t>(a0 + a) * stride] = acc[a]
+        a0 += c
+
+
+cdef int team_pass(TeamPass tp, int k) noexcept nogil:
+    """Thread ``k``'s part of ``tp``'s pass (``TeamPass``). Returns 1 at the
+    end, 0 when ``G`` was not positive definite (every thread stops at the
+    same example: they all factor the same ``G``), -1 when aborted."""
+    cdef const FullRankKernel* kr = &tp.kr
+    cdef Example* ex = &tp.ex[k]
+    cdef FullRankWork* w = &tp.w[k]
+    cdef PassTotals* tot = &tp.tot[k]
+    cdef TeamBarrier* bar = &tp.barrier
+    cdef int lo = tp.lo[k], hi = tp.lo[k + 1], n = hi - lo
+    cdef int K = kr.K, P = kr.P, r, j, a, b, f, sense = 0, inc = 1
+    cdef Py_ssize_t i, p
+    cdef double v, one = 1.0, zero = 0.0, mone = -1.0, eta = kr.eta, lam = kr.lam
+    cdef char cN = b'N'
+    cdef char cT = b'T'
+    cdef double* M = kr.M
+    cdef double* Wt = tp.Wt
+    cdef double* Rt = tp.Rt
+    cdef double* C = w.C
+    cdef double* th = kr.theta
+    cdef double* phi = kr.phi
+    cdef double* rhs = kr.mu
+    tot.loss_sum = 0.0
+    tot.w_sum = 0.0
+    for i in range(tp.start, tp.stop):
+        if not read_row(tp.ds, i, ex, kr.n_features, kr.fit_intercept):
+            continue
+        example_scores(ex, th)
+        example_bound(ex)
+        tot.loss_sum += ex.sw * ex.loss
+        tot.w_sum += ex.sw
+        r = ex.r
+        if r > 0 and n > 0:
+            # own columns of W^T = (M U)^T, from M's own rows (M is symmetric:
+            # its rows stay in this thread's cache), summed in gather_rows' order
+            for p in range(lo, hi):
+                own_gather(M + <size_t>p * P, K, ex.idx, ex.val, ex.nz, Wt + p, P)
+            # own columns of R^T = L^T W^T
+            dgemm(&cN, &cN, &n, &r, &K, &one, Wt + lo, &P, ex.Lt, &K, &zero, Rt + lo, &P)
+        own_gradient(kr, ex, lo, hi)
+        if not team_barrier_wait(bar, &sense):
+            return -1
+        if r > 0:
+            # C = U^T M U, G = I + L^T C L and its factor: alike on every thread
+            for a in range(K):
+                for b in range(K):
+                    v = 0.0
+                    for j in range(ex.nz):
+                        v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
+                    C[a * K + b] = v
+            matmul(r, K, K, ex.Lt, K, 1, C, K, 1, w.tmp)
+            matmul(r, r, K, w.tmp, K, 1, ex.Lt, 1, K, w.G)
+            for f in range(r):
+                w.G[f * r + f] += 1.0
+            if not cholesky(r, w.G):
+                return 0
+            lower_solve_cols(r, w.G, n, P, Rt + lo)
+        if kr.surrogate:
+            # the step's right-hand side, whole on every thread (theta is not
+            # written before the next barrier)
+            for p in range(P):
+                w.wrk[p] = kr.mu[p] if p < kr.n_reg else kr.mu[p] - lam * th[p]
+            rhs = w.wrk
+        if not team_barrier_wait(bar, &sense):
+            return -1
+        if n > 0:
+            if r > 0:       # own rows of M -= T T^T
+                dgemm(&cN, &cT, &P, &n, &r, &mone, Rt, &P, Rt + lo, &P, &one,
+                      M + <size_t>lo * P, &P)
+            # own rows of phi = M rhs (M symmetric: its own rows, not its columns)
+            dgemv(&cT, &P, &n, &one, M + <size_t>lo * P, &P, rhs, &inc, &zero, phi + lo,
+                  &inc)
+            for p in range(lo, hi):
+                if kr.surrogate:
+                    phi[p] += th[p]
+                th[p] -= eta * phi[p]
+        tot.t += 1
+        if not team_barrier_wait(bar, &sense):
+            return -1
+    return 1
+
+
+def team_epochs(RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop, int n_epochs,
+                bint shuffle, threads):
+    """``full_epochs`` on ``threads`` (a ``ThreadRunner``): each pass one
+    ``TeamPass``. The state is updated in place; after a failure in a thread
+    (an error raised) it is half-updated, and the caller must discard it."""
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef int epochs_run = 0
+    cdef bint diverged = False
+    cdef PassTotals tot = start_totals(state.t)
+    cdef double[::1] theta = state.theta
+    cdef double[::1] phi = state.phi
+    for _ in range(n_epochs):
+        if shuffle:
+            ds.shuffle(&rng)
+        tp = TeamPass(ds, state, opts, start, stop, threads.n_threads)
+        try:
+            threads.map(tp.run, range(tp.n_threads))
+        except BaseException:
+            tp.abort()
+            raise
+        status, tot = tp.result()
+        if status < 0:
+            raise RuntimeError("a thread of the shared SBM pass stopped without an error")
+        state.t = tot.t
+        if status == 0 or not all_finite(&theta[0], theta.shape[0]) or not all_finite(
+                &phi[0], phi.shape[0]):
+            diverged = True
+            break
+        epochs_run += 1
+    return finish_passes(state, tot, rng, epochs_run, diverged)
