@@ -18,6 +18,7 @@ default):
     python benchmarks/bench_jobs.py                      # every part
     python benchmarks/bench_jobs.py --parts lbfgs --max-iterations 50
     python benchmarks/bench_jobs.py --parts psa_binary,taggers --passes 2
+    python benchmarks/bench_jobs.py --parts sbm --rounds 3
 
 * ``psa_binary`` -- ``PSAClassifier`` one pass (``max_iter=1``, ``alpha = 1/n``)
   on the CoNLL-2000 training tokens hashed to 2^20 columns, label I-NP
@@ -44,6 +45,18 @@ does not shrink with the threads (every thread lists every token's
 attributes; the serial end of a pass: the finiteness check, ASF's feedback)
 is ``2 P2 / P - 1`` from the passes at one and two threads, and ``T(k) = P
 (f + (1 - f) / k)``.
+
+* ``sbm`` -- ``SBMLogisticRegression`` (full rank, its default ``rank='auto'``)
+  on letter (26 classes, ``P = 442``), a9a (``P = 124``) and w8a (``P =
+  301``) with the default settings (``batch_size=1``, Algorithm 2, 5
+  passes) and with ``--sbm-batch`` (256): ``n_jobs=1`` then ``n_jobs=2``,
+  ``--rounds`` fits each, interleaved, the best wall kept with its CPU
+  seconds; the speed-up, the test accuracy of each and the coefficients'
+  largest difference relative to the largest one-thread coefficient. The
+  threads share a ``batch_size=1`` pass when ``P^2 r`` is at least
+  ``_sbm_full.TEAM_MIN_WORK`` (letter); elsewhere ``n_jobs=2`` runs one
+  thread and gives the one-thread model (``shared`` says which). ``--sbm-sets``
+  picks the data sets.
 
 Without the data set a part prints that it is skipped and the script exits 0.
 """
@@ -246,7 +259,58 @@ def part_taggers(args):
     return out
 
 
-PARTS = {"lbfgs": part_lbfgs, "psa_binary": part_psa_binary, "taggers": part_taggers}
+def part_sbm(args):
+    """SBMLogisticRegression, n_jobs=1 against 2 on letter, a9a, w8a (module docstring)."""
+    import _datasets
+    import numpy as np
+
+    from sklearn_secondorder import SBMLogisticRegression
+    from sklearn_secondorder._core._sbm_full import FullRankState
+
+    print(f"sbm: SBMLogisticRegression, n_jobs {args.n_jobs}, best of {args.rounds} "
+          f"interleaved fits; {os.cpu_count()} cores, load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    out = {}
+    for name in args.sbm_sets.split(","):
+        try:
+            Xtr, ytr, Xte, yte = _datasets.LOADERS[name]()
+        except FileNotFoundError:
+            print(f"sbm: {name} skipped, its data are absent")
+            continue
+        for batch_size in (1, args.sbm_batch):
+            best = {n_jobs: None for n_jobs in args.n_jobs}
+            for _ in range(args.rounds):
+                for n_jobs in args.n_jobs:
+                    est, wall, cpu = timed_fit(SBMLogisticRegression(
+                        batch_size=batch_size, random_state=0, n_jobs=n_jobs), Xtr, ytr)
+                    if best[n_jobs] is None or wall < best[n_jobs][1]:
+                        best[n_jobs] = (est, wall, cpu)
+            rows = []
+            for n_jobs in args.n_jobs:
+                est, wall, cpu = best[n_jobs]
+                state = est._states[0]
+                shared = (n_jobs not in (None, 1) and isinstance(state, FullRankState)
+                          and est._shares_passes(state, n_jobs))
+                rows.append({"n_jobs": n_jobs, "wall": wall, "cpu": cpu, "shared": shared,
+                             "acc": 100 * est.score(Xte, yte), "coef": est.coef_})
+                print(f"  {name} batch_size={batch_size} n_jobs={n_jobs}: fit {wall:7.3f} s "
+                      f"wall {cpu:7.3f} s CPU, test accuracy {rows[-1]['acc']:.3f}"
+                      f"{', shared pass' if shared else ''}", flush=True)
+            base = rows[0]
+            for row in rows[1:]:
+                diff = (np.abs(row["coef"] - base["coef"]).max()
+                        / np.abs(base["coef"]).max())
+                print(f"  {name} batch_size={batch_size} n_jobs={row['n_jobs']} vs "
+                      f"{base['n_jobs']}: speed-up {base['wall'] / row['wall']:.2f}x, CPU "
+                      f"{row['cpu'] / base['cpu']:.2f}x; accuracy "
+                      f"{row['acc'] - base['acc']:+.3f} points, coef max rel. diff "
+                      f"{diff:.1e}", flush=True)
+            out[name, batch_size] = rows
+    return out
+
+
+PARTS = {"lbfgs": part_lbfgs, "psa_binary": part_psa_binary, "taggers": part_taggers,
+         "sbm": part_sbm}
 
 
 def main(argv=None):
@@ -262,7 +326,12 @@ def main(argv=None):
     ap.add_argument("--passes", type=int, default=2,
                     help="passes of the taggers part, the same for every n_jobs (2)")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="fits per n_jobs in the psa_binary part, interleaved, the best kept (5)")
+                    help="fits per n_jobs in the psa_binary and sbm parts, interleaved, the "
+                    "best kept (5)")
+    ap.add_argument("--sbm-sets", default="letter,a9a,w8a",
+                    help="the sbm part's data sets (letter,a9a,w8a)")
+    ap.add_argument("--sbm-batch", type=int, default=256,
+                    help="the sbm part's batch_size besides 1 (256)")
     args = ap.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     unknown = [p for p in parts if p not in PARTS]
