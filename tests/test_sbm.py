@@ -843,10 +843,43 @@ def test_shared_pass_matches_one_thread_and_oracle(K, fit_intercept, surrogate, 
             np.testing.assert_allclose(got_, want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("K,n,d,batch_size,zero_frac,n_threads,surrogate", [
+    (3, 30, 6, 4, 0.4, 2, False), (3, 600, 6, 300, 0.6, 2, False),
+    (4, 200, 10, 16, 0.5, 3, True), (5, 100, 3, 7, 0.0, 2, False)])
+def test_shared_batched_pass_matches_one_thread(K, n, d, batch_size, zero_frac, n_threads,
+                                                surrogate):
+    """Batches refactored by Cholesky on threads (BatchTeamPass): dense and
+    sparse rows, a batch of several groups (300 rows), a last partial batch;
+    the one-thread kernel's model (exactly, but for the order in which a batch
+    of more than 256 rows with sparse ones enters Sigma)."""
+    rng = np.random.RandomState(K + n)
+    X = rng.randn(n, d)
+    X[rng.rand(n, d) < zero_frac] = 0
+    yk = rng.randint(0, K, n).astype(float)
+    sw = rng.rand(n) + 0.5
+    sw[3] = 0.0
+    theta0 = 0.3 * rng.randn((d + 1) * K)
+    opts = SBMOptions(alpha=0.05, eta=0.3, batch_size=batch_size, surrogate=surrogate)
+    assert _sbm_full_batch_route(batch_size, K, theta0.size) == "refactor"
+    one = _full_state(theta0, K, True, n, 0.05, 0.3, seed=7)
+    full_epochs(RowDataset(X, yk, sw), one, opts, n_epochs=2)
+    got = _full_state(theta0, K, True, n, 0.05, 0.3, seed=7)
+    with ThreadRunner(n_threads) as runner:
+        info = team_epochs(RowDataset(sp.csr_matrix(X), yk, sw), got, opts, 0, n, 2, True,
+                           runner)
+    assert info.t == 2 * (n - 1) and not info.diverged and got.seed == one.seed
+    for name in ("theta", "M", "mu", "phi", "Sigma"):
+        np.testing.assert_allclose(getattr(got, name), getattr(one, name), rtol=1e-12,
+                                   atol=1e-14, err_msg=name)
+    assert got.sigma_of is got.M and not got.m_stale
+
+
 def test_team_route_choice():
     assert not team_route(1, 26, 442, 1)                 # one thread
     assert team_route(1, 26, 442, 2)                     # letter: P^2 r = 4.9e6
-    assert not team_route(256, 26, 442, 2)               # batches: one thread
+    assert team_route(256, 26, 442, 2)                   # letter's batches (refactored)
+    assert not team_route(2, 26, 442, 2)                 # (Woodbury batches: one thread)
+    assert not team_route(256, 1, 301, 2)                # two classes' batches: one thread
     assert team_route(1, 1, 301, 2)                      # w8a: P^2 = 9e4
     assert not team_route(1, 1, 124, 2)                  # a9a: P^2 = 1.5e4, too small
     assert not team_route(1, 3, 20, 2)                   # (fewer than 16 P a thread)
@@ -885,17 +918,25 @@ def test_n_jobs_2_shares_the_pass_deterministically(wide_multiclass):
     np.testing.assert_array_equal(a.predict(X), one.predict(X))
 
 
-def test_n_jobs_2_partial_fit_and_other_settings_run_one_thread(wide_multiclass):
+def test_n_jobs_2_partial_fit_batches_and_low_rank(wide_multiclass):
     X, y = wide_multiclass
     # partial_fit shares its pass too
     a = SBMLogisticRegression(n_jobs=2, random_state=0).partial_fit(X, y, np.unique(y))
     b = SBMLogisticRegression(n_jobs=1, random_state=0).partial_fit(X, y, np.unique(y))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
-    # batches and the low rank run on one thread: the one-thread model exactly
-    for kw in (dict(batch_size=32), dict(rank=2, rank_features=8)):
-        a = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0, **kw).fit(X, y)
-        b = SBMLogisticRegression(max_iter=1, random_state=0, **kw).fit(X, y)
-        np.testing.assert_array_equal(a.coef_, b.coef_)
+    # batches refactored by Cholesky: shared, the one-thread model up to the
+    # rounding of the dgemm split between the threads
+    kw = dict(batch_size=32, max_iter=2, random_state=0)
+    a = SBMLogisticRegression(n_jobs=2, **kw).fit(X, y)
+    b = SBMLogisticRegression(**kw).fit(X, y)
+    assert a._shares_passes(a._states[0], 2)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-10)
+    np.testing.assert_array_equal(a.coef_, SBMLogisticRegression(n_jobs=2, **kw).fit(X, y).coef_)
+    # the low rank runs on one thread: the one-thread model exactly
+    kw = dict(rank=2, rank_features=8, max_iter=1, random_state=0)
+    a = SBMLogisticRegression(n_jobs=2, **kw).fit(X, y)
+    assert not a._shares_passes(a._states[0], 2)
+    np.testing.assert_array_equal(a.coef_, SBMLogisticRegression(**kw).fit(X, y).coef_)
 
 
 def test_n_jobs_minus_1_is_accepted(multiclass):
@@ -923,10 +964,12 @@ def test_a_failure_in_a_thread_surfaces(wide_multiclass, monkeypatch):
         return real(k)
 
     monkeypatch.setattr(_sbm_full, "thread_workspace", fails_on_a_worker)
-    clf = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0)
-    with pytest.raises(MemoryError, match="thread buffers"):     # (and no deadlock)
-        clf.fit(X, y)
-    assert not hasattr(clf, "coef_")                  # no half-updated model
+    for batch_size in (1, 32):
+        clf = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0,
+                                    batch_size=batch_size)
+        with pytest.raises(MemoryError, match="thread buffers"):     # (and no deadlock)
+            clf.fit(X, y)
+        assert not hasattr(clf, "coef_")              # no half-updated model
     monkeypatch.undo()
     clf.fit(X, y)                                     # the estimator is usable again
     assert clf.score(X, y) > 0.5

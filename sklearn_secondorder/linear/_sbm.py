@@ -187,36 +187,48 @@ class SBMLogisticRegression(LinearClassifierBase):
     n_jobs : int, default=None
         Threads that train the one model (scikit-learn's convention: None is
         1, -1 all the cores, -2 all but one; 0 or a non-int is a
-        ValueError). Algorithm 2 is sequential from example to example (each
-        bound is formed at the weights the previous step left), so the
-        threads split each example's work instead of the rows: at full rank
-        with ``batch_size=1``, when ``P^2 r`` is at least
-        ``_core._sbm_full.TEAM_MIN_WORK`` (50,000), every thread owns a range
-        of the ``P`` coordinates (rows of ``M``, entries of ``theta``,
-        ``mu``, ``phi``) and does its share of the gather ``M U``, the
-        triangular solve, the rank-``r`` downdate ``M -= T T^T`` (the
-        ``O(r P^2)`` that dominates) and the step ``theta -= eta M mu``,
-        without the GIL, meeting at three barriers per example
-        (``_core._sbm_full.TeamPass``). That is the one-thread model up to
-        the order of a few floating-point sums (the coefficients' largest
-        difference 1e-13 of the largest coefficient on letter after 5
-        passes, 1e-12 on w8a after one; the tests hold it to 1e-9), and a
-        given ``n_jobs`` gives the same model bit for bit. Measured on 2
-        cores (``benchmarks/bench_jobs.py --parts sbm``, the default
-        settings, best of 3 interleaved fits): letter (26 classes, ``P =
-        442``) fitted 1.57x faster at ``n_jobs=2`` (16.4 s against 25.8 s;
-        1.26x the CPU seconds), w8a (``P = 301``, two classes) 1.69x (2.97 s
-        against 5.03 s; 1.17x the CPU seconds), with the same test accuracy;
-        on a9a (``P = 124``) the barriers cost what the split saves (0.95x
-        for a pass), so ``n_jobs`` runs one thread there. Everything else
-        runs on one thread and gives the one-thread model exactly: smaller
-        ``P``; ``batch_size > 1``, whose step is already one BLAS-3 update
-        per batch; and the low rank. None and 1 take the one-thread path,
-        the model of earlier releases. If a thread fails, its error is raised and the fit is
-        left as a failed fit leaves it (unfitted: the state it shared is
-        half-updated). The threads need no copy of the state. On a busy
-        machine a thread that loses its core holds the others at every
-        example: time it first.
+        ValueError), at full rank, without the GIL, on the one state (no
+        copies, no mix); the model is the one-thread model up to the order
+        of a few floating-point sums, and a given ``n_jobs`` gives the same
+        model bit for bit. Two schemes, chosen by measurement
+        (``_core._sbm_full.team_route``), where ``P^2 r`` is at least
+        ``_core._sbm_full.TEAM_MIN_WORK`` (50,000):
+
+        - ``batch_size=1`` (Algorithm 2 is sequential: each bound is formed
+          at the weights the previous step left): the threads split each
+          example's work. Every thread owns a range of the ``P``
+          coordinates (rows of ``M``, entries of ``theta``, ``mu``,
+          ``phi``) and does its share of the gather ``M U``, the triangular
+          solve, the rank-``r`` downdate ``M -= T T^T`` (the ``O(r P^2)``
+          that dominates) and the step, meeting at three barriers per
+          example (``_core._sbm_full.TeamPass``).
+        - ``batch_size > 1`` with several classes, batches refactored by
+          Cholesky (``batch_route``): every bound of a batch is formed at
+          the same weights, so the threads form those of disjoint rows at
+          once (Algorithm 1, ``S_j``, the rows' products) and split the
+          ``dgemm`` that adds them to ``Sigma``; the refactorisation and the
+          step run on one thread (``_core._sbm_full.BatchTeamPass``).
+
+        Measured on 2 cores (``benchmarks/bench_jobs.py --parts sbm``, 5
+        passes, best of 3 interleaved fits, 9 for the batches, while another
+        job used about one core; coefficients compared to ``n_jobs=1``):
+        letter (26 classes, ``P = 442``) fitted 1.58x faster at ``n_jobs=2``
+        with ``batch_size=1`` (17.2 s against 27.2 s; 1.25x the CPU
+        seconds; largest difference 1e-13 of the largest coefficient) and
+        1.36x with ``batch_size=256`` (0.98 s against 1.33 s; the same
+        coefficients bit for bit); w8a (``P = 301``, two classes) 1.73x with
+        ``batch_size=1`` (2.85 s against 4.93 s; 1e-14); the test accuracy
+        the same. Everything else runs on one thread and gives the
+        one-thread model exactly: smaller ``P`` (on
+        a9a, ``P = 124``, the barriers cost what the split saves: 0.95x for
+        a pass), batches with two classes (their cost is the refactorisation
+        of ``Sigma``, ``O(P^3 / 3)`` a batch, which does not split), batches
+        of the Woodbury route, and the low rank. None and 1 take the
+        one-thread path, the model of earlier releases. If a thread fails,
+        its error is raised and the fit is left as a failed fit leaves it
+        (unfitted: the state it shared is half-updated). On a busy machine
+        a thread that loses its core holds the others at every meeting: time
+        it first.
     verbose : int, default=0
         Above 0, print one line per pass: the pass, the rows, the update
         counter ``T``, the mean training loss at the end of the pass,
@@ -504,8 +516,9 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     def _shares_passes(self, state, n_threads):
         """Whether ``n_threads`` threads share this state's passes
-        (``_core._sbm_full.team_route``: full rank, ``batch_size=1``, ``P^2 r``
-        large enough); otherwise ``n_jobs`` runs them on one thread."""
+        (``_core._sbm_full.team_route``: full rank, ``batch_size=1`` or
+        batches refactored by Cholesky with several classes, ``P^2 r`` large
+        enough); otherwise ``n_jobs`` runs them on one thread."""
         return isinstance(state, FullRankState) and team_route(
             self.batch_size, state.n_outputs, state.theta.size, n_threads)
 
