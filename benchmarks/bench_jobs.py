@@ -50,13 +50,15 @@ is ``2 P2 / P - 1`` from the passes at one and two threads, and ``T(k) = P
   on letter (26 classes, ``P = 442``), a9a (``P = 124``) and w8a (``P =
   301``) with the default settings (``batch_size=1``, Algorithm 2, 5
   passes) and with ``--sbm-batch`` (256): ``n_jobs=1`` then ``n_jobs=2``,
-  ``--rounds`` fits each, interleaved, the best wall kept with its CPU
-  seconds; the speed-up, the test accuracy of each and the coefficients'
-  largest difference relative to the largest one-thread coefficient. The
-  threads share a ``batch_size=1`` pass when ``P^2 r`` is at least
-  ``_sbm_full.TEAM_MIN_WORK`` (letter); elsewhere ``n_jobs=2`` runs one
-  thread and gives the one-thread model (``shared`` says which). ``--sbm-sets``
-  picks the data sets.
+  ``--rounds`` fits each (three times as many when a one-thread fit takes
+  less than 5 s), interleaved, the best wall kept with its CPU seconds;
+  the speed-up, the test accuracy of each and the coefficients' largest
+  difference relative to the largest one-thread coefficient. The
+  threads share the passes when ``P^2 r`` is at least
+  ``_sbm_full.TEAM_MIN_WORK`` and ``batch_size=1`` (letter, w8a) or the
+  batches are refactored with several classes (letter); elsewhere
+  ``n_jobs=2`` runs one thread and gives the one-thread model (``shared
+  pass`` says which). ``--sbm-sets`` picks the data sets.
 
 Without the data set a part prints that it is skipped and the script exits 0.
 """
@@ -279,12 +281,16 @@ def part_sbm(args):
             continue
         for batch_size in (1, args.sbm_batch):
             best = {n_jobs: None for n_jobs in args.n_jobs}
-            for _ in range(args.rounds):
+            rounds, done = args.rounds, 0
+            while done < rounds:
+                done += 1
                 for n_jobs in args.n_jobs:
                     est, wall, cpu = timed_fit(SBMLogisticRegression(
                         batch_size=batch_size, random_state=0, n_jobs=n_jobs), Xtr, ytr)
                     if best[n_jobs] is None or wall < best[n_jobs][1]:
                         best[n_jobs] = (est, wall, cpu)
+                if done == 1 and best[args.n_jobs[0]][1] < 5.0:
+                    rounds = 3 * args.rounds    # (short fits: more rounds on a noisy host)
             rows = []
             for n_jobs in args.n_jobs:
                 est, wall, cpu = best[n_jobs]
