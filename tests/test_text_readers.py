@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from numpy.testing import assert_array_equal
 
 from sklearn_secondorder._core._text_readers import (
@@ -187,3 +188,23 @@ def test_svmlight_scan_reads_the_ends_of_a_line_and_the_strict_parse_the_middle(
         scan_svmlight(bad, 1, True)
     with pytest.raises(ValueError, match=f"line 1: feature index 'a' {INDEX}"):
         parse_svmlight(bad, False, 4, 1, strict_range=True)
+
+
+def test_svmlight_integer_pairs_read_in_one_pass_match_load_svmlight_file(tmp_path):
+    # integer values (the one-pass path) beside every other form of a pair:
+    # signs, zeros, 15 and 16 digits, reals, tabs, several spaces, qid, a
+    # comment, trailing blanks
+    from sklearn.datasets import load_svmlight_file
+    text = (b"1 1:1 3:-2 7:+5 9:0 12:-0 15:123456789012345 18:1234567890123456\n"
+            b"-1 2:1.5 4:3\t6:2  8:-7 10:1e2 \n"
+            b"1 qid:3 5:4 11:9 # 13:1\n"
+            b"-1 1:00012 19:7\r\n")
+    path = tmp_path / "f.svm"
+    path.write_bytes(text)
+    X_ref, y_ref = load_svmlight_file(str(path), n_features=20, zero_based=False)
+    labels, indptr, indices, data = parse_svmlight(text, False, 20)
+    got = sp.csr_matrix((data, indices, indptr), shape=(labels.size, 20))
+    assert_array_equal(labels, y_ref)
+    assert_array_equal(got.toarray(), X_ref.toarray())
+    with pytest.raises(ValueError, match="line 1: feature index 0 in a one-based file"):
+        parse_svmlight(b"1 0:5\n", False, 20)

@@ -468,6 +468,39 @@ cdef inline Py_ssize_t _svm_pair(const unsigned char* b, Py_ssize_t* p, Py_ssize
         return colon
 
 
+cdef inline Py_ssize_t _svm_int_pair(const unsigned char* b, Py_ssize_t* p, Py_ssize_t end,
+                                     int64_t* idx, double* value) noexcept nogil:
+    """The common pair, in one pass over its bytes: one space, the index's
+    digits, ``:``, an integer value of at most 15 digits (exact in a double,
+    as ``strtod`` gives it; hashed and binary features), then a space or the
+    line's end. Returns the colon's position (> 0; ``p[0]`` after the value),
+    or 0 and ``p[0]`` unchanged for ``_svm_pair`` to read whatever else is
+    there (any spacing, ``qid:``, a comment, a real value, an error)."""
+    cdef Py_ssize_t q = p[0], k, colon
+    cdef int64_t i = 0, v = 0
+    if q < end and b[q] == 32:
+        q += 1
+    k = q
+    while k < end and 48 <= b[k] <= 57 and k - q < 12:
+        i = 10 * i + (b[k] - 48)
+        k += 1
+    if k == q or k >= end or b[k] != 58:
+        return 0
+    colon = k
+    k += 1
+    q = k + (k < end and (b[k] == 45 or b[k] == 43))
+    k = q
+    while k < end and 48 <= b[k] <= 57 and k - q < 15:
+        v = 10 * v + (b[k] - 48)
+        k += 1
+    if k == q or (k < end and not _space(b[k])):
+        return 0
+    idx[0] = i
+    value[0] = -<double>v if b[colon + 1] == 45 else <double>v
+    p[0] = k
+    return colon
+
+
 cdef Py_ssize_t _vw_header(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,
                            Py_ssize_t line, double* label, double* weight,
                            _Error* err) noexcept nogil:
@@ -654,17 +687,21 @@ cdef Py_ssize_t _svm_lines(const unsigned char* b, Py_ssize_t n, bint zero_based
             return -1
         if p > 0:
             while True:
-                colon = _svm_pair(b, &p, end, line, &idx, err)
-                if colon < 0:
-                    return -1
+                colon = _svm_int_pair(b, &p, end, &idx, &value)
                 if colon == 0:
-                    break
+                    colon = _svm_pair(b, &p, end, line, &idx, err)
+                    if colon < 0:
+                        return -1
+                    if colon == 0:
+                        break
+                    if not zero_based and idx == 0:
+                        return _fail(err, 0, 0, line, _INDEX_ZERO)
+                    if _number(b, colon + 1, p, line, _VALUE, &value, err) < 0:
+                        return -1
                 if not zero_based:
                     if idx == 0:
                         return _fail(err, 0, 0, line, _INDEX_ZERO)
                     idx -= 1
-                if _number(b, colon + 1, p, line, _VALUE, &value, err) < 0:
-                    return -1
                 if idx >= n_features and strict_range:
                     return _fail(err, colon - _digits_before(b, colon), colon, line,
                                  _BEYOND)
