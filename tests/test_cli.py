@@ -812,13 +812,14 @@ def test_bad_line_in_the_middle_names_it_and_writes_no_model(tmp_path, reader, s
 
 
 @pytest.mark.parametrize("fmt", ["svmlight", "vw"])
-def test_scan_of_two_blocks_at_once_is_the_scan_in_order(tmp_path, fmt):
+def test_scan_of_two_blocks_at_once_is_the_scan_in_order(tmp_path, fmt, monkeypatch):
     """The pre-scan scans two blocks at once on two threads: over many
     blocks its totals are those of the scan one block after the other, and a
     bad label in a middle block is the error of its line, raised after the
     blocks before it, with no scanning thread left."""
+    from sklearn_secondorder.cli import _stream
     from sklearn_secondorder.cli._files import DataError, iter_blocks
-    from sklearn_secondorder.cli._stream import _scan_blocks
+    from sklearn_secondorder.cli._stream import _scan_blocks, scan
     X, y = make_rows(n=3000, d=40, seed=6)
     path = tmp_path / ("train.svm" if fmt == "svmlight" else "train.vw")
     if fmt == "svmlight":
@@ -830,14 +831,29 @@ def test_scan_of_two_blocks_at_once_is_the_scan_in_order(tmp_path, fmt):
         return _scan_blocks(iter_blocks(path, None, block_bytes=1 << 12), path, fmt, None,
                             0, 0, -1, -1, None, concurrent=concurrent)
 
+    def mapped(concurrent):
+        # (a plain file is scanned in a mapping of it, in pieces: small ones here)
+        monkeypatch.setattr(_stream, "MAPPED_PIECE_BYTES", 1 << 12)
+        results = _stream._mapped_scans(path, _stream._SCANNERS[fmt], concurrent)
+        try:
+            return _scan_blocks(None, path, fmt, None, 0, 0, -1, -1, None, results=results)
+        finally:
+            results.close()
+
     one, two = totals(False), totals(True)
     assert one[:4] == two[:4] and one[0] == 3000
     assert_array_equal(one[4], two[4])
+    for concurrent in (False, True):
+        three = mapped(concurrent)
+        assert one[:4] == three[:4]
+        assert_array_equal(one[4], three[4])
+    assert scan([str(path)], fmt, read_ahead=True).n_rows == 3000
     lines = path.read_text().splitlines()
     lines[2499] = "x " + lines[2499].split(" ", 1)[1]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=f"{path}, line 2500: (label )?'x' is not a number"):
-        totals(True)
+    for run in (lambda: totals(True), lambda: mapped(True), lambda: mapped(False)):
+        with pytest.raises(DataError, match=f"{path}, line 2500: (label )?'x' is not a number"):
+            run()
     assert not [t for t in threading.enumerate() if t.name.startswith("skso-scan")]
 
 

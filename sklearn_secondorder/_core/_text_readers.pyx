@@ -13,8 +13,9 @@ One pass of C over a chunk of bytes, never a Python step per feature or row:
     The pre-scan of a file: every row's label (and, for svmlight, the
     smallest and largest feature index), so that ``classes``, the number of
     features and the size-dependent parameters are known before training.
-``newline_positions``
-    Where the lines of a block of text end (``cli._files.iter_blocks``).
+``newline_positions`` / ``count_newlines``
+    Where the lines of a block of text end (``cli._files.iter_blocks``), and
+    how many there are.
 ``hash_strings``
     MurmurHash3 of every item of a fixed-width byte array (the CoNLL column
     values and the CRF++ template features built from their hashes).
@@ -179,6 +180,16 @@ def newline_positions(const unsigned char[::1] buf):
             o[k] = <const unsigned char*>p - b
             pos = o[k] + 1
     return out
+
+
+def count_newlines(const unsigned char[::1] buf):
+    """The newlines (byte 10) of ``buf``, counted with ``memchr`` without the GIL."""
+    cdef Py_ssize_t n = buf.shape[0], count = 0
+    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
+    with nogil:
+        if n > 0:
+            count = _count_lines(b, n) - (0 if b[n - 1] == 10 else 1)
+    return count
 
 
 # ---- the line readers --------------------------------------------------------------

@@ -12,6 +12,8 @@ buffer, if any), never the file.
 the learner: the compiled parsers and the learners' passes release the GIL,
 so that reading and parsing the next chunk overlaps training on this one.
 """
+import mmap
+import os
 import queue
 import threading
 from collections import deque
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core._text_readers import scan_svmlight, scan_vw
+from .._core._text_readers import count_newlines, scan_svmlight, scan_vw
 from ._featurizers import Chunk, ConllFeaturizer, SvmlightFeaturizer, VWFeaturizer
 from ._files import DataError, first_lines, iter_blocks
 from ._templates import BUILTIN_TEMPLATES, parse_template
@@ -56,6 +58,15 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
                 raise DataError(f"{path}: a CoNLL file needs at least 2 columns (features "
                                 "and the label)")
             featurizer = ConllFeaturizer(10, n_columns, "U:%x[0,0]")
+        if fmt != "conll" and not _gzipped(path):
+            results = _mapped_scans(path, _SCANNERS[fmt], concurrent=read_ahead)
+            try:
+                n_rows, n_units, lo, hi, classes = _scan_blocks(
+                    None, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
+                    results=results)
+            finally:
+                results.close()
+            continue
         blocks = (iter_blocks(path, 1 << 16, sentences=True) if fmt == "conll" else
                   iter_blocks(path, None, block_bytes=1 << 24))
         if read_ahead:
@@ -70,6 +81,73 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
     if n_rows == 0:
         raise DataError(f"{', '.join(map(str, paths))}: no data rows")
     return ScanResult(n_rows, n_units, classes, lo, hi, n_columns)
+
+
+_SCANNERS = {"svmlight": scan_svmlight, "vw": scan_vw}
+#: Bytes of a plain file scanned at a time (``_mapped_scans``).
+MAPPED_PIECE_BYTES = 1 << 24
+
+
+def _gzipped(path):
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _mapped_scans(path, scanner, concurrent):
+    """``(None, scanner(piece, first_line))`` for the pieces of a plain file,
+    about ``MAPPED_PIECE_BYTES`` each, cut after a newline, in order.
+
+    The pieces are read in a read-only mapping of the file: no copy into
+    Python's memory, and each piece's pages are released once it is scanned,
+    so that the memory held is two pieces whatever the file's size.
+    ``concurrent``: two pieces scanned at once (the scans release the GIL).
+    The pieces are scanned from line 1; a bad line's message is made again
+    with the lines before its piece counted.
+    """
+    piece_bytes = MAPPED_PIECE_BYTES
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(m)
+    cuts = [0]
+    while cuts[-1] < size:
+        nl = m.find(b"\n", min(cuts[-1] + piece_bytes, size) - 1)
+        cuts.append(size if nl < 0 else nl + 1)
+    pieces = [view[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    release = getattr(mmap, "MADV_DONTNEED", None)
+
+    def scanned(k):
+        try:
+            return scanner(pieces[k], 1)
+        except ValueError:
+            line = 1 + sum(count_newlines(pieces[j]) for j in range(k))
+            return scanner(pieces[k], line)     # (raises, naming the line)
+
+    try:
+        with ThreadPoolExecutor(2 if concurrent else 1,
+                                thread_name_prefix="skso-scan") as pool:
+            pending = deque()
+            try:
+                for k in range(len(pieces)):
+                    pending.append((k, pool.submit(scanned, k)))
+                    if len(pending) == 2 or k == len(pieces) - 1:
+                        while pending and (len(pending) == 2 or k == len(pieces) - 1):
+                            done, future = pending.popleft()
+                            result = future.result()
+                            if release is not None:
+                                start = cuts[done] - cuts[done] % mmap.PAGESIZE
+                                m.madvise(release, start, cuts[done + 1] - start)
+                            yield None, result
+            finally:
+                for _, future in pending:
+                    future.cancel()
+    finally:
+        for piece in pieces:
+            piece.release()
+        view.release()
+        m.close()
 
 
 def _scanned(blocks, scanner, concurrent):
@@ -97,11 +175,13 @@ def _scanned(blocks, scanner, concurrent):
 
 
 def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
-                 concurrent=False):
-    """``scan``'s loop over the blocks of one file: the running totals."""
-    scanner = {"svmlight": scan_svmlight, "vw": scan_vw}.get(fmt)
-    results = (_scanned(blocks, scanner, concurrent) if scanner is not None
-               else ((block, None) for block in blocks))
+                 concurrent=False, results=None):
+    """``scan``'s loop over the blocks of one file (or the ``(block,
+    scanned)`` pairs of ``results``): the running totals."""
+    scanner = _SCANNERS.get(fmt)
+    if results is None:
+        results = (_scanned(blocks, scanner, concurrent) if scanner is not None
+                   else ((block, None) for block in blocks))
     while True:
         try:
             block, scanned = next(results)
