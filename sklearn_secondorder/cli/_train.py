@@ -279,23 +279,26 @@ def cmd_train(args, out):
             chunks = reader
         if p == 0 and not fitted and not args.no_progressive:
             chunks = _at_least_two(chunks)
+        if est is None and scanned.n_rows:
+            # (made now, the reader thread started: it parses the first
+            # chunks while the estimator's module is imported; the training
+            # time starts with the estimator)
+            est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+            t_train = fb.start = time.perf_counter()
         try:
             for chunk, block in chunks:
                 if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
                     raise DataError(f"{block.path}, lines from {block.first_line}: a row "
                                     "without a label (training needs labels)")
                 if est is None:
-                    # (made here, the reader thread started: it parses the
-                    # first chunks while the estimator's module is imported)
-                    if not scanned.n_rows:
-                        # no scan: the rows (sentences) of the whole data
-                        # estimated from this first block's rows per byte
-                        ratio = sum(texts) / max(block.end, 1)
-                        scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
-                        scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
-                        fb.write(f"(about {scanned.n_rows:,} rows, estimated from the "
-                                 "first chunk)")
+                    # no scan: the rows (sentences) of the whole data
+                    # estimated from this first block's rows per byte
+                    ratio = sum(texts) / max(block.end, 1)
+                    scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
+                    scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
                     est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+                    fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first "
+                             "chunk)")
                 if stream is None and _streams(est, kind):
                     stream = est._begin_stream()
                 if not header_written and not args.no_progressive:
