@@ -26,13 +26,8 @@ from sklearn.metrics import accuracy_score, f1_score, log_loss
 from sklearn.utils import murmurhash3_32
 
 from sklearn_secondorder import PlainSGDClassifier, PSAClassifier, PSASequenceTagger
-from sklearn_secondorder._core._text_readers import (
-    hash_strings,
-    murmurhash3_bytes,
-    parse_svmlight,
-    parse_vw,
-    scan_svmlight,
-)
+from sklearn_secondorder._core._hashing import hash_strings, murmurhash3_bytes
+from sklearn_secondorder._core._text_readers import parse_svmlight, parse_vw, scan_svmlight
 from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
 from sklearn_secondorder.cli._featurizers import ConllFeaturizer, SvmlightFeaturizer
 from sklearn_secondorder.cli._files import Block, DataError, iter_blocks
