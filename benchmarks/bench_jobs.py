@@ -55,7 +55,7 @@ is ``2 P2 / P - 1`` from the passes at one and two threads, and ``T(k) = P
   the speed-up, the test accuracy of each and the coefficients' largest
   difference relative to the largest one-thread coefficient. The
   threads share the passes when ``P^2 r`` is at least
-  ``_sbm_full.TEAM_MIN_WORK`` and ``batch_size=1`` (letter, w8a) or the
+  ``_sbm_team.TEAM_MIN_WORK`` and ``batch_size=1`` (letter, w8a) or the
   batches are refactored with several classes (letter); elsewhere
   ``n_jobs=2`` runs one thread and gives the one-thread model (``shared
   pass`` says which). ``--sbm-sets`` picks the data sets.

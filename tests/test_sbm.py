@@ -17,10 +17,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_secondorder import SBMLogisticRegression
-from sklearn_secondorder._core import _sbm_full
+from sklearn_secondorder._core import _sbm_team
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._sbm_bound import SBMOptions, beta_py, bound
-from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs, team_epochs, team_route
+from sklearn_secondorder._core._sbm_full import FullRankState, full_epochs
 from sklearn_secondorder._core._sbm_full import batch_route as _sbm_full_batch_route
 from sklearn_secondorder._core._sbm_lowrank import LowRankState, advance_py, lowrank_epochs
 from sklearn_secondorder._core._sbm_lowrank_bound import (
@@ -29,6 +29,7 @@ from sklearn_secondorder._core._sbm_lowrank_bound import (
     merge_py,
     woodbury_py,
 )
+from sklearn_secondorder._core._sbm_team import team_epochs, team_route
 from sklearn_secondorder._threads import ThreadRunner
 from sklearn_secondorder.linear import _sbm
 
@@ -956,14 +957,14 @@ def test_bad_n_jobs_is_refused(multiclass, bad):
 
 def test_a_failure_in_a_thread_surfaces(wide_multiclass, monkeypatch):
     X, y = wide_multiclass
-    real = _sbm_full.thread_workspace
+    real = _sbm_team.thread_workspace
 
     def fails_on_a_worker(k):
         if k > 0:
             raise MemoryError("thread buffers")
         return real(k)
 
-    monkeypatch.setattr(_sbm_full, "thread_workspace", fails_on_a_worker)
+    monkeypatch.setattr(_sbm_team, "thread_workspace", fails_on_a_worker)
     for batch_size in (1, 32):
         clf = SBMLogisticRegression(n_jobs=2, max_iter=1, random_state=0,
                                     batch_size=batch_size)

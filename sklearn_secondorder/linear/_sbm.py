@@ -8,8 +8,9 @@ from threadpoolctl import ThreadpoolController
 
 from .._compat import Interval, StrOptions
 from .._core._sbm_bound import SBMOptions
-from .._core._sbm_full import FullRankState, batch_route, full_epochs, team_route
+from .._core._sbm_full import FullRankState, batch_route, full_epochs
 from .._core._sbm_lowrank import LowRankState, lowrank_epochs
+from .._core._sbm_team import team_route
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
 from .._threads import ThreadRunner
@@ -191,8 +192,8 @@ class SBMLogisticRegression(LinearClassifierBase):
         copies, no mix); the model is the one-thread model up to the order
         of a few floating-point sums, and a given ``n_jobs`` gives the same
         model bit for bit. Two schemes, chosen by measurement
-        (``_core._sbm_full.team_route``), where ``P^2 r`` is at least
-        ``_core._sbm_full.TEAM_MIN_WORK`` (50,000):
+        (``_core._sbm_team.team_route``), where ``P^2 r`` is at least
+        ``_core._sbm_team.TEAM_MIN_WORK`` (50,000):
 
         - ``batch_size=1`` (Algorithm 2 is sequential: each bound is formed
           at the weights the previous step left): the threads split each
@@ -201,13 +202,13 @@ class SBMLogisticRegression(LinearClassifierBase):
           ``phi``) and does its share of the gather ``M U``, the triangular
           solve, the rank-``r`` downdate ``M -= T T^T`` (the ``O(r P^2)``
           that dominates) and the step, meeting at three barriers per
-          example (``_core._sbm_full.TeamPass``).
+          example (``_core._sbm_team.TeamPass``).
         - ``batch_size > 1`` with several classes, batches refactored by
           Cholesky (``batch_route``): every bound of a batch is formed at
           the same weights, so the threads form those of disjoint rows at
           once (Algorithm 1, ``S_j``, the rows' products) and split the
           ``dgemm`` that adds them to ``Sigma``; the refactorisation and the
-          step run on one thread (``_core._sbm_full.BatchTeamPass``).
+          step run on one thread (``_core._sbm_team.BatchTeamPass``).
 
         Measured on 2 cores (``benchmarks/bench_jobs.py --parts sbm``, 5
         passes, best of 3 interleaved fits, 9 for the batches, while another
@@ -516,7 +517,7 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     def _shares_passes(self, state, n_threads):
         """Whether ``n_threads`` threads share this state's passes
-        (``_core._sbm_full.team_route``: full rank, ``batch_size=1`` or
+        (``_core._sbm_team.team_route``: full rank, ``batch_size=1`` or
         batches refactored by Cholesky with several classes, ``P^2 r`` large
         enough); otherwise ``n_jobs`` runs them on one thread."""
         return isinstance(state, FullRankState) and team_route(

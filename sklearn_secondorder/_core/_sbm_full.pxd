@@ -1,0 +1,92 @@
+# Full-rank SBM (_sbm_full.pyx): the kernel's view of a FullRankState, its
+# scratch, and what the passes shared by threads (_sbm_team) use of the
+# one-thread kernel. Inline: ``example_scores`` and ``dense_row``, called once
+# per example inside the nogil loops of both modules.
+from ._sbm_bound cimport Example, Workspace
+
+
+cdef enum:
+    DENSE_CHUNK = 256   # dense rows per dgemm into Sigma (REFACTOR)
+
+
+cdef enum:
+    PER_EXAMPLE = 0     # batch_size == 1: Algorithm 2, one Woodbury step per example
+    WOODBURY = 1        # one rank-m Woodbury step on M per batch
+    REFACTOR = 2        # Sigma += batch, Cholesky per batch, M = Sigma^-1 at the end
+
+
+cdef struct FullRankKernel:
+    # the kernel's view of a FullRankState and its SBMOptions
+    int K                   # outputs
+    int P                   # parameters, (n_features + fit_intercept) K
+    Py_ssize_t n_features
+    Py_ssize_t n_reg        # penalised coordinates: the first n_features K
+    bint fit_intercept
+    bint surrogate
+    int batch_size
+    double alpha
+    double eta
+    double lam              # regulariser curvature inside M (surrogate only)
+    double* M               # P x P
+    double* theta
+    double* mu
+    double* phi
+    int route               # PER_EXAMPLE, WOODBURY or REFACTOR
+    int d1                  # n_features + fit_intercept
+    double* Sigma           # P x P (REFACTOR)
+
+
+cdef struct BatchWork:
+    # a batch's examples (bounds formed at the same weights)
+    int n                   # examples stored
+    int m                   # their factors (WOODBURY)
+    int* nz                 # B: entries of xt
+    int* idx                # B x d1
+    double* val             # B x d1
+    int* r                  # B: factors
+    double* Lt              # B x n_y x K: rows of the factors
+    double* Rt              # m_max x P: (M Q)^T, then chol(G)^-1 (M Q)^T
+    double* G               # m_max x m_max
+    double* S               # B x K^2: vec S_j (dense rows, REFACTOR)
+    double* Xd              # B x d1: dense xt (dense rows, REFACTOR)
+    double* Z               # B x d1^2: xt xt^T (dense rows, REFACTOR)
+    double* Out             # K^2 x d1^2 (dense rows, REFACTOR)
+    double* Skk             # K x K
+    double* Lw              # P x P: Cholesky factor of Sigma (REFACTOR)
+    int n_dense             # dense rows stored (REFACTOR)
+    bint factored           # Lw holds chol(Sigma) of the current Sigma
+
+
+cdef struct FullRankWork:
+    # scratch of one example's Woodbury update of M
+    double* Wt              # K x P: (M U)^T, U = [e_a (x) xt]
+    double* Rt              # r x P: (M U L)^T, then chol(G)^-1 (M U L)^T
+    double* C               # K x K: U^T M U
+    double* G               # r x r: I + L^T C L, then its Cholesky factor
+    double* tmp             # r x K: L^T C
+    double* wrk             # P: the surrogate's right-hand side
+
+
+cdef inline void example_scores(Example* ex, const double* th) noexcept nogil:
+    """``scores[a] = theta_a . xt``: the example's ``K`` scores at ``theta``."""
+    cdef int K = ex.K, j, a, row
+    for a in range(K):
+        ex.scores[a] = 0.0
+    for j in range(ex.nz):
+        row = ex.idx[j] * K
+        for a in range(K):
+            ex.scores[a] += ex.val[j] * th[row + a]
+
+
+cdef inline bint dense_row(const FullRankKernel* kr, const Example* ex) noexcept nogil:
+    """Whether ``ex`` enters ``Sigma`` through the batch's ``dgemm`` (dense
+    rows, several outputs) rather than scattered (``K^2 nz^2`` adds)."""
+    return kr.K > 1 and 8 * ex.nz * ex.nz >= kr.d1 * kr.d1
+
+
+cdef int work_init(FullRankWork* w, Workspace ws, int K, int P) except -1
+cdef int bind_kernel(FullRankKernel* kr, state, opts, Py_ssize_t n_features) except -1
+cdef void add_batch_regulariser(const FullRankKernel* kr, int n) noexcept nogil
+cdef void full_step(const FullRankKernel* kr, double* wrk, const double* Lw) noexcept nogil
+cdef int refactor_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil
+cdef void refactor_finish(const FullRankKernel* kr, BatchWork* b) noexcept nogil
