@@ -7,7 +7,7 @@ Vowpal Wabbit
     ``_core._text_readers.parse_vw`` (hashed features).
 CoNLL columns
     one ``str.split`` of each line, then the CRF++ templates expanded with
-    NumPy's string functions and hashed by ``_core._text_readers.hash_strings``.
+    NumPy's string functions and hashed by ``_core._hashing.hash_strings``.
 
 ``featurizer_from_dict`` rebuilds the featurizer a model file records.
 """

@@ -215,7 +215,7 @@ def feature_hashes(templates, column_hashes, sentence, hash_fn):
         The sentence index of every token (non-decreasing).
     hash_fn : callable
         ``hash_fn(rows)`` hashes each row of a ``(n, width)`` uint8 array
-        (``_core._text_readers.hash_strings(rows, 0, False)``); it also
+        (``_core._hashing.hash_strings(rows, 0, False)``); it also
         hashes the literals and paddings (one-row arrays).
 
     Returns
