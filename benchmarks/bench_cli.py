@@ -11,7 +11,9 @@ What it checks (``skso`` with its defaults: no ``--alpha``, so
 - rows/s of the whole command (parse + train, one pass, logistic loss) and
   test accuracy, against ``vw --loss_function logistic -b 20`` on the same
   rows (VW reads its own text format: the same features written as
-  ``label |f index:value ...``);
+  ``label |f index:value ...``); on the large file also ``--repeats``
+  alternated runs of each (the best and the median: one run of either tool
+  varies by up to 2x on a shared machine);
 - peak RSS of the command at 10x the file <= 1.2x the peak at 1x;
 - model files: the CoNLL-2000 chunking tagger's (``skso train --model
   psa-tagger``, default: what prediction needs) against CRFsuite's model
@@ -248,6 +250,38 @@ def vw_run(train_vw, test_vw, n, folder, label, l2=None):
             "wall_s": wall, "rss_mb": rss, "test_acc": acc}
 
 
+def vw_duel(big, folder, repeats):
+    """``skso train --model psa`` (defaults) and VW (defaults) on the large
+    file, alternated ``repeats`` times (one run of each is at the mercy of a
+    shared machine: VW's own time varies by 40% between runs)."""
+    tv, sv = folder / (big["train"].name + ".vw"), folder / (big["test"].name + ".vw")
+    runs = {"skso": [], "vw": []}
+    for _ in range(repeats):
+        r = skso_run(big["train"], big["test"], big["n_train"], folder, "CoNLL tokens 2^20")
+        r.pop("log")
+        runs["skso"].append(r)
+        runs["vw"].append(vw_run(tv, sv, big["n_train"], folder, "CoNLL tokens 2^20"))
+    return runs
+
+
+def print_duel(runs):
+    """The best and the median of each tool's alternated runs, and their ratios."""
+    def stats(values):
+        values = sorted(values)
+        return values[0], values[len(values) // 2]
+
+    (s_best, s_med), (v_best, v_med) = (stats([r["wall_s"] for r in runs[k]])
+                                        for k in ("skso", "vw"))
+    stream_best, _ = stats([r["stream_s"] for r in runs["skso"]])
+    n = runs["skso"][0]["rows"]
+    print(f"  CoNLL tokens 2^20, {len(runs['vw'])} alternated runs each: skso psa wall best "
+          f"{s_best:.2f} s (median {s_med:.2f}), stream best {stream_best:.2f} s; vw wall "
+          f"best {v_best:.2f} s (median {v_med:.2f})")
+    print(f"    skso psa / vw rows/s: best {v_best / s_best:.2f}x, median {v_med / s_med:.2f}x; "
+          f"skso's stream against vw's wall: best {v_best / stream_best:.2f}x "
+          f"({n / stream_best:,.0f} against {n / v_best:,.0f} rows/s; target >= 1)")
+
+
 def tagger_model_files(folder):
     """The CoNLL-2000 chunking tagger's model file (``skso train --model
     psa-tagger`` with its defaults) against CRFsuite's for the same sentences
@@ -336,7 +370,8 @@ def main():
                          "--jobs 2, alternated "
                          "--repeats times, with the machine's load")
     ap.add_argument("--repeats", type=int, default=2,
-                    help="runs of each, with --reader-thread (default 2; best of them)")
+                    help="runs of each, with --reader-thread, and of skso psa against VW "
+                         "alternated on the large file (default 2; best of them)")
     ap.add_argument("--folder", type=Path,
                     help="the data folder (default: a temporary one, deleted afterwards): "
                          "files already there are reused, and it is kept")
@@ -400,10 +435,13 @@ def main():
                     to_vw(test, sv)
                 rows.append(vw_run(tv, sv, n, folder, label))
                 rows.append(vw_run(tv, sv, n, folder, label, l2=1.0 / n))
+        duel = None
         if args.big_rows > 0:
             # the reader thread's gain, on the large file (same run)
             reader_runs = reader_thread_runs(big["train"], big["test"], big["n_train"],
                                              folder, "CoNLL tokens 2^20", 1)
+            if vw:
+                duel = vw_duel(big, folder, args.repeats)
         X, y = load_svmlight_file(str(a9a), n_features=123)
         Xt, yt = load_svmlight_file(str(a9a_t), n_features=123)
         lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
@@ -469,6 +507,8 @@ def main():
               f"{sb['test_acc'] - vb['test_acc']:+.2f} points (target >= 0)")
     if args.big_rows > 0:
         print_reader_thread(reader_runs)
+    if duel is not None:
+        print_duel(duel)
     if vw:
         v1, v10 = by[("a9a", "vw")], by[("a9a x 10", "vw")]
         print(f"  vw   peak RSS a9a x 10 / a9a: {v10['rss_mb'] / v1['rss_mb']:.3f}")
