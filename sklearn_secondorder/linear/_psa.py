@@ -127,10 +127,11 @@ class PSAClassifier(LinearClassifierBase):
         period: a round never spans a step-size event), not the one-thread
         model: one pass at ``n_jobs=2`` on CoNLL-2000 tokens
         hashed to 2^20 columns (I-NP against the rest) scored 97.90% test
-        accuracy, as one thread (three seeds), and fitted 1.16x faster on
-        a 2-core machine, where one thread's fit takes 0.15 s and each
-        thread still reads every row (see "Threads on one model" in the
-        user guide). A given ``n_jobs`` and ``random_state`` give the same model
+        accuracy, as one thread (three seeds), and fitted 0.87-1.2x as fast
+        on a shared 2-core machine, where one thread's fit takes 0.15 s,
+        each thread still reads every row and a thread that loses its core
+        holds the other at the next round (see "Threads on one model" in
+        the user guide): time it before choosing ``n_jobs > 1`` there. A given ``n_jobs`` and ``random_state`` give the same model
         bit for bit; None and 1 are one thread, the model of earlier
         releases. With several one-vs-rest problems the threads fit the
         classes side by side instead, the model of one thread (None then
