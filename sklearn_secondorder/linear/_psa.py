@@ -131,8 +131,9 @@ class PSAClassifier(LinearClassifierBase):
         on a shared 2-core machine, where one thread's fit takes 0.15 s,
         each thread still reads every row and a thread that loses its core
         holds the other at the next round (see "Threads on one model" in
-        the user guide): time it before choosing ``n_jobs > 1`` there. A given ``n_jobs`` and ``random_state`` give the same model
-        bit for bit; None and 1 are one thread, the model of earlier
+        the user guide): time it before choosing ``n_jobs > 1`` there. A
+        given ``n_jobs`` and ``random_state`` give the same model bit for
+        bit; None and 1 are one thread, the model of earlier
         releases. With several one-vs-rest problems the threads fit the
         classes side by side instead, the model of one thread (None then
         follows a ``joblib.parallel_config`` context). -1 means all the
