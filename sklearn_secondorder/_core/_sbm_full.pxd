@@ -1,7 +1,8 @@
 # Full-rank SBM (_sbm_full.pyx): the kernel's view of a FullRankState, its
 # scratch, and what the passes shared by threads (_sbm_team) use of the
-# one-thread kernel. Inline: ``example_scores`` and ``dense_row``, called once
-# per example inside the nogil loops of both modules.
+# one-thread kernel. Inline: ``example_scores``, ``woodbury_core`` and
+# ``dense_row``, called once per example inside the nogil loops of both modules.
+from ._linalg cimport matmul
 from ._sbm_bound cimport Example, Workspace
 
 
@@ -76,6 +77,25 @@ cdef inline void example_scores(Example* ex, const double* th) noexcept nogil:
         row = ex.idx[j] * K
         for a in range(K):
             ex.scores[a] += ex.val[j] * th[row + a]
+
+
+cdef inline void woodbury_core(const Example* ex, const double* Wt, int P,
+                               FullRankWork* w) noexcept nogil:
+    """The small matrix of an example's Woodbury step: ``C = U^T M U``
+    (``K x K``, read from ``W^T = (M U)^T``), then ``G = I + L^T C L``
+    (``r x r``, with ``L^T = ex.Lt``), into ``w.C`` and ``w.G``."""
+    cdef int K = ex.K, r = ex.r, a, b, j, f
+    cdef double v
+    for a in range(K):
+        for b in range(K):
+            v = 0.0
+            for j in range(ex.nz):
+                v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
+            w.C[a * K + b] = v
+    matmul(r, K, K, ex.Lt, K, 1, w.C, K, 1, w.tmp)
+    matmul(r, r, K, w.tmp, K, 1, ex.Lt, 1, K, w.G)
+    for f in range(r):
+        w.G[f * r + f] += 1.0
 
 
 cdef inline bint dense_row(const FullRankKernel* kr, const Example* ex) noexcept nogil:

@@ -43,7 +43,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
 
 from ._dataset cimport RowDataset
-from ._linalg cimport axpy, cholesky, lower_solve_rows, matmul, strided_dot
+from ._linalg cimport axpy, cholesky, lower_solve_rows, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, check_rows, example_bound, example_init, finish_passes,
@@ -456,26 +456,14 @@ cdef int absorb_curvature(const FullRankKernel* kr, const Example* ex,
     Returns 0 when ``G`` is not numerically positive definite (non-finite
     values), 1 otherwise.
     """
-    cdef int K = kr.K, P = kr.P, r = ex.r, j, a, b, f
-    cdef double v, one = 1.0, zero = 0.0
+    cdef int K = kr.K, P = kr.P, r = ex.r
+    cdef double one = 1.0, zero = 0.0
     cdef char cN = b'N'
     cdef double* Wt = w.Wt
-    cdef double* C = w.C
     gather_rows(kr.M, P, K, ex.idx, ex.val, ex.nz, Wt)      # W^T = (M U)^T
     # R^T = L^T W^T  (r x P)
     dgemm(&cN, &cN, &P, &r, &K, &one, Wt, &P, ex.Lt, &K, &zero, w.Rt, &P)
-    # C = U^T M U (K x K)
-    for a in range(K):
-        for b in range(K):
-            v = 0.0
-            for j in range(ex.nz):
-                v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
-            C[a * K + b] = v
-    # G = I + L^T C L (r x r), with L^T = Lt (r x K)
-    matmul(r, K, K, ex.Lt, K, 1, C, K, 1, w.tmp)
-    matmul(r, r, K, w.tmp, K, 1, ex.Lt, 1, K, w.G)
-    for f in range(r):
-        w.G[f * r + f] += 1.0
+    woodbury_core(ex, Wt, P, w)                              # C, then G
     return woodbury_downdate(kr.M, P, w.G, r, w.Rt)
 
 

@@ -31,14 +31,14 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf
 
 from ._dataset cimport RowDataset, row_span, row_value
-from ._linalg cimport axpy, cholesky, matmul, strided_dot
+from ._linalg cimport axpy, cholesky, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, example_bound, example_init, finish_passes, start_totals)
 from ._sbm_full cimport (
     DENSE_CHUNK, PER_EXAMPLE, REFACTOR, BatchWork, FullRankKernel, FullRankWork,
     add_batch_regulariser, bind_kernel, dense_row, example_scores, full_step, refactor_finish,
-    refactor_flush, work_init)
+    refactor_flush, woodbury_core, work_init)
 
 from ._sbm_full import batch_route
 
@@ -302,15 +302,14 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     cdef PassTotals* tot = &tp.tot[k]
     cdef TeamBarrier* bar = &tp.barrier
     cdef int lo = tp.lo[k], hi = tp.lo[k + 1], n = hi - lo
-    cdef int K = kr.K, P = kr.P, r, j, a, b, f, sense = 0, inc = 1
+    cdef int K = kr.K, P = kr.P, r, sense = 0, inc = 1
     cdef Py_ssize_t i, p
-    cdef double v, one = 1.0, zero = 0.0, mone = -1.0, eta = kr.eta, lam = kr.lam
+    cdef double one = 1.0, zero = 0.0, mone = -1.0, eta = kr.eta, lam = kr.lam
     cdef char cN = b'N'
     cdef char cT = b'T'
     cdef double* M = kr.M
     cdef double* Wt = tp.Wt
     cdef double* Rt = tp.Rt
-    cdef double* C = w.C
     cdef double* th = kr.theta
     cdef double* phi = kr.phi
     cdef double* rhs = kr.mu
@@ -336,16 +335,7 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
             return -1
         if r > 0:
             # C = U^T M U, G = I + L^T C L and its factor: alike on every thread
-            for a in range(K):
-                for b in range(K):
-                    v = 0.0
-                    for j in range(ex.nz):
-                        v += ex.val[j] * Wt[<size_t>b * P + ex.idx[j] * K + a]
-                    C[a * K + b] = v
-            matmul(r, K, K, ex.Lt, K, 1, C, K, 1, w.tmp)
-            matmul(r, r, K, w.tmp, K, 1, ex.Lt, 1, K, w.G)
-            for f in range(r):
-                w.G[f * r + f] += 1.0
+            woodbury_core(ex, Wt, P, w)
             if not cholesky(r, w.G):
                 return 0
             lower_solve_cols(r, w.G, n, P, Rt + lo)
