@@ -5,7 +5,7 @@
 # options, result) are in ``_sbm_bound.pyx``.
 from libc.math cimport INFINITY, exp, fabs, log1p, sqrt, tanh
 
-from ._dataset cimport RowDataset, fetch_row
+from ._dataset cimport RowDataset, row_span, row_value
 
 
 cdef extern from *:
@@ -132,19 +132,22 @@ cdef inline int read_row(RowDataset ds, Py_ssize_t i, Example* ex, Py_ssize_t n_
     """Load the ``i``-th row (current order): the non-zeros of ``xt`` and the label.
 
     Returns 0 for a row of weight 0, which takes no part (as if left out).
+    The values are read in place (``row_span``), so threads that share
+    ``ds`` may call it at once.
     """
-    cdef const double* x
+    cdef long long start
     cdef const int* ind
     cdef int nnz, j
-    cdef double yv, sw
-    fetch_row(ds, i, &x, &ind, &nnz, &yv, &sw)
+    cdef double yv, sw, x
+    row_span(ds, i, &start, &ind, &nnz, &yv, &sw)
     if sw == 0.0:
         return 0
     ex.nz = 0
     for j in range(nnz):
-        if x[j] != 0.0:
+        x = row_value(ds, start, j)
+        if x != 0.0:
             ex.idx[ex.nz] = ind[j]
-            ex.val[ex.nz] = x[j]
+            ex.val[ex.nz] = x
             ex.nz += 1
     if fit_intercept:
         ex.idx[ex.nz] = <int>n_features

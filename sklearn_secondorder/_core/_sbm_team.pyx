@@ -30,11 +30,12 @@ from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf
 
-from ._dataset cimport RowDataset, row_span, row_value
+from ._dataset cimport RowDataset, row_span
 from ._linalg cimport axpy, cholesky, strided_dot
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
-    Example, PassTotals, Workspace, example_bound, example_init, finish_passes, start_totals)
+    Example, PassTotals, Workspace, example_bound, example_init, finish_passes, read_row,
+    start_totals)
 from ._sbm_full cimport (
     DENSE_CHUNK, PER_EXAMPLE, REFACTOR, BatchWork, FullRankKernel, FullRankWork,
     add_batch_regulariser, bind_kernel, dense_row, example_scores, full_step, refactor_finish,
@@ -262,36 +263,6 @@ cdef inline void own_gather(const double* Mp, int K, const int* idx, const doubl
         a0 += c
 
 
-cdef inline int read_row_shared(RowDataset ds, Py_ssize_t i, Example* ex,
-                                Py_ssize_t n_features, bint fit_intercept) noexcept nogil:
-    """``read_row`` for threads that share ``ds`` (``row_span``: float32 rows
-    are widened here, not in the dataset's one buffer); the same values."""
-    cdef long long start
-    cdef const int* ind
-    cdef int nnz, j
-    cdef double yv, sw, x
-    row_span(ds, i, &start, &ind, &nnz, &yv, &sw)
-    if sw == 0.0:
-        return 0
-    ex.nz = 0
-    for j in range(nnz):
-        x = row_value(ds, start, j)
-        if x != 0.0:
-            ex.idx[ex.nz] = ind[j]
-            ex.val[ex.nz] = x
-            ex.nz += 1
-    if fit_intercept:
-        ex.idx[ex.nz] = <int>n_features
-        ex.val[ex.nz] = 1.0
-        ex.nz += 1
-    ex.sw = sw
-    if ex.K == 1:
-        ex.label = 1 if yv > 0 else 0
-    else:
-        ex.label = <int>yv
-    return 1
-
-
 cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     """Thread ``k``'s part of ``tp``'s pass (``TeamPass``). Returns 1 at the
     end, 0 when ``G`` was not positive definite (every thread stops at the
@@ -316,7 +287,7 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     tot.loss_sum = 0.0
     tot.w_sum = 0.0
     for i in range(tp.start, tp.stop):
-        if not read_row_shared(tp.ds, i, ex, kr.n_features, kr.fit_intercept):
+        if not read_row(tp.ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
         example_scores(ex, th)
         example_bound(ex)
@@ -644,7 +615,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
         s0 = <int>((<long long>n * k) // J)
         s1 = <int>((<long long>n * (k + 1)) // J)
         for s in range(s0, s1):
-            read_row_shared(tp.ds, tp.wrows[pos + s], ex, kr.n_features, kr.fit_intercept)
+            read_row(tp.ds, tp.wrows[pos + s], ex, kr.n_features, kr.fit_intercept)
             example_scores(ex, kr.theta)
             example_bound(ex)
             slot_fill(tp, s, ex, tp.xd[k])
