@@ -647,6 +647,8 @@ def test_usage_errors(tmp_path, trained):
     assert run("train", path, "--model", "psa", "--out", out, "--param", "nope=1")[0] == 2
     code, _, err = run("train", path, "--model", "psa", "--out", out, "--param", "nope=1")
     assert "has no parameter(s) nope" in err
+    # (the estimator is made once the reader thread has started: it stops too)
+    assert not _reader_threads()
     code, _, err = run("train", path, "--model", "psa", "--out", out, "--alpha", "-1")
     assert code == 2 and "alpha" in err
     code, _, err = run("train", path, "--model", "psa-tagger", "--out", out)

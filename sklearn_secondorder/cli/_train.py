@@ -279,13 +279,13 @@ def cmd_train(args, out):
             chunks = reader
         if p == 0 and not fitted and not args.no_progressive:
             chunks = _at_least_two(chunks)
-        if est is None and scanned.n_rows:
-            # (made now, the reader thread started: it parses the first
-            # chunks while the estimator's module is imported; the training
-            # time starts with the estimator)
-            est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-            t_train = fb.start = time.perf_counter()
         try:
+            if est is None and scanned.n_rows:
+                # (made now, the reader thread started: it parses the first
+                # chunks while the estimator's module is imported; the
+                # training time starts with the estimator)
+                est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
+                t_train = fb.start = time.perf_counter()
             for chunk, block in chunks:
                 if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
                     raise DataError(f"{block.path}, lines from {block.first_line}: a row "
