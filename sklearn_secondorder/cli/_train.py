@@ -213,7 +213,11 @@ def _import_in_background(name):
 
 
 def cmd_train(args, out):
-    _import_in_background(args.model)
+    if not args.resume:
+        # (a resumed model's unpickling imports the same modules on this
+        # thread: two threads importing one module graph could each see the
+        # other's half-imported modules)
+        _import_in_background(args.model)
     paths = [str(p) for p in args.data]
     fmt = _resolve_format(args, paths)
     saved = _resumed(args, fmt) if args.resume else None
