@@ -58,7 +58,7 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
                 raise DataError(f"{path}: a CoNLL file needs at least 2 columns (features "
                                 "and the label)")
             featurizer = ConllFeaturizer(10, n_columns, "U:%x[0,0]")
-        if fmt != "conll" and not _gzipped(path):
+        if fmt != "conll" and _mappable(path):
             results = _mapped_scans(path, _SCANNERS[fmt], concurrent=read_ahead)
             try:
                 n_rows, n_units, lo, hi, classes = _scan_blocks(
@@ -88,9 +88,12 @@ _SCANNERS = {"svmlight": scan_svmlight, "vw": scan_vw}
 MAPPED_PIECE_BYTES = 1 << 24
 
 
-def _gzipped(path):
+def _mappable(path):
+    """A regular, uncompressed file (a pipe or a gzip file is read in blocks)."""
+    if not os.path.isfile(path):
+        return False
     with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+        return f.read(2) != b"\x1f\x8b"
 
 
 def _mapped_scans(path, scanner, concurrent):
