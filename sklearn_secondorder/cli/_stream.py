@@ -132,17 +132,22 @@ def _mapped_scans(path, scanner, concurrent):
         with ThreadPoolExecutor(2 if concurrent else 1,
                                 thread_name_prefix="skso-scan") as pool:
             pending = deque()
+
+            def oldest():
+                done, future = pending.popleft()
+                result = future.result()
+                if release is not None:         # (the piece's pages, once scanned)
+                    start = cuts[done] - cuts[done] % mmap.PAGESIZE
+                    m.madvise(release, start, cuts[done + 1] - start)
+                return None, result
+
             try:
                 for k in range(len(pieces)):
                     pending.append((k, pool.submit(scanned, k)))
-                    if len(pending) == 2 or k == len(pieces) - 1:
-                        while pending and (len(pending) == 2 or k == len(pieces) - 1):
-                            done, future = pending.popleft()
-                            result = future.result()
-                            if release is not None:
-                                start = cuts[done] - cuts[done] % mmap.PAGESIZE
-                                m.madvise(release, start, cuts[done + 1] - start)
-                            yield None, result
+                    if len(pending) == 2:
+                        yield oldest()
+                while pending:
+                    yield oldest()
             finally:
                 for _, future in pending:
                     future.cancel()
