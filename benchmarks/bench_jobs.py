@@ -29,9 +29,10 @@ default):
 * ``taggers`` -- ``ASFSequenceTagger`` and ``PSASequenceTagger`` on
   CoNLL-2000 chunking with the CRF++ template (``bench_tagger.make_task``,
   ``alpha = 2 c2 / n`` with ``c2 = 1`` as ``claims_psa.tagger_pass``), the same
-  ``--passes`` (2) at ``n_jobs=1`` and 2: wall and CPU seconds of ``fit`` and
-  of the passes alone (``pass_seconds_``), the speed-up, the conlleval chunk
-  F1 of each. Target: >= 1.5x, F1 within 0.3.
+  ``--passes`` (2) at ``n_jobs=1`` and 2, ``--tagger-rounds`` (3) fits each,
+  interleaved, the fit with the fastest passes kept: wall and CPU seconds of
+  ``fit`` and of the passes alone (``pass_seconds_``), the speed-up, the
+  conlleval chunk F1 of each. Target: >= 1.5x, F1 within 0.3.
 
 ``psa_binary`` ends with a model of the speed-up on more cores for
 ``PSAClassifier``'s shared pass (one state, each thread owning a part of the
@@ -231,16 +232,26 @@ def part_taggers(args):
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
     out = {}
     for cls in (ASFSequenceTagger, PSASequenceTagger):
+        # interleaved rounds, the fastest passes kept per n_jobs (the machine
+        # is shared: one fit each moved a two-thread speed-up from 0.87x to
+        # 1.66x between runs)
+        best = {n_jobs: None for n_jobs in args.n_jobs}
+        for _ in range(args.tagger_rounds):
+            for n_jobs in args.n_jobs:
+                est, wall, cpu = timed_fit(cls(alpha=alpha, max_iter=args.passes,
+                                               random_state=0, n_jobs=n_jobs), Xtr, ytr)
+                passes = float(sum(est.pass_seconds_))
+                if best[n_jobs] is None or passes < best[n_jobs][3]:
+                    best[n_jobs] = (est, wall, cpu, passes)
         rows = []
         for n_jobs in args.n_jobs:
-            est, wall, cpu = timed_fit(cls(alpha=alpha, max_iter=args.passes, random_state=0,
-                                           n_jobs=n_jobs), Xtr, ytr)
+            est, wall, cpu, passes = best[n_jobs]
             f1 = 100 * chunk_f1_score(yte, est.predict(Xte))
-            passes = float(sum(est.pass_seconds_))
             rows.append({"n_jobs": n_jobs, "wall": wall, "cpu": cpu, "passes": passes,
                          "f1": f1, "est": est})
             print(f"  {cls.__name__} n_jobs={n_jobs}: fit {wall:7.2f} s wall {cpu:7.2f} s "
-                  f"CPU, passes {passes:6.2f} s, F1 {f1:.2f}", flush=True)
+                  f"CPU, passes {passes:6.2f} s (the fastest passes of "
+                  f"{args.tagger_rounds} fits), F1 {f1:.2f}", flush=True)
         base = rows[0]
         for row in rows[1:]:
             print(f"  {cls.__name__} n_jobs={row['n_jobs']} vs {base['n_jobs']}: speed-up "
@@ -334,6 +345,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5,
                     help="fits per n_jobs in the psa_binary and sbm parts, interleaved, the "
                     "best kept (5)")
+    ap.add_argument("--tagger-rounds", type=int, default=3,
+                    help="fits per n_jobs in the taggers part, interleaved, the fastest "
+                    "passes kept (3)")
     ap.add_argument("--sbm-sets", default="letter,a9a,w8a",
                     help="the sbm part's data sets (letter,a9a,w8a)")
     ap.add_argument("--sbm-batch", type=int, default=256,

@@ -1,7 +1,7 @@
 """``python -m sklearn_secondorder``: the ``skso`` command line."""
 import sys
 
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

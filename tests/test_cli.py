@@ -711,9 +711,24 @@ def test_subprocess_entry_point(tmp_path, binary_file):
     assert r.returncode == 2 and "no such file" in r.stderr
 
 
+
+def test_program_run_returns_mains_code_and_freezes_the_heap(monkeypatch, capsys):
+    """``run`` (the ``skso`` script, ``python -m``) is ``main`` on the
+    process's arguments, then ``gc.freeze``; ``main`` leaves the collector
+    alone."""
+    import gc
+
+    from sklearn_secondorder.cli import main, run
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    calls = []
+    monkeypatch.setattr(sys, "argv", ["skso", "evaluate", "nope.skso", "nope.svm"])
+    assert run() == 2 and calls == ["freeze"]
+    assert "no such model file" in capsys.readouterr().err
+    assert main(["evaluate", "nope.skso", "nope.svm"]) == 2 and calls == ["freeze"]
+
 def test_public_docstrings():
     validate = pytest.importorskip("numpydoc.validate").validate
-    for name in ("main", "load_model", "save_model", "build_parser", "SavedModel",
+    for name in ("main", "run", "load_model", "save_model", "build_parser", "SavedModel",
                  "SavedModel.iter_chunks", "SavedModel.featurizer"):
         errors = [(c, m) for c, m in validate(f"sklearn_secondorder.cli.{name}")["errors"]
                   if c not in {"EX01", "SA01", "ES01", "RT02"}]

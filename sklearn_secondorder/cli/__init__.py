@@ -6,10 +6,10 @@ Run ``skso --help`` (or ``python -m sklearn_secondorder --help``). From
 Python, ``main(argv)`` runs a command and ``load_model`` reads a model file
 (see ``_model`` for the versioned format).
 """
-from ._main import main
+from ._main import main, run
 from ._parser import MODEL_KINDS, build_parser
 
-__all__ = ["main", "build_parser", "load_model", "save_model", "SavedModel",
+__all__ = ["main", "run", "build_parser", "load_model", "save_model", "SavedModel",
            "MODEL_FORMAT_VERSION", "MODELS", "MODEL_KINDS"]
 
 
