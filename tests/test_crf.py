@@ -359,4 +359,4 @@ def test_psa_rows_holding_their_trained_labels_only(l1, lam):
     # new attributes hold all their labels
     held.insert_blocks(A, 2, period=2)
     assert held.n_blocks == n_blocks + 2 and np.all(held.widths[A:A + 2] == L)
-    assert_array_equal(held.labels[A], np.arange(L))
+    assert_array_equal(held.labels[A:A + 2], np.tile(np.arange(L), (2, 1)))

@@ -61,6 +61,7 @@ from ._lazy_steps cimport (
     flush_block,
     l1_clip,
     l1_owe,
+    labels_of,
     last_event,
     layout_of,
     line_shift_of,
@@ -174,10 +175,10 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
             row = block_at(L, j)
             w = width_of(L, j)
             touch(row, w, t, ev, lam, l1, c, pen, rule)
-            if L.labels == NULL:
+            if L.record_at == NULL:
                 block_emit(em, row.v, ds.data[kk], H)
             else:                      # (the row's trained labels only)
-                _emit_held(em, row, w, L.labels + j * H, ds.data[kk])
+                _emit_held(em, row, w, labels_of(L, j), ds.data[kk])
     ctx.finish_emissions(NULL)
     ll = ctx.loglik(y)
     if not isfinite(ll):
@@ -194,13 +195,13 @@ cdef double _update(const Layout* L, SequenceData ds, Py_ssize_t s, CRFContext c
             if j >= A:
                 continue
             row = block_at(L, j)
-            if L.labels == NULL:
+            if L.record_at == NULL:
                 _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
                 _add(row, H, ds.data[kk], d, NULL if mk == NULL else mk + j * H)
             else:
                 w = width_of(L, j)
                 _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
-                _add_held(row, w, L.labels + j * H, ds.data[kk], d)
+                _add_held(row, w, labels_of(L, j), ds.data[kk], d)
         if fit_intercept:
             _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
             _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
@@ -443,10 +444,10 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                 row = block_at(L, j)
                 w = width_of(L, j)
                 touch(row, w, t, ev, lam, l1, c, pen, rule)
-                if L.labels == NULL:
+                if L.record_at == NULL:
                     block_emit(em, row.v, ds.data[own_at[e]], H)
                 else:
-                    _emit_held(em, row, w, L.labels + j * H, ds.data[own_at[e]])
+                    _emit_held(em, row, w, labels_of(L, j), ds.data[own_at[e]])
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
@@ -477,12 +478,12 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                     if row.last[0] <= t:          # (t + 1: visited in this update)
                         touch(row, w, t, ev, lam, l1, c, pen, rule)
                     x = ds.data[own_at[e]]
-                    if L.labels == NULL:
+                    if L.record_at == NULL:
                         _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
                         _add(row, H, x, d, NULL if mk == NULL else mk + j * H)
                     else:
                         _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
-                        _add_held(row, w, L.labels + j * H, x, d)
+                        _add_held(row, w, labels_of(L, j), x, d)
                 if sh.fit_intercept and bias_own:
                     if bias.last[0] <= t:
                         touch(bias, H, t, ev, lam, l1, c, pen, rule)

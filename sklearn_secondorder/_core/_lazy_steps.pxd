@@ -84,16 +84,28 @@ cdef extern from "_binary_gaps.h":
 
 
 ctypedef struct Layout:
-    # the record array of a state: block j's record at base + j * stride
+    # the records of a state: block j's at base + j * stride, its fields at
+    # the off_* offsets; or, for a CRF trained on its features only
+    # (CRFsuite's feature set: record_at not NULL), block j's record at
+    # base + (record_at[j] >> HELD_WIDTH_BITS), holding the w = record_at[j]
+    # & HELD_WIDTH_MASK weights of its trained labels, each field w wide
+    # (the offsets of record_dtype with K = w), then the labels (int32)
     char* base
     Py_ssize_t stride    # bytes (a power of two for K = 1, whole cache lines else)
-    Py_ssize_t K         # weights a block
-    # a CRF trained on its features only (CRFsuite's feature set): block j
-    # holds widths[j] <= K weights, those of labels labels[j * K + s], s <
-    # widths[j], first; NULL: every block holds its K outputs in order
-    const int* widths
-    const int* labels
+    Py_ssize_t K         # weights a block (at most, when held)
+    const long long* record_at
+    Py_ssize_t label_at  # (held) the labels' offset: 8 + label_at * w
     Py_ssize_t off_v, off_eta, off_dsnap, off_snap, off_down, off_up  # (last: 0)
+
+
+cdef extern from *:
+    """
+    /* Layout.record_at: a held block's record offset << 20 | its width */
+    #define SKSO_HELD_WIDTH_BITS 20
+    #define SKSO_HELD_WIDTH_MASK ((1LL << SKSO_HELD_WIDTH_BITS) - 1)
+    """
+    long long HELD_WIDTH_BITS "SKSO_HELD_WIDTH_BITS"
+    long long HELD_WIDTH_MASK "SKSO_HELD_WIDTH_MASK"
 
 
 ctypedef struct Block:
@@ -124,21 +136,40 @@ ctypedef fused Penalty:
 
 cdef inline Block block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
     """The fields of block ``j``."""
-    cdef char* p = L.base + j * L.stride
+    cdef char* p
+    cdef Py_ssize_t w
     cdef Block b
+    if L.record_at == NULL:
+        p = L.base + j * L.stride
+        b.v = <double*>(p + L.off_v)
+        b.eta = <float*>(p + L.off_eta)
+        b.dsnap = <float*>(p + L.off_dsnap)
+        b.snap = <double*>(p + L.off_snap)
+        b.owed_down = <double*>(p + L.off_down)
+        b.owed_up = <double*>(p + L.off_up)
+    else:                       # (a held block: its fields as wide as its weights)
+        p = L.base + (L.record_at[j] >> HELD_WIDTH_BITS)
+        w = L.record_at[j] & HELD_WIDTH_MASK
+        b.v = <double*>(p + 8)
+        b.eta = <float*>(p + 8 + 8 * w)
+        b.dsnap = <float*>(p + 8 + 12 * w)
+        b.snap = <double*>(p + 8 + 16 * w)
+        b.owed_down = <double*>(p + 8 + 24 * w)
+        b.owed_up = <double*>(p + 8 + 32 * w)
     b.last = <long long*>p
-    b.v = <double*>(p + L.off_v)
-    b.eta = <float*>(p + L.off_eta)
-    b.dsnap = <float*>(p + L.off_dsnap)
-    b.snap = <double*>(p + L.off_snap)
-    b.owed_down = <double*>(p + L.off_down)
-    b.owed_up = <double*>(p + L.off_up)
     return b
 
 
 cdef inline Py_ssize_t width_of(const Layout* L, Py_ssize_t j) noexcept nogil:
     """How many weights block ``j`` holds."""
-    return L.K if L.widths == NULL else L.widths[j]
+    return L.K if L.record_at == NULL else L.record_at[j] & HELD_WIDTH_MASK
+
+
+cdef inline const int* labels_of(const Layout* L, Py_ssize_t j) noexcept nogil:
+    """The labels of the weights held block ``j`` holds, in its record."""
+    cdef long long at = L.record_at[j]
+    return <const int*>(L.base + (at >> HELD_WIDTH_BITS) + 8
+                        + L.label_at * (at & HELD_WIDTH_MASK))
 
 
 cdef inline Block shift(Block b, Py_ssize_t q) noexcept nogil:
@@ -589,13 +620,21 @@ cdef inline void step_weight(Block b, Py_ssize_t q, double lam, double l1, doubl
 
 cdef extern from "_prefetch.h":
     """
-    #define SKSO_PREFETCH_BLOCK(L, j) SKSO_PREFETCH_LINES(                     \
-        (L)->base + (j) * (L)->stride, (L)->K > 1 ? (L)->off_dsnap : (L)->stride)
+    #define SKSO_PREFETCH_BLOCK(L, j)                                          \
+        do {                                                                   \
+            if ((L)->record_at == NULL)                                        \
+                SKSO_PREFETCH_LINES((L)->base + (j) * (L)->stride,             \
+                                    (L)->K > 1 ? (L)->off_dsnap : (L)->stride); \
+            else                                                               \
+                SKSO_PREFETCH_WRITE((L)->base                                  \
+                                    + ((L)->record_at[j] >> SKSO_HELD_WIDTH_BITS)); \
+        } while (0)
     """
     # prefetch_block(L, j): what a touch of block j reads (last, v, eta; a
-    # binary record whole), for writing: kernels call it for the next row's
-    # blocks, mostly cold in a large model. The events' fields of a wide
-    # block come in when it crosses one. (A macro: _prefetch.h says why.)
+    # binary record whole; a held block's first line, all of it for one or
+    # two labels), for writing: kernels call it for the next row's blocks,
+    # mostly cold in a large model. The events' fields of a wide block come
+    # in when it crosses one. (A macro: _prefetch.h says why.)
     void prefetch_block "SKSO_PREFETCH_BLOCK"(const Layout* L, Py_ssize_t j) noexcept nogil
 
 

@@ -34,6 +34,22 @@ def record_dtype(n_outputs, l1=False):
                      "itemsize": stride})
 
 
+#: The fields of a held block's record of ``w`` weights (``Layout``): each
+#: at ``8 + a w`` bytes (``record_dtype``'s offsets with ``K = w``), of its
+#: dtype; the labels (int32) follow the last field.
+_HELD_FIELDS = {"v": (0, np.float64), "eta": (8, np.float32), "dsnap": (12, np.float32),
+                "snap": (16, np.float64), "owed_down": (24, np.float64),
+                "owed_up": (32, np.float64)}
+
+
+def held_record_bytes(widths, l1=False):
+    """The bytes of held blocks' records of ``widths`` weights: ``last``, the
+    fields as ``record_dtype(width, l1)`` lays them out, the labels (int32),
+    in whole cache lines (a block of one or two labels: one line)."""
+    size = 8 + (44 if l1 else 28) * np.asarray(widths, dtype=np.int64)
+    return -(-size // _ALIGN) * _ALIGN
+
+
 def _zeros(n_blocks, dtype):
     """``n_blocks`` zero records (padding included) starting on a cache line."""
     nbytes = n_blocks * dtype.itemsize
@@ -82,25 +98,28 @@ class PSAOptions:
 cdef Layout layout_of(state) except *:
     """Where the fields of ``state``'s records are (``state.prepare()`` first)."""
     cdef Layout L
-    fields = state.records.dtype.fields
+    cdef const long long[::1] record_at
     L.base = <char*><size_t>state.records.ctypes.data
-    L.stride = state.records.dtype.itemsize
     L.K = state.n_outputs
+    L.record_at = NULL
+    L.label_at = 0
+    L.off_v = L.off_snap = L.off_eta = L.off_dsnap = L.off_down = L.off_up = 0
+    if state.widths is not None:
+        # (every held record is whole cache lines: one block a line for owner_of)
+        L.stride = _ALIGN
+        L.label_at = 40 if state.has_l1 else 24
+        record_at = state.record_at
+        if state.n_blocks > 0:
+            L.record_at = &record_at[0]
+        return L
+    fields = state.records.dtype.fields
+    L.stride = state.records.dtype.itemsize
     L.off_v = fields["v"][1]
     L.off_snap = fields["snap"][1]
     L.off_eta = fields["eta"][1]
     L.off_dsnap = fields["dsnap"][1]
     L.off_down = fields["owed_down"][1] if state.has_l1 else 0
     L.off_up = fields["owed_up"][1] if state.has_l1 else 0
-    L.widths = NULL
-    L.labels = NULL
-    cdef const int[::1] widths
-    cdef const int[:, ::1] labels
-    if state.widths is not None:
-        widths, labels = state.widths, state.labels
-        if state.n_blocks > 0:
-            L.widths = &widths[0]
-            L.labels = &labels[0, 0]
     return L
 
 
@@ -110,7 +129,7 @@ cdef LazyCore make_core(options, state) except *:
     largest decay rate of ``state`` (eta only decreases: a bound for the call)."""
     cdef LazyCore c
     cdef int mm
-    cdef double x_max = options.lam * float(state.records["eta"].max(initial=0.0))
+    cdef double x_max = options.lam * state.max_step_size()
     cdef double alpha = options.psa_alpha, beta = options.psa_beta, kappa = options.kappa
     cdef double n
     c.b = options.period if options.period > 0 else 0
@@ -150,11 +169,18 @@ class LazyStepState:
     A CRF trained on its features only (CRFsuite's feature set) holds in an
     attribute's block only the weights of its trained labels, first: a touch
     costs the trained labels, not ``n_outputs`` (``widths``, ``labels``).
+    Such a block's record is as wide as its weights (``held_record_bytes``:
+    the fields of ``record_dtype(width)``, then the labels), in whole cache
+    lines, so that a touch of a one- or two-label attribute reads one line
+    and the state is the size of the weights that exist, not of
+    ``n_outputs`` per attribute.
 
     Attributes
     ----------
-    records : structured ndarray of shape (n_blocks,)
-        ``record_dtype(n_outputs, l1)``, C-contiguous on a 64-byte boundary.
+    records : ndarray
+        ``record_dtype(n_outputs, l1)`` records of shape (n_blocks,); held
+        blocks: their records as bytes (``record_at``). C-contiguous on a
+        64-byte boundary.
     n_outputs : int
     t : int
         Updates so far (the events are aligned on it).
@@ -166,6 +192,11 @@ class LazyStepState:
         How many weights each block holds (None: ``n_outputs``).
     labels : int32 ndarray of shape (n_blocks, n_outputs) or None
         The output of each held weight (``labels[j, :widths[j]]``).
+    record_at : int64 ndarray of shape (n_blocks,) or None
+        Held blocks: each block's record offset (bytes) shifted left by
+        ``HELD_WIDTH_BITS``, or'd with its width (``Layout.record_at``).
+    held_l1 : bool
+        Held blocks: whether the records carry the L1 debts.
     """
 
     records: np.ndarray
@@ -175,6 +206,8 @@ class LazyStepState:
     eta0: float = 0.0
     widths: object = None
     labels: object = None
+    record_at: object = None
+    held_l1: bool = False
 
     @classmethod
     def zeros(cls, n_blocks, n_outputs, eta0, seed=1, l1=False, exists=None):
@@ -183,16 +216,81 @@ class LazyStepState:
         ``exists`` (bool array of shape ``(n_blocks, n_outputs)``, or None
         for all): the weights that exist; a block holds only those.
         """
-        records = _zeros(n_blocks, record_dtype(n_outputs, l1))
-        records["eta"] = eta0
-        state = cls(records=records, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
-        if exists is not None:
-            exists = np.asarray(exists, dtype=bool).reshape(n_blocks, n_outputs)
-            state.widths = exists.sum(axis=1).astype(np.int32)
-            # (a stable sort puts the existing outputs first, in order)
-            state.labels = np.ascontiguousarray(
-                np.argsort(~exists, axis=1, kind="stable"), dtype=np.int32)
+        if exists is None:
+            records = _zeros(n_blocks, record_dtype(n_outputs, l1))
+            records["eta"] = eta0
+            return cls(records=records, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+        exists = np.asarray(exists, dtype=bool).reshape(n_blocks, n_outputs)
+        state = cls(records=None, n_outputs=n_outputs, seed=seed, eta0=float(eta0))
+        # (a stable sort puts the existing outputs first, in order)
+        state._hold(exists.sum(axis=1), np.argsort(~exists, axis=1, kind="stable"), l1)
+        state._held_view("eta")[...] = eta0
         return state
+
+    # ---- held blocks (CRFsuite's feature set) ------------------------------------
+    def _hold(self, widths, labels, l1):
+        """Zero held records for blocks of ``widths`` weights of ``labels``."""
+        self.widths = np.ascontiguousarray(widths, dtype=np.int32)
+        self.labels = np.ascontiguousarray(labels, dtype=np.int32)
+        if self.widths.size and self.widths.max() > HELD_WIDTH_MASK:
+            raise ValueError(f"a block of {self.widths.max()} weights: at most "
+                             f"{HELD_WIDTH_MASK} are held")
+        self.held_l1 = bool(l1)
+        size = held_record_bytes(self.widths, l1)
+        at = (np.cumsum(size) - size).astype(np.int64)
+        self.record_at = (at << HELD_WIDTH_BITS) | self.widths
+        buf = np.zeros(int(size.sum()) + _ALIGN, dtype=np.uint8)
+        start = (-buf.ctypes.data) % _ALIGN
+        self.records = buf[start:start + int(size.sum())]
+        self._write_labels()
+
+    def _write_labels(self):
+        blocks, slots, outputs = self._held()
+        self.records.view(np.int32)[self._positions(blocks, slots, 40 if self.held_l1 else 24,
+                                                    4)] = outputs
+
+    def _positions(self, blocks, slots, a, itemsize):
+        """Where held weights ``(blocks, slots)``' field at ``8 + a w`` is, in
+        the records viewed as items of ``itemsize`` bytes."""
+        at = self.record_at[blocks] >> HELD_WIDTH_BITS
+        w = self.widths[blocks].astype(np.int64)
+        return (at + 8 + a * w + itemsize * slots) // itemsize
+
+    def _held_view(self, name, held=None):
+        """A record field of every held weight, in ``_held()``'s order: a
+        writable view when assigned to (``[...] = ``), else read by value."""
+        blocks, slots, _ = self._held() if held is None else held
+        a, dtype = _HELD_FIELDS[name]
+        dtype = np.dtype(dtype)
+        return _Scattered(self.records.view(dtype),
+                          self._positions(blocks, slots, a, dtype.itemsize))
+
+    def _held_last(self):
+        return self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8]
+
+    def _repack(self, widths, labels, l1, old_of_new):
+        """The held records rebuilt for blocks of ``widths`` weights of
+        ``labels`` (with the L1 debts when ``l1``): new block ``j`` keeps old
+        block ``old_of_new[j]``'s fields, weight by weight, or (``-1``) is a
+        new block: zero weights, ``eta0``, current at ``t``."""
+        names = [n for n in _HELD_FIELDS if self.held_l1 or n not in ("owed_down", "owed_up")]
+        old = {name: self._held_view(name).values() for name in names}
+        old_last = self._held_last()
+        old_start = np.concatenate(([0], np.cumsum(self.widths, dtype=np.int64)))
+        self._hold(widths, labels, l1)
+        held = self._held()
+        src = old_of_new[held[0]]
+        kept = src >= 0
+        index = old_start[src[kept]] + held[1][kept]
+        for name, values in old.items():
+            view = self._held_view(name, held)
+            view.positions = view.positions[kept]
+            view[...] = values[index]
+        fresh = self._held_view("eta", held)
+        fresh.positions = fresh.positions[~kept]
+        fresh[...] = self.eta0
+        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = np.where(
+            old_of_new >= 0, old_last[np.maximum(old_of_new, 0)], self.t)
 
     def _held(self):
         """``(blocks, slots, outputs)`` of the weights the blocks hold."""
@@ -204,12 +302,11 @@ class LazyStepState:
 
     def _to_flat(self, name, fill):
         """A record field as flat per-output values (``fill`` where no weight is held)."""
-        values = self.records[name]
         held = self._held()
         if held is None:
-            return np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+            return np.ascontiguousarray(self.records[name], dtype=np.float64).reshape(-1)
         out = np.full((self.n_blocks, self.n_outputs), fill, dtype=np.float64)
-        out[held[0], held[2]] = values[held[0], held[1]]
+        out[held[0], held[2]] = self._held_view(name, held).values()
         return out.reshape(-1)
 
     def _from_flat(self, name, w):
@@ -219,7 +316,7 @@ class LazyStepState:
         if held is None:
             self.records[name] = w
         else:
-            self.records[name][held[0], held[1]] = w[held[0], held[2]]
+            self._held_view(name, held)[...] = w[held[0], held[2]]
 
     def __setstate__(self, state):
         if "records" not in state:
@@ -230,11 +327,13 @@ class LazyStepState:
 
     @property
     def has_l1(self):
+        if self.widths is not None:
+            return self.held_l1
         return "owed_down" in self.records.dtype.names
 
     @property
     def n_blocks(self):
-        return self.records.shape[0]
+        return self.records.shape[0] if self.widths is None else self.widths.shape[0]
 
     @property
     def weights(self):
@@ -246,10 +345,15 @@ class LazyStepState:
         """The per-weight step sizes, flat (float64 copy)."""
         return self._to_flat("eta", self.eta0)
 
+    def max_step_size(self):
+        """The largest step size of a weight (0 without weights)."""
+        eta = self.records["eta"] if self.widths is None else self._held_view("eta").values()
+        return float(eta.max(initial=0.0))
+
     @property
     def last(self):
-        """The time each block is current at."""
-        return self.records["last"]
+        """The time each block is current at (held blocks: a copy)."""
+        return self.records["last"] if self.widths is None else self._held_last()
 
     def set_values(self, w):
         """Set the weights (flat, C order), leaving the windows as they are."""
@@ -259,19 +363,29 @@ class LazyStepState:
         """Start a window at the current time from the weights ``w`` (and the
         step sizes): every snapshot is ``w``, every block current at ``t``."""
         self.set_values(w)
-        self.records["snap"] = self.records["v"]
-        self.records["dsnap"] = 0.0
-        self.records["last"] = self.t
+        if self.widths is None:
+            self.records["snap"] = self.records["v"]
+            self.records["dsnap"] = 0.0
+            self.records["last"] = self.t
+        else:
+            held = self._held()
+            self._held_view("snap", held)[...] = self._held_view("v", held).values()
+            self._held_view("dsnap", held)[...] = 0.0
+            self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = self.t
         if step_sizes is not None:
             self._from_flat("eta", step_sizes)
 
     def with_l1(self):
         """The state with L1 records (nothing owed yet)."""
-        if not self.has_l1:
-            new = _zeros(self.n_blocks, record_dtype(self.n_outputs, True))
-            for name in self.records.dtype.names:
-                new[name] = self.records[name]
-            self.records = new
+        if self.has_l1:
+            return self
+        if self.widths is not None:
+            self._repack(self.widths, self.labels, True, np.arange(self.n_blocks))
+            return self
+        new = _zeros(self.n_blocks, record_dtype(self.n_outputs, True))
+        for name in self.records.dtype.names:
+            new[name] = self.records[name]
+        self.records = new
         return self
 
     def insert_blocks(self, at, n_new, period):
@@ -280,30 +394,80 @@ class LazyStepState:
         Weights that did not exist were 0 all along: their step size is
         ``eta0`` (0/0 keeps it) and they are current at ``t``.
         """
+        if self.widths is not None:         # (new blocks hold all their outputs)
+            n = self.n_blocks
+            self._repack(
+                np.insert(self.widths, at, np.full(n_new, self.n_outputs, np.int32)),
+                np.insert(self.labels, [at] * n_new, np.arange(self.n_outputs, dtype=np.int32),
+                          axis=0),
+                self.held_l1,
+                np.concatenate((np.arange(at), np.full(n_new, -1), np.arange(at, n))))
+            return
         out = _zeros(self.n_blocks + n_new, self.records.dtype)
         out[:at] = self.records[:at]
         out[at + n_new:] = self.records[at:]
         out["eta"][at:at + n_new] = self.eta0
         out["last"][at:at + n_new] = self.t
         self.records = out
-        if self.widths is not None:         # (new blocks hold all their outputs)
-            self.widths = np.insert(self.widths, at, np.full(n_new, self.n_outputs, np.int32))
-            self.labels = np.ascontiguousarray(np.insert(
-                self.labels, at, np.arange(self.n_outputs, dtype=np.int32), axis=0))
 
     def prepare(self):
         """Check the layout and make the records C-contiguous, writable and
-        aligned (after unpickling or concatenation), as the kernels need them."""
-        if self.records.dtype != record_dtype(self.n_outputs, self.has_l1):
+        aligned (after unpickling or concatenation), as the kernels need them.
+        A state whose held blocks were saved in records ``n_outputs`` wide is
+        given records as wide as its weights."""
+        if self.widths is None:
+            if self.records.dtype != record_dtype(self.n_outputs, self.has_l1):
+                raise ValueError(f"unknown PSA record layout {self.records.dtype}")
+            self.records = _aligned(self.records)
+            return self
+        widths = np.ascontiguousarray(self.widths, dtype=np.int32)
+        labels = np.ascontiguousarray(self.labels, dtype=np.int32)
+        if widths.ndim != 1 or labels.shape != (widths.size, self.n_outputs) or (
+                widths.size and not 0 <= widths.min() <= widths.max() <= self.n_outputs):
+            raise ValueError("the held-weights arrays do not match the records")
+        if self.records.dtype.names is not None:
+            self._repack_wide(widths, labels)
+            return self
+        if self.records.dtype != np.uint8 or self.record_at is None:
             raise ValueError(f"unknown PSA record layout {self.records.dtype}")
+        record_at = np.ascontiguousarray(self.record_at, dtype=np.int64)
+        size = held_record_bytes(widths, self.held_l1)
+        expected = ((np.cumsum(size) - size).astype(np.int64) << HELD_WIDTH_BITS) | widths
+        if (self.records.shape != (int(size.sum()),)
+                or not np.array_equal(record_at, expected)):
+            raise ValueError("the held records do not match their widths")
+        self.widths, self.labels, self.record_at = widths, labels, record_at
         self.records = _aligned(self.records)
-        if self.widths is not None:
-            self.widths = np.ascontiguousarray(self.widths, dtype=np.int32)
-            self.labels = np.ascontiguousarray(self.labels, dtype=np.int32)
-            if self.widths.shape != (self.n_blocks,) or self.labels.shape != (
-                    self.n_blocks, self.n_outputs):
-                raise ValueError("the held-weights arrays do not match the records")
+        self._write_labels()
         return self
+
+    def _repack_wide(self, widths, labels):
+        """Held blocks saved in ``record_dtype(n_outputs)`` records (their
+        weights first in each field): records as wide as their weights."""
+        wide = self.records
+        l1 = "owed_down" in wide.dtype.names
+        if wide.dtype != record_dtype(self.n_outputs, l1) or wide.shape != widths.shape:
+            raise ValueError(f"unknown PSA record layout {wide.dtype}")
+        self._hold(widths, labels, l1)
+        held = self._held()
+        for name in _HELD_FIELDS:
+            if name in wide.dtype.names:
+                self._held_view(name, held)[...] = wide[name][held[0], held[1]]
+        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = wide["last"]
+
+
+class _Scattered:
+    """Items of an array at ``positions``: ``values()`` reads them, ``[...] =``
+    writes them."""
+
+    def __init__(self, array, positions):
+        self.array, self.positions = array, positions
+
+    def values(self):
+        return self.array[self.positions]
+
+    def __setitem__(self, key, values):
+        self.array[self.positions] = values
 
 
 def catch_up_state(state, options, long long T, Py_ssize_t unregularized=-1):
