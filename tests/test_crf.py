@@ -360,3 +360,67 @@ def test_psa_rows_holding_their_trained_labels_only(l1, lam):
     held.insert_blocks(A, 2, period=2)
     assert held.n_blocks == n_blocks + 2 and np.all(held.widths[A:A + 2] == L)
     assert_array_equal(held.labels[A:A + 2], np.tile(np.arange(L), (2, 1)))
+
+
+@pytest.mark.parametrize("l1", [False, True])
+def test_held_records_are_as_wide_as_their_weights(l1):
+    """A held block's record (``LazyStepState.zeros(exists=...)``) is as wide
+    as its weights: whole cache lines, one for an attribute of one or two
+    labels (one with the L1 debts), its labels in it; its fields read and write
+    as the flat weights' and survive ``with_l1``, ``insert_blocks`` and a
+    state saved with records ``n_outputs`` wide."""
+    import pickle
+
+    from sklearn_secondorder._core import _lazy_steps
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, held_record_bytes
+    rng = np.random.default_rng(7)
+    K, n_blocks = 9, 40
+    exists = rng.random((n_blocks, K)) < 0.25
+    exists[:K + 1] = np.arange(K + 1)[:, None] > np.arange(K)      # widths 0..K
+    st = LazyStepState.zeros(n_blocks, K, 0.25, l1=l1, exists=exists)
+    widths = exists.sum(axis=1)
+    size = held_record_bytes(widths, l1)
+    at = st.record_at >> _lazy_steps.RECORD_AT_SHIFT
+    assert_array_equal(st.record_at & ((1 << _lazy_steps.RECORD_AT_SHIFT) - 1), widths)
+    assert np.all(at % 64 == 0) and np.all(np.diff(at) == size[:-1])
+    assert st.records.nbytes == size.sum() and st.records.ctypes.data % 64 == 0
+    assert np.all(size[widths <= (1 if l1 else 2)] == 64)
+    assert np.all(8 + (44 if l1 else 28) * widths <= size)
+    for j in range(n_blocks):               # the labels, in the record after the fields
+        w = widths[j]
+        lab = st.records.view(np.int32)[(at[j] + 8 + (40 if l1 else 24) * w) // 4:][:w]
+        assert_array_equal(lab, np.flatnonzero(exists[j]))
+    # the flat fields: weights where they exist, eta0 elsewhere
+    w = rng.normal(size=(n_blocks, K)) * exists
+    eta = np.where(exists, rng.uniform(0.1, 0.2, size=(n_blocks, K)), 0.25)
+    st.t = 5
+    st.set_weights(w.ravel(), eta.ravel())
+    assert_array_equal(st.weights, w.ravel())
+    assert_allclose(st.step_sizes, eta.ravel(), rtol=1e-7)
+    assert np.all(st.last == 5) and st.max_step_size() == pytest.approx(eta[exists].max())
+    st2 = pickle.loads(pickle.dumps(st)).prepare()
+    assert_array_equal(st2.weights, w.ravel()) and st2.has_l1 == l1
+    # with the L1 debts, then new blocks: the old blocks keep their fields
+    st.with_l1()
+    assert st.has_l1 and st.records.nbytes == held_record_bytes(widths, True).sum()
+    assert_array_equal(st.weights, w.ravel())
+    st.t = 8
+    st.insert_blocks(3, 2, period=2)
+    new_w = np.insert(w, [3, 3], 0.0, axis=0)
+    assert_array_equal(st.weights, new_w.ravel())
+    assert_array_equal(st.last, [5, 5, 5, 8, 8] + [5] * (n_blocks - 3))
+    assert_allclose(st.step_sizes, np.insert(eta, [3, 3], 0.25, axis=0).ravel(), rtol=1e-7)
+    # a state saved with its held blocks in records n_outputs wide
+    wide = LazyStepState(records=_lazy_steps._zeros(n_blocks, _lazy_steps.record_dtype(K, l1)),
+                         n_outputs=K, t=5, eta0=0.25, widths=widths.astype(np.int32),
+                         labels=np.argsort(~exists, axis=1, kind="stable").astype(np.int32))
+    slots = np.arange(K) < widths[:, None]
+    wide.records["v"][slots] = w[exists]
+    wide.records["eta"][slots] = eta[exists]
+    wide.records["eta"][~slots] = 0.25
+    wide.records["last"] = 5
+    wide.prepare()
+    assert wide.records.dtype == np.uint8 and wide.has_l1 == l1
+    assert_array_equal(wide.weights, w.ravel())
+    assert_allclose(wide.step_sizes, eta.ravel(), rtol=1e-7)
+    assert np.all(wide.last == 5)

@@ -134,29 +134,38 @@ ctypedef fused Penalty:
     WithL1
 
 
+cdef inline Block fixed_block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
+    """The fields of block ``j`` of a state without held blocks (the linear
+    kernels': no test of the layout in their loops)."""
+    cdef char* p = L.base + j * L.stride
+    cdef Block b
+    b.last = <long long*>p
+    b.v = <double*>(p + L.off_v)
+    b.eta = <float*>(p + L.off_eta)
+    b.dsnap = <float*>(p + L.off_dsnap)
+    b.snap = <double*>(p + L.off_snap)
+    b.owed_down = <double*>(p + L.off_down)
+    b.owed_up = <double*>(p + L.off_up)
+    return b
+
+
 cdef inline Block block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """The fields of block ``j``."""
+    """The fields of block ``j``, held or not."""
     cdef char* p
     cdef Py_ssize_t w
     cdef Block b
     if L.record_at == NULL:
-        p = L.base + j * L.stride
-        b.v = <double*>(p + L.off_v)
-        b.eta = <float*>(p + L.off_eta)
-        b.dsnap = <float*>(p + L.off_dsnap)
-        b.snap = <double*>(p + L.off_snap)
-        b.owed_down = <double*>(p + L.off_down)
-        b.owed_up = <double*>(p + L.off_up)
-    else:                       # (a held block: its fields as wide as its weights)
-        p = L.base + (L.record_at[j] >> HELD_WIDTH_BITS)
-        w = L.record_at[j] & HELD_WIDTH_MASK
-        b.v = <double*>(p + 8)
-        b.eta = <float*>(p + 8 + 8 * w)
-        b.dsnap = <float*>(p + 8 + 12 * w)
-        b.snap = <double*>(p + 8 + 16 * w)
-        b.owed_down = <double*>(p + 8 + 24 * w)
-        b.owed_up = <double*>(p + 8 + 32 * w)
+        return fixed_block_at(L, j)
+    # a held block: its fields as wide as its weights
+    p = L.base + (L.record_at[j] >> HELD_WIDTH_BITS)
+    w = L.record_at[j] & HELD_WIDTH_MASK
     b.last = <long long*>p
+    b.v = <double*>(p + 8)
+    b.eta = <float*>(p + 8 + 8 * w)
+    b.dsnap = <float*>(p + 8 + 12 * w)
+    b.snap = <double*>(p + 8 + 16 * w)
+    b.owed_down = <double*>(p + 8 + 24 * w)
+    b.owed_up = <double*>(p + 8 + 32 * w)
     return b
 
 
@@ -620,11 +629,12 @@ cdef inline void step_weight(Block b, Py_ssize_t q, double lam, double l1, doubl
 
 cdef extern from "_prefetch.h":
     """
+    #define SKSO_PREFETCH_FIXED_BLOCK(L, j) SKSO_PREFETCH_LINES(               \
+        (L)->base + (j) * (L)->stride, (L)->K > 1 ? (L)->off_dsnap : (L)->stride)
     #define SKSO_PREFETCH_BLOCK(L, j)                                          \
         do {                                                                   \
             if ((L)->record_at == NULL)                                        \
-                SKSO_PREFETCH_LINES((L)->base + (j) * (L)->stride,             \
-                                    (L)->K > 1 ? (L)->off_dsnap : (L)->stride); \
+                SKSO_PREFETCH_FIXED_BLOCK(L, j);                               \
             else                                                               \
                 SKSO_PREFETCH_WRITE((L)->base                                  \
                                     + ((L)->record_at[j] >> SKSO_HELD_WIDTH_BITS)); \
@@ -634,8 +644,11 @@ cdef extern from "_prefetch.h":
     # binary record whole; a held block's first line, all of it for one or
     # two labels), for writing: kernels call it for the next row's blocks,
     # mostly cold in a large model. The events' fields of a wide block come
-    # in when it crosses one. (A macro: _prefetch.h says why.)
+    # in when it crosses one. prefetch_fixed_block: the same for a state
+    # without held blocks (fixed_block_at). (Macros: _prefetch.h says why.)
     void prefetch_block "SKSO_PREFETCH_BLOCK"(const Layout* L, Py_ssize_t j) noexcept nogil
+    void prefetch_fixed_block "SKSO_PREFETCH_FIXED_BLOCK"(const Layout* L,
+                                                          Py_ssize_t j) noexcept nogil
 
 
 # ---- one state shared by threads --------------------------------------------

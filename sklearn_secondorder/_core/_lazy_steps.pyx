@@ -42,10 +42,16 @@ _HELD_FIELDS = {"v": (0, np.float64), "eta": (8, np.float32), "dsnap": (12, np.f
                 "owed_up": (32, np.float64)}
 
 
+#: ``LazyStepState.record_at``: a held block's record offset (bytes), shifted
+#: left by this many bits, or'd with its width.
+RECORD_AT_SHIFT = HELD_WIDTH_BITS
+
+
 def held_record_bytes(widths, l1=False):
     """The bytes of held blocks' records of ``widths`` weights: ``last``, the
     fields as ``record_dtype(width, l1)`` lays them out, the labels (int32),
-    in whole cache lines (a block of one or two labels: one line)."""
+    in whole cache lines (one for a block of one or two labels, of one
+    with the L1 debts)."""
     size = 8 + (44 if l1 else 28) * np.asarray(widths, dtype=np.int64)
     return -(-size // _ALIGN) * _ALIGN
 
@@ -194,7 +200,7 @@ class LazyStepState:
         The output of each held weight (``labels[j, :widths[j]]``).
     record_at : int64 ndarray of shape (n_blocks,) or None
         Held blocks: each block's record offset (bytes) shifted left by
-        ``HELD_WIDTH_BITS``, or'd with its width (``Layout.record_at``).
+        ``RECORD_AT_SHIFT``, or'd with its width (``Layout.record_at``).
     held_l1 : bool
         Held blocks: whether the records carry the L1 debts.
     """

@@ -33,8 +33,8 @@ from ._lazy_steps cimport (
     barrier_init,
     barrier_wait,
     binary_gaps,
-    block_at,
     catch_up_all,
+    fixed_block_at,
     gap_consts,
     gaps_apply,
     last_event,
@@ -42,7 +42,7 @@ from ._lazy_steps cimport (
     line_shift_of,
     make_core,
     owner_of,
-    prefetch_block,
+    prefetch_fixed_block,
     step_weight,
     touch,
 )
@@ -83,7 +83,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     cdef Py_ssize_t i, k, nxt
     cdef long long kk
     cdef double y, sw, s
-    cdef Block row, icp = block_at(L, wk.d)
+    cdef Block row, icp = fixed_block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
@@ -107,14 +107,14 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             if wk.prefetch_blocks:
                 nxt = ds.order_ptr[i + 1]
                 for kk in range(ds.indptr_ptr[nxt], ds.indptr_ptr[nxt + 1]):
-                    prefetch_block(L, ds.indices_ptr[kk])
+                    prefetch_fixed_block(L, ds.indices_ptr[kk])
         # theta(t) on the row's blocks, then the scores (accumulated in a
         # local: a store to a record could alias scores[k])
         if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
             # a binary row's gaps eight at a time, branch-free (_binary_gaps.h)
             n_cross = 0
             for q in range(nnz):
-                row = block_at(L, ind[q])
+                row = fixed_block_at(L, ind[q])
                 if row.last[0] < ev:
                     wk.cross[n_cross] = ind[q]
                     n_cross += 1
@@ -122,16 +122,16 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
                     touch(row, K, t, ev, lam, l1, c, pen, rule)
             n_left = binary_gaps(L.base, wk.cross, n_cross, <double>t, <double>ev, &gc, wk.left)
             for q in range(n_left):
-                touch(block_at(L, wk.left[q]), K, t, ev, lam, l1, c, pen, rule)
+                touch(fixed_block_at(L, wk.left[q]), K, t, ev, lam, l1, c, pen, rule)
         else:
             for q in range(nnz):
-                touch(block_at(L, ind[q]), K, t, ev, lam, l1, c, pen, rule)
+                touch(fixed_block_at(L, ind[q]), K, t, ev, lam, l1, c, pen, rule)
         if wk.fit_intercept:
             touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
         for k in range(K):
             s = icp.v[k] if wk.fit_intercept else 0.0
             for q in range(nnz):
-                s += block_at(L, ind[q]).v[k] * x[q]
+                s += fixed_block_at(L, ind[q]).v[k] * x[q]
             scores[k] = s
         if wk.margins != NULL:
             for k in range(K):
@@ -150,7 +150,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             t += 1
         else:
             for q in range(nnz):
-                row = block_at(L, ind[q])
+                row = fixed_block_at(L, ind[q])
                 for k in range(K):
                     step_weight(row, k, lam, l1, grad[k] * x[q], pen)
                 row.last[0] = t + 1
@@ -162,7 +162,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             if t == next_event:        # the stepped blocks take the event at once
                 mid = (t // c.b) & 1
                 for q in range(nnz):
-                    apply_event(block_at(L, ind[q]), K, mid, c)
+                    apply_event(fixed_block_at(L, ind[q]), K, mid, c)
                 if wk.fit_intercept:
                     apply_event(icp, K, mid, c)
         if t == next_event:
@@ -358,7 +358,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef int* own_pos = &sh.own_pos[k, 0]
     cdef int* ends = &sh.ends[k, 0]
     cdef bint icp_own = sh.fit_intercept and k == 0, mid
-    cdef Block row, icp = block_at(L, d)
+    cdef Block row, icp = fixed_block_at(L, d)
     cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
     cdef GapConsts gc = gap_consts(c, L)
     cdef int* left = &sh.left[k, 0]
@@ -384,15 +384,15 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             # after its first)
             n_left = binary_gaps(L.base, own_block, n_own, <double>t, <double>ev, &gc, left)
             for e in range(n_left):
-                touch(block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
+                touch(fixed_block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
         for i in range(i0, i1):
             row_span(ds, i, &start, &ind, &nnz, &y, &sw)
             for kk in range(K):
                 scores[kk] = 0.0
             for e in range(ends[i - i0], ends[i - i0 + 1]):
                 if e + 16 < n_own:
-                    prefetch_block(L, own_block[e + 16])
-                row = block_at(L, own_block[e])
+                    prefetch_fixed_block(L, own_block[e + 16])
+                row = fixed_block_at(L, own_block[e])
                 touch(row, K, t, ev, lam, l1, c, pen, rule)
                 for kk in range(K):
                     scores[kk] += row.v[kk] * row_value(ds, start, own_pos[e])
@@ -431,7 +431,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
                 t += 1                 # (the shrink alone: an idle step, as in _pass)
             else:
                 for e in range(ends[i - i0], e_end):
-                    row = block_at(L, own_block[e])
+                    row = fixed_block_at(L, own_block[e])
                     touch(row, K, t, ev, lam, l1, c, pen, rule)
                     for kk in range(K):
                         step_weight(row, kk, lam, l1,
@@ -446,7 +446,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
                 if t == next_event:
                     mid = (t // c.b) & 1
                     for e in range(ends[i - i0], e_end):
-                        apply_event(block_at(L, own_block[e]), K, mid, c)
+                        apply_event(fixed_block_at(L, own_block[e]), K, mid, c)
                     if icp_own:
                         apply_event(icp, K, mid, c)
             if t == next_event:
