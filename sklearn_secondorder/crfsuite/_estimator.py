@@ -49,10 +49,9 @@ default=None
         The trainer (the registry ``ALGORITHMS``; see
         ``available_algorithms()``; an unknown name is a ValueError that lists
         them): ``'asf'`` (`ASFSequenceTagger`, averaged SGD with feedback),
-        ``'psa'`` (`PSASequenceTagger`, one pass; every (attribute, label)
-        pair and transition exists: its kernel does not take the mask of the
-        feature generation yet, so ``min_freq`` and an explicit False of
-        ``all_possible_*`` are refused), ``'l2sgd'`` (`SGDSequenceTagger`,
+        ``'psa'`` (`PSASequenceTagger`, one pass by default; an attribute
+        holds the weights of its trained labels only, in a record as wide
+        as they are), ``'l2sgd'`` (`SGDSequenceTagger`,
         CRFsuite's l2sgd schedule), and CRFsuite's own trainers ``'lbfgs'``
         (`LBFGSSequenceTagger`, OWL-QN when ``c1 > 0``), ``'ap'``, ``'pa'``,
         ``'arow'`` (they generate the features themselves, without
@@ -62,8 +61,8 @@ default=None
         CRFsuite L-BFGS's chunk F1 (within 0.3) soonest on CoNLL-2000 with
         the tutorial's features: 6 passes, 0.07-0.10x the time of CRFsuite's
         fit ('l2sgd': 10 passes, about the same time; 'lbfgs': 100
-        iterations, 0.76x). 'psa' gets there in 2 passes (0.03x) but with
-        every (attribute, label) pair, 12x the weights; 'ap' and 'pa' in 3
+        iterations, 0.76x). 'psa' falls short by 0.01 after 2 passes
+        (0.07x); 'ap' and 'pa' in 3
         passes (0.015x, 0.021x) but they take no ``c1`` / ``c2`` (not a
         likelihood), so the default cannot be them
         (``benchmarks/bench_crfsuite.py``, ``benchmarks/RESULTS.md``).
