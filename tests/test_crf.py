@@ -419,8 +419,48 @@ def test_held_records_are_as_wide_as_their_weights(l1):
     wide.records["eta"][slots] = eta[exists]
     wide.records["eta"][~slots] = 0.25
     wide.records["last"] = 5
+    if l1:
+        wide.records["owed_down"][slots] = 0.5
+    # (as pickled before held records: without their fields)
+    old = pickle.dumps(wide)
     wide.prepare()
     assert wide.records.dtype == np.uint8 and wide.has_l1 == l1
     assert_array_equal(wide.weights, w.ravel())
     assert_allclose(wide.step_sizes, eta.ravel(), rtol=1e-7)
     assert np.all(wide.last == 5)
+    del wide.__dict__["record_at"], wide.__dict__["held_l1"]
+    # unpickled, every method reads the held records, before any prepare()
+    for call in ("insert_blocks", "with_l1"):
+        back = pickle.loads(old)
+        assert back.records.dtype == np.uint8 and back.has_l1 == l1
+        if call == "insert_blocks":
+            back.insert_blocks(3, 2, period=2)
+            assert_array_equal(back.weights, new_w.ravel())
+        else:
+            back.with_l1()
+            assert back.has_l1 and np.all(back.records.view(np.float64)[
+                back._held_view("owed_down").positions] == (0.5 if l1 else 0.0))
+            assert_array_equal(back.weights, w.ravel())
+
+
+def test_held_edge_cases():
+    """A held state of one label catches up as the fixed records do (these
+    take ``binary_gaps``, the held ones ``walk``: within 1e-9 of the
+    weights' scale); a held state without blocks takes new ones."""
+    from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=20)
+    options = PSAOptions(lam=1e-4, period=10)
+    fixed = LazyStepState.zeros(20, 1, 0.1)
+    held = LazyStepState.zeros(20, 1, 0.1, exists=np.ones((20, 1), dtype=bool))
+    for st in (fixed, held):
+        st.set_weights(w)
+        catch_up_state(st, options, 1000)
+    assert np.all(held.last == 1000) and np.abs(held.weights - w).max() > 1e-3
+    assert_allclose(held.weights, fixed.weights, rtol=0, atol=1e-9 * np.abs(w).max())
+    assert_allclose(held.step_sizes, fixed.step_sizes, rtol=1e-6)
+    empty = LazyStepState.zeros(0, 3, 0.1, exists=np.zeros((0, 3), dtype=bool))
+    empty.t = 4
+    empty.insert_blocks(0, 2, period=2)
+    assert_array_equal(empty.widths, [3, 3]) and np.all(empty.last == 4)
+    assert_allclose(empty.step_sizes, 0.1, rtol=1e-7) and np.all(empty.weights == 0)

@@ -228,7 +228,7 @@ cdef inline bint gaps_apply(const LazyCore* c, const Layout* L) noexcept nogil:
     """Whether a binary state's touches can take ``binary_gaps`` (the L2
     penalty alone under the series rate rule is the caller's; here: events,
     the L2 penalty and the clipped regime)."""
-    return L.K == 1 and c.b > 0 and c.lam > 0.0 and c.clipped
+    return L.K == 1 and L.record_at == NULL and c.b > 0 and c.lam > 0.0 and c.clipped
 
 
 cdef inline GapConsts gap_consts(const LazyCore* c, const Layout* L) noexcept nogil:

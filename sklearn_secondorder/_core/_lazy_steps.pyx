@@ -295,8 +295,9 @@ class LazyStepState:
         fresh = self._held_view("eta", held)
         fresh.positions = fresh.positions[~kept]
         fresh[...] = self.eta0
-        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = np.where(
-            old_of_new >= 0, old_last[np.maximum(old_of_new, 0)], self.t)
+        # (a new block takes t, the last entry)
+        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = np.append(
+            old_last, self.t)[np.where(old_of_new >= 0, old_of_new, old_last.size)]
 
     def _held(self):
         """``(blocks, slots, outputs)`` of the weights the blocks hold."""
@@ -330,6 +331,11 @@ class LazyStepState:
                 "this PSA model was saved by an earlier version of sklearn-secondorder, "
                 "whose state layout is no longer read; fit it again")
         self.__dict__.update(state)
+        if self.widths is not None and self.records.dtype.names is not None:
+            # held blocks saved in records n_outputs wide: every method
+            # reads the held records
+            self._repack_wide(np.ascontiguousarray(self.widths, dtype=np.int32),
+                              np.ascontiguousarray(self.labels, dtype=np.int32))
 
     @property
     def has_l1(self):
