@@ -398,6 +398,8 @@ def test_held_records_are_as_wide_as_their_weights(l1):
     assert_array_equal(st.weights, w.ravel())
     assert_allclose(st.step_sizes, eta.ravel(), rtol=1e-7)
     assert np.all(st.last == 5) and st.max_step_size() == pytest.approx(eta[exists].max())
+    assert "_held_index" in vars(st)                # (derived, not pickled)
+    assert "_held_index" not in vars(pickle.loads(pickle.dumps(st)))
     st2 = pickle.loads(pickle.dumps(st)).prepare()
     assert_array_equal(st2.weights, w.ravel()) and st2.has_l1 == l1
     # with the L1 debts, then new blocks: the old blocks keep their fields

@@ -300,12 +300,23 @@ class LazyStepState:
             old_last, self.t)[np.where(old_of_new >= 0, old_of_new, old_last.size)]
 
     def _held(self):
-        """``(blocks, slots, outputs)`` of the weights the blocks hold."""
+        """``(blocks, slots, outputs)`` of the weights the blocks hold (kept
+        while ``widths`` and ``labels`` are the same arrays: a fit reads and
+        writes the fields several times)."""
         if self.widths is None:
             return None
-        held = np.arange(self.n_outputs) < self.widths[:, None]
-        rows = np.nonzero(held)
-        return rows[0], rows[1], self.labels[held]
+        key, index = vars(self).get("_held_index", (None, None))
+        if key is None or key[0] is not self.widths or key[1] is not self.labels:
+            held = np.arange(self.n_outputs) < self.widths[:, None]
+            rows = np.nonzero(held)
+            index = rows[0], rows[1], self.labels[held]
+            self._held_index = ((self.widths, self.labels), index)
+        return index
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        state.pop("_held_index", None)        # (derived: made again when read)
+        return state
 
     def _to_flat(self, name, fill):
         """A record field as flat per-output values (``fill`` where no weight is held)."""
