@@ -801,7 +801,7 @@ def test_psa_stream_calls_score_each_row_and_defer_the_flush(K, loss, n_threads)
             margins = np.full((rows.stop - rows.start) * K, np.nan)
             result = psa_epochs(RowDataset(X[rows], y[rows], sw[rows]), state, options,
                                 loss=loss_fn, shuffle=False, threads=runner,
-                                margins=margins, flush=False)
+                                margins=margins, flush=False, eager=False)
             assert not result.diverged
             got[rows] = margins.reshape(-1, K)
             # (a column no row of the call touched is behind t)

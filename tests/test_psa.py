@@ -50,14 +50,17 @@ def assert_matches_oracle(state, th, eta):
 # both rate rules (eta alpha < 1e-4: the series)
 @pytest.mark.parametrize("alpha, eta0, b", [(0.05, 0.2, 3), (0.4, 0.25, 2), (1e-3, 0.2, 4),
                                             (1e-4, 0.2, 4)])
-def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b):
+@pytest.mark.parametrize("eager", [False, True])
+def test_kernel_matches_numpy_algorithm_1(sparse, K, loss_name, alpha, eta0, b, eager):
     """The lazy kernel (catch-up at the next touch, idle windows in closed form
-    or replayed) == the dense Algorithm 1 within the float32 tolerance."""
+    or replayed) and the eager one (every weight shrunk at every update, a
+    small model's) == the dense Algorithm 1 within the float32 tolerance."""
     X, y, sw = _problem(K)
     loss = LOSSES[loss_name]() if loss_name else None
     state = LazyStepState.zeros(X.shape[1] + 1, K, eta0)
     info = psa_epochs(RowDataset(X if sparse else X.toarray(), y, sw), state,
-                      PSAOptions(lam=alpha, period=b), loss=loss, n_epochs=3, shuffle=False)
+                      PSAOptions(lam=alpha, period=b), loss=loss, n_epochs=3, shuffle=False,
+                      eager=eager)
     th, eta, t, factors = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                                     n_epochs=3)
     assert state.t == t and info.epochs == 3 and not info.diverged
@@ -89,7 +92,7 @@ def test_long_idle_windows_match_numpy(K, alpha, eta0, b):
     loss = LOSSES["log_loss"]() if K == 1 else None
     state = LazyStepState.zeros(d + 1, K, eta0)
     psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state, PSAOptions(lam=alpha, period=b),
-               loss=loss, n_epochs=2, shuffle=False)
+               loss=loss, n_epochs=2, shuffle=False, eager=False)
     th, eta, t, _ = numpy_psa(X, y, sw, K=K, loss=loss, alpha=alpha, eta0=eta0, b=b,
                               n_epochs=2)
     assert_matches_oracle(state, th, eta)
@@ -124,7 +127,7 @@ def test_binary_gaps_eight_at_a_time_match_numpy(pa, pb, n):
     state = LazyStepState.zeros(X.shape[1] + 1, 1, eta0)
     psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state,
                PSAOptions(lam=lam, period=b, psa_alpha=pa, psa_beta=pb), loss=loss,
-               n_epochs=1, shuffle=False)
+               n_epochs=1, shuffle=False, eager=False)
     th, eta, _, _ = numpy_psa(X, y, sw, K=1, loss=loss, alpha=lam, eta0=eta0, b=b, pa=pa, pb=pb)
     assert_matches_oracle(state, th, eta)
     # the regime (every eta lam < 1e-4, clipped), and idle windows adapted
@@ -143,7 +146,7 @@ def test_binary_gaps_leave_gaps_beyond_the_polynomials_to_the_walk():
     state = LazyStepState.zeros(X.shape[1] + 1, 1, eta0)
     psa_epochs(RowDataset(sp.csr_matrix(X), y, sw), state,
                PSAOptions(lam=lam, period=b, psa_alpha=0.5, psa_beta=0.3), loss=loss,
-               n_epochs=1, shuffle=False)
+               n_epochs=1, shuffle=False, eager=False)
     th, _, _, _ = numpy_psa(X, y, sw, K=1, loss=loss, alpha=lam, eta0=eta0, b=b, pa=0.5,
                             pb=0.3)
     assert_allclose(state.weights, th, rtol=W_RTOL, atol=W_RTOL * np.max(np.abs(th)))
@@ -166,17 +169,34 @@ def test_records_are_one_cache_line_or_half():
         assert st.weights.shape == (1005 * K,) and np.all(st.step_sizes == np.float32(0.1))
 
 
-def test_untouched_zero_coordinates_keep_their_step():
+@pytest.mark.parametrize("eager", [False, True])
+def test_untouched_zero_coordinates_keep_their_step(eager):
     """0/0: a coordinate that never moves keeps eta0 exactly."""
     X, y, sw = _problem(1)
     X = sp.hstack([X, sp.csr_matrix((X.shape[0], 3))], format="csr")
     state = LazyStepState.zeros(X.shape[1] + 1, 1, 0.2)
     psa_epochs(RowDataset(X, y, sw), state, PSAOptions(lam=0.01, period=2),
-               loss=LOSSES["log_loss"](), n_epochs=2, shuffle=False)
+               loss=LOSSES["log_loss"](), n_epochs=2, shuffle=False, eager=eager)
     assert_array_equal(state.step_sizes[-4:-1], np.float32(0.2))
     assert_array_equal(state.weights[-4:-1], 0.0)
     assert np.all(state.step_sizes[:-4] < np.float32(0.2))
 
+
+
+def test_small_models_take_the_eager_pass():
+    """A model of at most ``EAGER_MAX_WEIGHTS`` weights takes the eager pass
+    (every block current at ``t`` after any call), a larger one the lazy
+    passes (a call with ``flush=False`` leaves untouched blocks behind)."""
+    from sklearn_secondorder._core import _psa_fast
+    rng = np.random.RandomState(0)
+    for d, eager in ((_psa_fast.EAGER_MAX_WEIGHTS - 1, True),
+                     (_psa_fast.EAGER_MAX_WEIGHTS, False)):
+        X = sp.random(50, d, density=2.0 / d, format="csr", random_state=rng)
+        y = np.where(rng.rand(50) > 0.5, 1.0, -1.0)
+        state = LazyStepState.zeros(d + 1, 1, 0.1)
+        psa_epochs(RowDataset(X, y, np.ones(50)), state, PSAOptions(lam=0.01, period=3),
+                   loss=LOSSES["log_loss"](), flush=False)
+        assert state.t == 50 and np.all(state.last == state.t) == eager
 
 def _data(n_classes=2, n=300, seed=0):
     X, y = make_classification(n_samples=n, n_features=10, n_informative=5,

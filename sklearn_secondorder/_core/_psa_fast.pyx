@@ -15,6 +15,8 @@ pass (``catch_up`` of every block) and the finiteness check.
 go by in rounds scored at the round's start and stepped in order, every
 thread on its own blocks (``doc/core.md``, "Threads on one state").
 """
+from libc.math cimport isfinite
+
 from ._dataset cimport RowDataset, fetch_row, prefetch_row, row_span, row_value
 from ._lazy_steps cimport (
     Block,
@@ -33,6 +35,7 @@ from ._lazy_steps cimport (
     barrier_init,
     barrier_wait,
     binary_gaps,
+    block_shrink,
     catch_up_all,
     fixed_block_at,
     gap_consts,
@@ -49,7 +52,7 @@ from ._lazy_steps cimport (
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport clip_dloss
 
-from ._lazy_steps import PSAResult
+from ._lazy_steps import PSAResult, catch_up_state
 
 import numpy as np
 
@@ -204,6 +207,119 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
                 finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
             if not finite:
                 break
+    state.t, state.seed = t, rng
+    return PSAResult(epochs=epochs_run, diverged=not finite)
+
+
+# ---- small models: Algorithm 1 as written ----------------------------------
+
+#: A model of at most this many weights (``(n_features + 1) n_outputs``)
+#: takes the eager pass (``_eager_pass``), every weight shrunk at every
+#: update as Algorithm 1 writes it: a vector loop over weights that stay in
+#: the L1 cache costs less than a lazy decay at each touch (a9a's 124
+#: weights, w8a's 301, letter's 442).
+EAGER_MAX_WEIGHTS = 4096
+
+
+cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, Block icp,
+                                  const LazyCore* c, Loss loss, RowWork* wk,
+                                  long long t) noexcept nogil:
+    """One pass over the rows in their current order, every weight current at
+    every update: ``w`` is the whole model as one block of ``n_features K``
+    weights (feature-major), ``icp`` the intercept. Returns the new ``t``.
+    (Inline: a binary model's call passes ``K = 1``, a constant there.)"""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz, q
+    cdef Py_ssize_t i, k, j, n = wk.d * K
+    cdef double y, sw, s
+    cdef double* scores = wk.scores
+    cdef double* grad = wk.grad
+    cdef L2Only plain
+    for i in range(ds.n_samples):
+        fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
+        if sw == 0.0:
+            continue
+        # (the rows, in a shuffled order, are what is cold here)
+        prefetch_row(ds, i + 2)
+        for k in range(K):
+            s = icp.v[k] if wk.fit_intercept else 0.0
+            for q in range(nnz):
+                s += w.v[ind[q] * K + k] * x[q]
+            scores[k] = s
+        if wk.margins != NULL:
+            for k in range(K):
+                wk.margins[ds.order_ptr[i] * K + k] = scores[k]
+        if K == 1:
+            grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
+        else:
+            softmax_loss(scores, <int>y, <int>K, grad)
+            for k in range(K):
+                grad[k] *= sw
+        # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
+        # the row's gradient terms
+        block_shrink(w.v, w.eta, c.lam, n)
+        for q in range(nnz):
+            for k in range(K):
+                j = ind[q] * K + k
+                w.v[j] -= w.eta[j] * grad[k] * x[q]
+        if wk.fit_intercept:
+            for k in range(K):
+                step_weight(icp, k, 0.0, 0.0, grad[k], &plain)
+        t += 1
+        if c.b > 0 and t % c.b == 0:
+            apply_event(w, n, (t // c.b) & 1, c)
+            if wk.fit_intercept:
+                apply_event(icp, K, (t // c.b) & 1, c)
+    return t
+
+
+cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCore c,
+                          Loss loss, int n_epochs, bint shuffle, bint fit_intercept,
+                          double* margins):
+    """``psa_epochs`` for a small model without L1: the fields of the
+    features' records as contiguous arrays (every block brought to ``t``
+    first: a stream's earlier call may have left some behind), the eager
+    passes, and the fields written back, every block current at ``t``."""
+    cdef RowWork wk
+    cdef Py_ssize_t d = ds.n_features, K = state.n_outputs, j
+    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef int _epoch, epochs_run = 0
+    cdef long long t = state.t
+    cdef bint finite = True
+    catch_up_state(state, options, state.t, unregularized=d)
+    records = state.records[:d]
+    cdef double[::1] v = np.ascontiguousarray(records["v"], dtype=np.float64).reshape(-1)
+    cdef double[::1] snap = np.ascontiguousarray(records["snap"], dtype=np.float64).reshape(-1)
+    cdef float[::1] eta = np.ascontiguousarray(records["eta"], dtype=np.float32).reshape(-1)
+    cdef float[::1] dsnap = np.ascontiguousarray(records["dsnap"],
+                                                 dtype=np.float32).reshape(-1)
+    cdef double[::1] buf = np.zeros(2 * K)
+    cdef Block w, icp = fixed_block_at(L, d)
+    w.v, w.snap, w.eta, w.dsnap = &v[0], &snap[0], &eta[0], &dsnap[0]
+    wk.d = d
+    wk.fit_intercept = fit_intercept
+    wk.margins = margins
+    wk.scores = &buf[0]
+    wk.grad = &buf[K]
+    with nogil:
+        for _epoch in range(n_epochs):
+            if shuffle:
+                ds.shuffle(&rng)
+            if K == 1:
+                t = _eager_pass(ds, 1, w, icp, &c, loss, &wk, t)
+            else:
+                t = _eager_pass(ds, K, w, icp, &c, loss, &wk, t)
+            epochs_run += 1
+            for j in range(d * K):
+                finite &= isfinite(w.v[j])
+            for j in range(K):
+                finite &= isfinite(icp.v[j])
+            if not finite:
+                break
+    for name, values in (("v", v), ("snap", snap), ("eta", eta), ("dsnap", dsnap)):
+        records[name] = np.asarray(values).reshape(d, K)
+    state.records["last"] = t
     state.t, state.seed = t, rng
     return PSAResult(epochs=epochs_run, diverged=not finite)
 
@@ -496,7 +612,7 @@ def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint 
 
 def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                bint shuffle=True, bint fit_intercept=True, threads=None,
-               double[::1] margins=None, bint flush=True):
+               double[::1] margins=None, bint flush=True, eager=None):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
 
     Parameters
@@ -532,6 +648,11 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         within a pass, for a stream of calls with the same options (the next
         call, or ``catch_up_state``, brings them up; divergence then shows
         in the next call's scores or at that catch-up).
+    eager : bool or None, default=None
+        On one thread and without L1, every weight shrunk at every update
+        (``_eager_pass``: Algorithm 1 as written, every block current at
+        ``t`` after each call) instead of the lazy decays. None: for a model
+        of at most ``EAGER_MAX_WEIGHTS`` weights, where it costs less.
 
     Returns
     -------
@@ -553,6 +674,11 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     cdef double* out = &margins[0] if margins is not None and margins.shape[0] > 0 else NULL
     cdef LazyCore c = make_core(options, state)
     cdef Layout L = layout_of(state)
+    if eager is None:
+        eager = state.n_blocks * state.n_outputs <= EAGER_MAX_WEIGHTS
+    if eager and not state.has_l1 and ds.n_features > 0:
+        return _eager_epochs(ds, &L, state, options, c, loss, n_epochs, shuffle,
+                             fit_intercept, out)
     cdef SeriesRate series
     cdef Log1pRate general
     cdef L2Only plain
