@@ -10,7 +10,7 @@ from .._calibration import calibrate_linear_eta0
 from .._compat import Interval, StrOptions
 from .._core._lazy_steps import LazyStepState, PSAOptions, catch_up_state, record_dtype
 from .._core._losses import LOSSES
-from .._core._psa_fast import psa_epochs
+from .._core._psa_fast import eager_pass_applies, psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._threads import ThreadRunner
@@ -275,7 +275,12 @@ class PSAClassifier(LinearClassifierBase):
 
     def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
         # the threads share the one state (psa_epochs with threads): each
-        # owns a part of the blocks; no copies, no mix
+        # owns a part of the blocks; no copies, no mix. A small model's eager
+        # pass on one thread costs less than the lazy passes on several.
+        problem = self._states[p]
+        if eager_pass_applies((problem.n_features + 1) * problem.n_outputs,
+                              l1_share(self) > 0):
+            return self._run_problem(X, y, sample_weight, problem, n_epochs)
         with ThreadRunner(n_threads) as runner:
             return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
                                      threads=runner)
