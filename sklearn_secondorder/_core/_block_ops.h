@@ -180,6 +180,25 @@ static void skso_block_shrink(double *restrict v, const float *restrict eta, dou
     }
 }
 
+/* The shrink's factors, f[h] = max(0, 1 - eta[h] lam) (skso_block_shrink's),
+ * for a small model's eager pass, whose step sizes change only at a window's
+ * end: each update's shrink is then skso_block_scale. */
+SKSO_ROW_CLONES
+static void skso_block_shrink_factors(double *restrict f, const float *restrict eta,
+                                      double lam, ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++) {
+        double g = 1.0 - (double)eta[h] * lam;
+        f[h] = g > 0.0 ? g : 0.0;
+    }
+}
+
+/* v[h] *= f[h]. */
+SKSO_ROW_CLONES
+static void skso_block_scale(double *restrict v, const double *restrict f, ptrdiff_t n) {
+    for (ptrdiff_t h = 0; h < n; h++)
+        v[h] *= f[h];
+}
+
 /* A token's gradient term on one row: v[h] += eta[h] x d[h]. */
 SKSO_ROW_CLONES
 static void skso_block_add(double *restrict v, const float *restrict eta, double x,

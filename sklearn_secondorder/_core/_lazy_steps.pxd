@@ -52,6 +52,10 @@ cdef extern from "_block_ops.h":
                                       Py_ssize_t n) noexcept nogil
     void block_shrink "skso_block_shrink"(double* v, const float* eta, double lam,
                                           Py_ssize_t n) noexcept nogil
+    void block_shrink_factors "skso_block_shrink_factors"(double* f, const float* eta,
+                                                          double lam,
+                                                          Py_ssize_t n) noexcept nogil
+    void block_scale "skso_block_scale"(double* v, const double* f, Py_ssize_t n) noexcept nogil
     void block_add "skso_block_add"(double* v, const float* eta, double x, const double* d,
                                     Py_ssize_t n) noexcept nogil
     void block_mid_event "skso_block_mid_event"(const double* v, double* snap, float* dsnap,

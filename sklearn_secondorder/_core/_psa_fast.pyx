@@ -35,7 +35,8 @@ from ._lazy_steps cimport (
     barrier_init,
     barrier_wait,
     binary_gaps,
-    block_shrink,
+    block_scale,
+    block_shrink_factors,
     catch_up_all,
     fixed_block_at,
     gap_consts,
@@ -227,13 +228,15 @@ def eager_pass_applies(n_weights, has_l1):
     return not has_l1 and n_weights <= EAGER_MAX_WEIGHTS
 
 
-cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, Block icp,
-                                  const LazyCore* c, Loss loss, RowWork* wk,
+cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* shrink,
+                                  Block icp, const LazyCore* c, Loss loss, RowWork* wk,
                                   long long t) noexcept nogil:
     """One pass over the rows in their current order, every weight current at
     every update: ``w`` is the whole model as one block of ``n_features K``
-    weights (feature-major), ``icp`` the intercept. Returns the new ``t``.
-    (Inline: a binary model's call passes ``K = 1``, a constant there.)"""
+    weights (feature-major), ``shrink`` their shrink factors ``max(0, 1 - eta
+    lam)`` (kept: eta changes only at a window's end), ``icp`` the intercept.
+    Returns the new ``t``. (Inline: a binary model's call passes ``K = 1``,
+    a constant there.)"""
     cdef const double* x
     cdef const int* ind
     cdef int nnz, q
@@ -264,7 +267,7 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, Block ic
                 grad[k] *= sw
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
-        block_shrink(w.v, w.eta, c.lam, n)
+        block_scale(w.v, shrink, n)
         for q in range(nnz):
             for k in range(K):
                 j = ind[q] * K + k
@@ -277,6 +280,8 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, Block ic
             apply_event(w, n, (t // c.b) & 1, c)
             if wk.fit_intercept:
                 apply_event(icp, K, (t // c.b) & 1, c)
+            if (t // c.b) & 1 == 0:        # (a window's end: new step sizes)
+                block_shrink_factors(shrink, w.eta, c.lam, n)
     return t
 
 
@@ -301,8 +306,10 @@ cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCo
     cdef float[::1] dsnap = np.ascontiguousarray(records["dsnap"],
                                                  dtype=np.float32).reshape(-1)
     cdef double[::1] buf = np.zeros(2 * K)
+    cdef double[::1] shrink = np.empty(d * K)
     cdef Block w, icp = fixed_block_at(L, d)
     w.v, w.snap, w.eta, w.dsnap = &v[0], &snap[0], &eta[0], &dsnap[0]
+    block_shrink_factors(&shrink[0], w.eta, c.lam, d * K)
     wk.d = d
     wk.fit_intercept = fit_intercept
     wk.margins = margins
@@ -313,9 +320,9 @@ cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCo
             if shuffle:
                 ds.shuffle(&rng)
             if K == 1:
-                t = _eager_pass(ds, 1, w, icp, &c, loss, &wk, t)
+                t = _eager_pass(ds, 1, w, &shrink[0], icp, &c, loss, &wk, t)
             else:
-                t = _eager_pass(ds, K, w, icp, &c, loss, &wk, t)
+                t = _eager_pass(ds, K, w, &shrink[0], icp, &c, loss, &wk, t)
             epochs_run += 1
             for j in range(d * K):
                 finite &= isfinite(w.v[j])
