@@ -76,11 +76,13 @@ def used_columns(X_sample):
     -------
     X_used : CSR matrix or the input
         ``X_sample[:, cols]``; the input itself (and ``cols = None``) when
-        it is dense or uses every column.
+        it is dense, has no more columns than entries, or uses every column.
     cols : ndarray or None
         The columns used, sorted.
     """
-    if not sp.issparse(X_sample):
+    if not sp.issparse(X_sample) or X_sample.shape[1] <= X_sample.nnz:
+        # (no more columns than entries: a dense step over them costs no more
+        # than the sample's, and finding the used ones costs a sort)
         return X_sample, None
     cols = np.unique(X_sample.indices)
     if cols.size == X_sample.shape[1]:

@@ -392,6 +392,9 @@ def test_t0_auto_trials_use_at_most_T0_SAMPLE_rows_and_their_columns(monkeypatch
     compact, used = used_columns(Xs)
     cols = np.unique(Xs.indices)
     assert_array_equal(used, cols)
+    # (no more columns than entries: kept as it is)
+    narrow = sp.random(10, 5, density=0.8, format="csr", random_state=0)
+    assert used_columns(narrow)[0] is narrow and used_columns(narrow)[1] is None
     assert compact.shape == (T0_SAMPLE, cols.size)
     ys = np.where(y[:T0_SAMPLE] == 1, 1.0, -1.0)
     sw = np.ones(T0_SAMPLE)
