@@ -76,6 +76,20 @@ cdef struct RowWork:
     bint prefetch_blocks     # the next row's blocks prefetched (a model beyond the L2 cache)
 
 
+cdef inline void _gradient(const double* scores, double* grad, Py_ssize_t K, Loss loss,
+                           double y, double sw) noexcept nogil:
+    """The loss derivative at a row's ``scores``, times its weight ``sw``:
+    the binary loss's (clipped), or the multinomial log loss's for class
+    ``y``."""
+    cdef Py_ssize_t k
+    if K == 1:
+        grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
+    else:
+        softmax_loss(scores, <int>y, <int>K, grad)
+        for k in range(K):
+            grad[k] *= sw
+
+
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
                             const Penalty* pen, const RateRule* rule, Loss loss, RowWork* wk,
                             long long t) noexcept nogil:
@@ -141,12 +155,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             for k in range(K):
                 wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         # the loss derivative at theta(t), then line 5 of Algorithm 1
-        if K == 1:
-            grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
-        else:
-            softmax_loss(scores, <int>y, <int>K, grad)
-            for k in range(K):
-                grad[k] *= sw
+        _gradient(scores, grad, K, loss, y, sw)
         if K == 1 and grad[0] == 0.0:
             # a zero gradient (a hinge-type loss past its margin): the update
             # is the shrink alone, which is an idle step of the lazy decay,
@@ -259,12 +268,7 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
         if wk.margins != NULL:
             for k in range(K):
                 wk.margins[ds.order_ptr[i] * K + k] = scores[k]
-        if K == 1:
-            grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
-        else:
-            softmax_loss(scores, <int>y, <int>K, grad)
-            for k in range(K):
-                grad[k] *= sw
+        _gradient(scores, grad, K, loss, y, sw)
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
         block_scale(w.v, shrink, n)
@@ -549,12 +553,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             if k == 0 and sh.margins != NULL:
                 for kk in range(K):
                     sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
-            if K == 1:
-                grad[0] = sw * clip_dloss(loss.dloss(scores[0], y))
-            else:
-                softmax_loss(scores, <int>y, <int>K, grad)
-                for kk in range(K):
-                    grad[kk] *= sw
+            _gradient(scores, grad, K, loss, y, sw)
             e_end = ends[i - i0 + 1]
             if K == 1 and grad[0] == 0.0:
                 t += 1                 # (the shrink alone: an idle step, as in _pass)
