@@ -272,7 +272,9 @@ class LazyStepState:
                           self._positions(blocks, slots, a, dtype.itemsize))
 
     def _held_last(self):
-        return self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8]
+        """Each held block's ``last``: read by value (``_held_last().values()``)
+        or written (``[...] = ``)."""
+        return _Scattered(self.records.view(np.int64), (self.record_at >> HELD_WIDTH_BITS) // 8)
 
     def _repack(self, widths, labels, l1, old_of_new):
         """The held records rebuilt for blocks of ``widths`` weights of
@@ -281,7 +283,7 @@ class LazyStepState:
         new block: zero weights, ``eta0``, current at ``t``."""
         names = [n for n in _HELD_FIELDS if self.held_l1 or n not in ("owed_down", "owed_up")]
         old = {name: self._held_view(name).values() for name in names}
-        old_last = self._held_last()
+        old_last = self._held_last().values()
         old_start = np.concatenate(([0], np.cumsum(self.widths, dtype=np.int64)))
         self._hold(widths, labels, l1)
         held = self._held()
@@ -296,8 +298,8 @@ class LazyStepState:
         fresh.positions = fresh.positions[~kept]
         fresh[...] = self.eta0
         # (a new block takes t, the last entry)
-        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = np.append(
-            old_last, self.t)[np.where(old_of_new >= 0, old_of_new, old_last.size)]
+        self._held_last()[...] = np.append(old_last, self.t)[
+            np.where(old_of_new >= 0, old_of_new, old_last.size)]
 
     def _held(self):
         """``(blocks, slots, outputs)`` of the weights the blocks hold (kept
@@ -376,7 +378,7 @@ class LazyStepState:
     @property
     def last(self):
         """The time each block is current at (held blocks: a copy)."""
-        return self.records["last"] if self.widths is None else self._held_last()
+        return self.records["last"] if self.widths is None else self._held_last().values()
 
     def set_values(self, w):
         """Set the weights (flat, C order), leaving the windows as they are."""
@@ -394,7 +396,7 @@ class LazyStepState:
             held = self._held()
             self._held_view("snap", held)[...] = self._held_view("v", held).values()
             self._held_view("dsnap", held)[...] = 0.0
-            self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = self.t
+            self._held_last()[...] = self.t
         if step_sizes is not None:
             self._from_flat("eta", step_sizes)
 
@@ -476,7 +478,7 @@ class LazyStepState:
         for name in _HELD_FIELDS:
             if name in wide.dtype.names:
                 self._held_view(name, held)[...] = wide[name][held[0], held[1]]
-        self.records.view(np.int64)[(self.record_at >> HELD_WIDTH_BITS) // 8] = wide["last"]
+        self._held_last()[...] = wide["last"]
 
 
 class _Scattered:
