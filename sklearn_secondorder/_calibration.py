@@ -104,6 +104,47 @@ def _sample_columns(X_sample, coef, n_outputs):
     return compact, np.ascontiguousarray(W[cols]).ravel()
 
 
+def sample_attributes(X_sample, coef, allowed, n_attributes, n_states):
+    """A sample of sequences restricted to the attributes it uses, when the
+    other attributes' weights are all 0 (else everything as it is).
+
+    ``used_columns`` for a CRF: a trial pass from such weights moves only
+    the sample's attribute rows (the others stay 0) besides the transitions
+    and the bias, so restricted to them it makes the same steps and gives the
+    same objective, without copying and averaging a model of every
+    attribute at each trial (62 MB on CoNLL-2000 with 23 labels).
+
+    Parameters
+    ----------
+    X_sample : CSR matrix of shape (n_tokens, n_columns)
+        The sample's tokens (columns at or past ``n_attributes`` are unknown
+        to the model: no row reads them).
+    coef : ndarray
+        The flat CRF weights (``CRFState.coef``): ``n_attributes`` rows of
+        ``n_states``, the transitions' rows, the bias.
+    allowed : uint8 ndarray or None
+        The weights that exist, in ``coef``'s layout.
+    n_attributes, n_states : int
+
+    Returns
+    -------
+    X_used : CSR matrix
+    coef_used, allowed_used : ndarray (``allowed_used`` None with ``allowed``)
+    n_used : int
+        The attributes of the restricted model.
+    """
+    W = np.reshape(coef, (-1, n_states))
+    cols = np.unique(X_sample.indices)
+    cols = cols[cols < n_attributes]
+    if np.count_nonzero(W[cols]) != np.count_nonzero(W[:n_attributes]):
+        return X_sample, coef, allowed, n_attributes
+    rows = np.concatenate([cols, np.arange(n_attributes, W.shape[0])])
+    if allowed is not None:
+        allowed = np.ascontiguousarray(np.reshape(allowed, (-1, n_states))[rows]).ravel()
+    return (sp.csr_matrix(X_sample)[:, cols], np.ascontiguousarray(W[rows]).ravel(), allowed,
+            cols.size)
+
+
 def calibrate_crf_eta0(ds_sample, coef, *, n_states, n_latent, lam, fit_intercept,
                        averaged=False, eta_start=0.1, factor=2.0, max_trials=20,
                        l1=0.0, allowed=None):

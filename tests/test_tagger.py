@@ -446,6 +446,49 @@ def test_eta0_calibration_follows_bottous_recipe(averaged):
     assert_allclose(eta, 0.1 * 2.0 ** k / 2)
 
 
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_eta0_trials_on_the_sample_attributes_are_the_full_models(with_mask):
+    """The calibration's trials on a sample restricted to its attributes
+    (``sample_attributes``) give the full model's objectives: the same eta0,
+    and the same objective to rounding for a candidate; with weights outside
+    the sample not all 0 (latent states' random start) nothing is
+    restricted."""
+    from sklearn_secondorder._calibration import calibrate_crf_eta0, sample_attributes
+    from sklearn_secondorder._core._crf_sgd import CRFSGDOptions, CRFState, sgd_epochs
+    rng = np.random.default_rng(4)
+    X = [[{"w": f"w{rng.integers(80)}", "b": "x"} for _ in range(rng.integers(2, 6))]
+         for _ in range(60)]
+    y = [["N" if int(tok["w"][1:]) % 3 else "V" for tok in seq] for seq in X]
+    tagger = ASFSequenceTagger(max_iter=1, random_state=0).fit(X, y)
+    batch = tagger._to_data(X, y, fitting=True)
+    A, L = len(tagger.attributes_), tagger.classes_.size
+    lab = np.searchsorted(tagger.classes_, batch.labels).astype(np.int32)
+    sample, sample_lab = batch.sample(np.arange(0, 60, 4), lab)
+    coef = np.zeros((A + L + 1) * L)
+    allowed = (rng.random(coef.size) < 0.5).astype(np.uint8) if with_mask else None
+    X_used, coef_used, allowed_used, n_used = sample_attributes(
+        sample.tokens(), coef, allowed, A, L)
+    assert n_used == np.unique(sample.indices[sample.indices < A]).size < A
+    assert coef_used.size == (n_used + L + 1) * L
+    full = sample.sequence_data(A, sample_lab)
+    used = sample.with_tokens(X_used).sequence_data(n_used, sample_lab)
+    kw = dict(n_states=L, n_latent=1, lam=1e-3, fit_intercept=True, averaged=True)
+    assert (calibrate_crf_eta0(used, coef_used, allowed=allowed_used, **kw)
+            == calibrate_crf_eta0(full, coef, allowed=allowed, **kw))
+    for ds, w in ((full, coef), (used, coef_used)):
+        state = CRFState(coef=w.copy(), avg=np.zeros_like(w), n_states=L)
+        sgd_epochs(ds, state, CRFSGDOptions(eta0=0.2, lam=1e-3, average=True), shuffle=False)
+        if ds is full:
+            ref = objective(ds, ScaledWeights(state.model(), L), 1e-3)
+        else:
+            assert_allclose(objective(ds, ScaledWeights(state.model(), L), 1e-3), ref,
+                            rtol=1e-12)
+    # a non-zero weight outside the sample: kept whole
+    outside = np.setdiff1d(np.arange(A), sample.indices)[0]
+    coef[outside * L] = 0.5
+    assert sample_attributes(sample.tokens(), coef, allowed, A, L)[3] == A
+
 # ---- failed calls leave no half-updated model -------------------------------------
 TINY_X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
 TINY_Y = [["D", "N"], ["D", "N"]]

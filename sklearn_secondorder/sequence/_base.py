@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from .._calibration import calibrate_crf_eta0
+from .._calibration import calibrate_crf_eta0, sample_attributes
 from .._compat import Interval, StrOptions, _fit_context, check_is_fitted
 from .._core._crf_infer import label_marginals, viterbi_decode
 from .._core._crf_sgd import CRFState
@@ -502,12 +502,16 @@ class _BaseSequenceTagger(BaseEstimator):
         n = batch.n_sequences
         rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
         sample, sample_labels = batch.sample(rows, label_idx)
-        ds = sample.sequence_data(st.crf.n_attributes, sample_labels)
+        # (the trials on the sample's attributes only: the same steps)
+        X_used, coef, allowed, n_used = sample_attributes(
+            sample.tokens(), st.crf.coef, getattr(st.crf, "allowed", None),
+            st.crf.n_attributes, self._n_states())
+        ds = sample.with_tokens(X_used).sequence_data(n_used, sample_labels)
         lam, l1 = split_alpha(self)
-        return calibrate_crf_eta0(ds, st.crf.coef, n_states=self._n_states(),
+        return calibrate_crf_eta0(ds, coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), lam=lam,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1=l1, allowed=getattr(st.crf, "allowed", None))
+                                  l1=l1, allowed=allowed)
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)

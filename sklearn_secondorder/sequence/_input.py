@@ -294,16 +294,25 @@ class SequenceBatch:
         return SequenceData(self.data, self.indices, self.indptr, self.offsets, label_idx,
                             n_attributes)
 
+    def tokens(self):
+        """The token matrix, CSR (its arrays shared), as many columns as used."""
+        n_columns = int(self.indices.max(initial=-1)) + 1
+        return sp.csr_matrix((self.data, self.indices, self.indptr),
+                             shape=(self.n_tokens, n_columns))
+
+    def with_tokens(self, M):
+        """The same sequences with the token matrix ``M`` (the same rows)."""
+        data, indices, indptr = csr_arrays(M)
+        return SequenceBatch(data, indices, indptr, self.offsets, self.labels, self.n_features,
+                             self.kind)
+
     def sample(self, rows, label_idx):
         """The sequences ``rows`` (and their tokens' ``label_idx``) as a new batch
         and label array."""
         rows = np.asarray(rows)
         starts, ends = self.offsets[rows], self.offsets[rows + 1]
         tok = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
-        n_columns = int(self.indices.max(initial=-1)) + 1
-        M = sp.csr_matrix((self.data, self.indices, self.indptr),
-                          shape=(self.n_tokens, n_columns))
-        data, indices, indptr = csr_arrays(M[tok])
+        data, indices, indptr = csr_arrays(self.tokens()[tok])
         offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
         return (SequenceBatch(data, indices, indptr, offsets, None, self.n_features, self.kind),
                 label_idx[tok])
