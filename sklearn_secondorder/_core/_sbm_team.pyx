@@ -100,7 +100,64 @@ cdef inline void scal_cols(int m, double a, double* x) noexcept nogil:
         x[k] *= a
 
 
-cdef class TeamPass:
+cdef class _Team:
+    """What ``TeamPass`` and ``BatchTeamPass`` share: the kernel, the
+    threads' barrier, each thread's status, row and work buffers (made on
+    its own thread by ``run``), and the end of a pass."""
+
+    cdef FullRankKernel kr
+    cdef RowDataset ds
+    cdef object state
+    cdef readonly int n_threads
+    cdef TeamBarrier barrier
+    cdef Workspace shared
+    cdef list spaces
+    cdef Example* ex            # one per thread
+    cdef FullRankWork* w        # one per thread
+    cdef int* status            # per thread: 1 done, 0 a curvature update failed, -1 aborted
+
+    cdef _start(self, RowDataset ds, state, int n_threads):
+        """The shared part of ``__cinit__`` (the kernel bound by the caller)."""
+        cdef int k
+        self.ds, self.state = ds, state
+        self.n_threads = n_threads
+        team_barrier_init(&self.barrier, n_threads)
+        self.shared = Workspace()
+        self.spaces = [None] * n_threads
+        self.ex = <Example*>self.shared.flags(n_threads * sizeof(Example))
+        self.w = <FullRankWork*>self.shared.flags(n_threads * sizeof(FullRankWork))
+        self.status = self.shared.ints(n_threads)
+        for k in range(n_threads):
+            self.status[k] = -1
+
+    cdef Workspace _thread_buffers(self, int k):
+        """Thread ``k``'s row and work buffers, made on its own thread; if
+        that fails, the other threads are released and the error raised."""
+        cdef Workspace ws
+        try:
+            ws = thread_workspace(k)
+            example_init(&self.ex[k], ws, self.kr.n_features, self.kr.K)
+            work_init(&self.w[k], ws, self.kr.K, self.kr.P)
+            self.spaces[k] = ws
+        except BaseException:
+            team_barrier_abort(&self.barrier)
+            raise
+        return ws
+
+    def abort(self):
+        """Release the threads waiting in the pass."""
+        team_barrier_abort(&self.barrier)
+
+    cdef int _status(self):
+        """1 when every thread finished, 0 when a curvature update failed,
+        -1 when the pass was aborted."""
+        cdef int k, status = 1
+        for k in range(self.n_threads):
+            status = min(status, self.status[k])
+        return status
+
+
+cdef class TeamPass(_Team):
     """A ``batch_size=1`` pass of Algorithm 2 on ``n_threads`` threads that
     share the one state (see the module docstring); thread ``k`` runs
     ``run(k)``, and the caller ``ThreadRunner.map``s it over the threads.
@@ -124,19 +181,9 @@ cdef class TeamPass:
     ``n_threads``, not on the threads' timing.
     """
 
-    cdef FullRankKernel kr
-    cdef RowDataset ds
-    cdef object state
     cdef Py_ssize_t start, stop
-    cdef readonly int n_threads
-    cdef TeamBarrier barrier
-    cdef Workspace shared
-    cdef list spaces
-    cdef Example* ex            # one per thread
-    cdef FullRankWork* w        # one per thread
     cdef PassTotals* tot        # one per thread
     cdef int* lo                # n_threads + 1 range bounds
-    cdef int* status            # per thread: 1 done, 0 a curvature update failed, -1 aborted
     cdef double* Wt             # K x P, shared
     cdef double* Rt             # K x P, shared
 
@@ -146,54 +193,31 @@ cdef class TeamPass:
         bind_kernel(&self.kr, state, opts, ds.n_features)
         if self.kr.route != PER_EXAMPLE:
             raise ValueError("a TeamPass runs batch_size=1 passes only")
-        self.ds, self.state = ds, state
+        self._start(ds, state, n_threads)
         self.start, self.stop = start, stop
-        self.n_threads = n_threads
-        team_barrier_init(&self.barrier, n_threads)
-        self.shared = Workspace()
-        self.spaces = [None] * n_threads
         P = self.kr.P
-        self.ex = <Example*>self.shared.flags(n_threads * sizeof(Example))
-        self.w = <FullRankWork*>self.shared.flags(n_threads * sizeof(FullRankWork))
         self.tot = <PassTotals*>self.shared.flags(n_threads * sizeof(PassTotals))
         self.lo = self.shared.ints(n_threads + 1)
-        self.status = self.shared.ints(n_threads)
         self.Wt = self.shared.doubles(<size_t>self.kr.K * P)
         self.Rt = self.shared.doubles(<size_t>self.kr.K * P)
         for k in range(n_threads + 1):
             step = <int>((<long long>P * k) // n_threads)
             self.lo[k] = min(P, (step + 4) // 8 * 8) if 0 < k < n_threads else step
         for k in range(n_threads):
-            self.status[k] = -1
             self.tot[k] = start_totals(state.t)
 
     def run(self, int k):
         """Thread ``k``'s part of the pass (its buffers made here, then the
         pass without the GIL). If anything fails before it starts, the
         other threads are released and the error raised."""
-        try:
-            ws = thread_workspace(k)
-            example_init(&self.ex[k], ws, self.kr.n_features, self.kr.K)
-            work_init(&self.w[k], ws, self.kr.K, self.kr.P)
-            self.spaces[k] = ws
-        except BaseException:
-            team_barrier_abort(&self.barrier)
-            raise
+        self._thread_buffers(k)
         with nogil:
             self.status[k] = team_pass(self, k)
 
-    def abort(self):
-        """Release the threads waiting in the pass."""
-        team_barrier_abort(&self.barrier)
-
     def result(self):
-        """``(status, totals)``: 1 when every thread finished, 0 when a
-        curvature update failed, -1 when the pass was aborted; thread 0's
-        totals (all threads count alike)."""
-        cdef int k, status = 1
-        for k in range(self.n_threads):
-            status = min(status, self.status[k])
-        return status, self.tot[0]
+        """``(status, totals)``: ``_status()``; thread 0's totals (all
+        threads count alike)."""
+        return self._status(), self.tot[0]
 
 
 cdef inline void own_gradient(const FullRankKernel* kr, Example* ex, int lo,
@@ -380,7 +404,7 @@ def team_epochs(RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop, i
 
 
 # ---- a batched pass shared by threads (REFACTOR, several classes) -------------------
-cdef class BatchTeamPass:
+cdef class BatchTeamPass(_Team):
     """A ``batch_size > 1`` pass on the ``REFACTOR`` route on ``n_threads``
     threads sharing the one state (``team_route``: several classes, so that
     a row's terms ``S_j (x) xt xt^T`` are dense work). Every bound of a batch
@@ -404,17 +428,8 @@ cdef class BatchTeamPass:
     group); the same model whatever the threads' timing.
     """
 
-    cdef FullRankKernel kr
-    cdef RowDataset ds
-    cdef object state
-    cdef readonly int n_threads
-    cdef TeamBarrier barrier
-    cdef Workspace shared
-    cdef list spaces
     cdef BatchWork b
-    cdef Example* ex            # one per thread
-    cdef FullRankWork* w        # one per thread (thread 0's wrk for the step)
-    cdef double** xd            # one d1 scratch per thread
+    cdef double** xd            # one d1 scratch per thread (thread 0's w: the step's)
     cdef PassTotals tot         # thread 0's
     cdef Py_ssize_t* wrows      # the rows of non-zero weight, in the pass's order
     cdef Py_ssize_t n_w
@@ -430,7 +445,6 @@ cdef class BatchTeamPass:
     cdef double* s_sw
     cdef unsigned char* s_dense
     cdef int* klo               # n_threads + 1 bounds of the columns (a, c)
-    cdef int* status            # per thread
     cdef int failed             # the refactorisation failed (thread 0 sets it)
 
     def __cinit__(self, RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop,
@@ -444,11 +458,7 @@ cdef class BatchTeamPass:
         if self.kr.route != REFACTOR or self.kr.K < 2:
             raise ValueError("a BatchTeamPass runs batches refactored by Cholesky, with "
                              "several classes, only")
-        self.ds, self.state = ds, state
-        self.n_threads = n_threads
-        team_barrier_init(&self.barrier, n_threads)
-        self.shared = Workspace()
-        self.spaces = [None] * n_threads
+        self._start(ds, state, n_threads)
         K, d1 = self.kr.K, self.kr.d1
         self.KK = K * K
         self.N = d1 * (d1 + 1) // 2
@@ -456,8 +466,6 @@ cdef class BatchTeamPass:
         memset(&self.b, 0, sizeof(BatchWork))
         self.b.Lw = self.shared.doubles(<size_t>self.kr.P * self.kr.P)
         self.b.Out = self.shared.doubles(<size_t>self.KK * self.N)
-        self.ex = <Example*>self.shared.flags(n_threads * sizeof(Example))
-        self.w = <FullRankWork*>self.shared.flags(n_threads * sizeof(FullRankWork))
         self.xd = <double**>self.shared.flags(n_threads * sizeof(double*))
         self.wrows = <Py_ssize_t*>self.shared.flags((stop - start) * sizeof(Py_ssize_t))
         for i in range(start, stop):
@@ -477,39 +485,25 @@ cdef class BatchTeamPass:
         self.s_sw = self.shared.doubles(self.G)
         self.s_dense = self.shared.flags(self.G)
         self.klo = self.shared.ints(n_threads + 1)
-        self.status = self.shared.ints(n_threads)
         for k in range(n_threads + 1):
             self.klo[k] = <int>((<long long>self.KK * k) // n_threads)
-        for k in range(n_threads):
-            self.status[k] = -1
         self.tot = start_totals(state.t)
         self.failed = 0
 
     def run(self, int k):
         """Thread ``k``'s part of the pass (``TeamPass.run``)."""
-        cdef Workspace ws
+        cdef Workspace ws = self._thread_buffers(k)
         try:
-            ws = thread_workspace(k)
-            example_init(&self.ex[k], ws, self.kr.n_features, self.kr.K)
-            work_init(&self.w[k], ws, self.kr.K, self.kr.P)
             self.xd[k] = ws.doubles(self.kr.d1)
-            self.spaces[k] = ws
         except BaseException:
             team_barrier_abort(&self.barrier)
             raise
         with nogil:
             self.status[k] = batch_team_pass(self, k)
 
-    def abort(self):
-        """Release the threads waiting in the pass."""
-        team_barrier_abort(&self.barrier)
-
     def result(self):
         """``(status, totals)`` as ``TeamPass.result``."""
-        cdef int k, status = 1
-        for k in range(self.n_threads):
-            status = min(status, self.status[k])
-        return status, self.tot
+        return self._status(), self.tot
 
     def finish(self, bint m_stale):
         """The end of the call (``full_epochs``' ``REFACTOR`` end): ``M =
