@@ -2,7 +2,7 @@
 # scratch, and what the passes shared by threads (_sbm_team) use of the
 # one-thread kernel. Inline: ``example_scores``, ``woodbury_core`` and
 # ``dense_row``, called once per example inside the nogil loops of both modules.
-from ._linalg cimport matmul
+from ._linalg cimport matmul, strided_dot
 from ._sbm_bound cimport Example, Workspace
 
 
@@ -77,6 +77,19 @@ cdef inline void example_scores(Example* ex, const double* th) noexcept nogil:
         row = ex.idx[j] * K
         for a in range(K):
             ex.scores[a] += ex.val[j] * th[row + a]
+
+
+cdef inline void surrogate_coef(const Example* ex, double* c) noexcept nogil:
+    """The surrogate's gradient coefficients of an example: ``c = s_j (c_j -
+    F[y_j]) - S_j scores_j`` (the bound's gradient minus its curvature
+    ``S_j = L L^T`` times the weights it was formed at), from ``gcoef``."""
+    cdef int K = ex.K, r = ex.r, a, b
+    cdef double v
+    for a in range(K):
+        v = 0.0
+        for b in range(K):
+            v += strided_dot(r, ex.Lt + a, K, ex.Lt + b, K) * ex.scores[b]   # (L L^T)_ab
+        c[a] = ex.gcoef[a] - v
 
 
 cdef inline void woodbury_core(const Example* ex, const double* Wt, int P,

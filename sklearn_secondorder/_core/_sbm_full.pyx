@@ -476,18 +476,13 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex, bint with_reg) noe
     bound minus its curvature times the weights it was formed at, so that
     ``b`` and ``M`` define the sum of the bounds as a quadratic.
     """
-    cdef int K = kr.K, r = ex.r, j, a, b, row
+    cdef int K = kr.K, j, a, row
     cdef Py_ssize_t p, n_reg = kr.n_reg
-    cdef double v, sc, alpha = kr.alpha
+    cdef double alpha = kr.alpha
     cdef double* mup = kr.mu
     cdef const double* th = kr.theta
     if kr.surrogate:
-        for a in range(K):
-            v = 0.0
-            for b in range(K):
-                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)     # (L L^T)_ab
-                v += sc * ex.scores[b]
-            ex.c[a] = ex.gcoef[a] - v           # (c is free after example_bound)
+        surrogate_coef(ex, ex.c)                # (c is free after example_bound)
         for j in range(ex.nz):
             row = ex.idx[j] * K
             for a in range(K):

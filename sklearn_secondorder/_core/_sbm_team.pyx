@@ -39,7 +39,7 @@ from ._sbm_bound cimport (
 from ._sbm_full cimport (
     DENSE_CHUNK, PER_EXAMPLE, REFACTOR, BatchWork, FullRankKernel, FullRankWork,
     add_batch_regulariser, bind_kernel, dense_row, example_scores, full_step, refactor_finish,
-    refactor_flush, woodbury_core, work_init)
+    refactor_flush, surrogate_coef, woodbury_core, work_init)
 
 from ._sbm_full import batch_route
 
@@ -224,19 +224,14 @@ cdef inline void own_gradient(const FullRankKernel* kr, Example* ex, int lo,
                               int hi) noexcept nogil:
     """``add_gradient`` (per example, ``batch_size=1``) on the coordinates
     ``lo:hi`` only: the same operations on each of them."""
-    cdef int K = kr.K, r = ex.r, j, a, b, row, q
+    cdef int K = kr.K, j, a, row, q
     cdef Py_ssize_t p
-    cdef double v, sc, alpha = kr.alpha
+    cdef double alpha = kr.alpha
     cdef double* mup = kr.mu
     cdef const double* th = kr.theta
     cdef const double* coef = ex.gcoef
     if kr.surrogate:
-        for a in range(K):
-            v = 0.0
-            for b in range(K):
-                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)
-                v += sc * ex.scores[b]
-            ex.c[a] = ex.gcoef[a] - v
+        surrogate_coef(ex, ex.c)
         coef = ex.c
     for j in range(ex.nz):
         row = ex.idx[j] * K
@@ -520,8 +515,8 @@ cdef void slot_fill(BatchTeamPass tp, int s, Example* ex, double* xd) noexcept n
     (``sigma_add``'s sums) and, for a dense row, its pairs ``xt_i xt_k``
     (``dense_flush``'s ``Z``)."""
     cdef const FullRankKernel* kr = &tp.kr
-    cdef int K = kr.K, d1 = kr.d1, r = ex.r, a, c, b, j, i, k, q
-    cdef double v, sc
+    cdef int K = kr.K, d1 = kr.d1, r = ex.r, a, c, j, i, k, q
+    cdef double v
     cdef double* S = tp.s_S + <size_t>s * tp.KK
     cdef double* Z = tp.s_Z + <size_t>s * tp.N
     cdef double* coef = tp.s_coef + <size_t>s * K
@@ -532,12 +527,7 @@ cdef void slot_fill(BatchTeamPass tp, int s, Example* ex, double* xd) noexcept n
     tp.s_loss[s] = ex.loss
     tp.s_sw[s] = ex.sw
     if kr.surrogate:
-        for a in range(K):
-            v = 0.0
-            for b in range(K):
-                sc = strided_dot(r, ex.Lt + a, K, ex.Lt + b, K)
-                v += sc * ex.scores[b]
-            coef[a] = ex.gcoef[a] - v
+        surrogate_coef(ex, coef)
     else:
         memcpy(coef, ex.gcoef, K * sizeof(double))
     for a in range(K):
