@@ -17,7 +17,7 @@ from ._core._crf_sgd import CRFSGDOptions, CRFState, sgd_epochs
 from ._core._dataset import RowDataset
 from ._core._sgd_fast import LinearSGDOptions, trial_pass
 from ._core._weights import ScaledWeights
-from ._validation import user_stacklevel
+from ._validation import draw_seed, user_stacklevel
 
 
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, lam,
@@ -50,8 +50,10 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         Half of the best constant step found.
     """
     n = X.shape[0]
-    rows = random_state.choice(n, size=min(n, n_samples), replace=False)
-    rows.sort()
+    # (a Generator's draw without replacement takes O(n_samples); the legacy
+    # RandomState's permutes all n rows, milliseconds on a large X)
+    rows = np.sort(np.random.default_rng(draw_seed(random_state)).choice(
+        n, size=min(n, n_samples), replace=False, shuffle=False))
     X_sample, coef = _sample_columns(X[rows], coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
     def objective(eta):
@@ -84,12 +86,12 @@ def used_columns(X_sample):
         # (no more columns than entries: a dense step over them costs no more
         # than the sample's, and finding the used ones costs a sort)
         return X_sample, None
-    cols = np.unique(X_sample.indices)
+    cols, position = np.unique(X_sample.indices, return_inverse=True)
     if cols.size == X_sample.shape[1]:
         return X_sample, None
     compact = sp.csr_matrix(
-        (X_sample.data, np.searchsorted(cols, X_sample.indices).astype(X_sample.indices.dtype),
-         X_sample.indptr), shape=(X_sample.shape[0], cols.size))
+        (X_sample.data, position.astype(X_sample.indices.dtype), X_sample.indptr),
+        shape=(X_sample.shape[0], cols.size))
     return compact, cols
 
 

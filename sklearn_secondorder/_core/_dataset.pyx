@@ -43,7 +43,8 @@ cdef class RowDataset:
 
     def __init__(self, X, y, sample_weight):
         if sp.issparse(X):
-            X = sp.csr_matrix(X)
+            if X.format != "csr":
+                X = sp.csr_matrix(X)    # (a CSR input keeps its cached format flags)
             if X.shape[1] > INT32_MAX:
                 raise ValueError(f"n_features={X.shape[1]} exceeds the int32 index range")
             if not X.has_sorted_indices:

@@ -39,6 +39,7 @@ from .._compat import (
     _check_sample_weight,
     _fit_context,
     validate_data,
+    with_unique_labels,
 )
 from .._threads import check_n_jobs
 from .._validation import (
@@ -48,6 +49,7 @@ from .._validation import (
     check_model_memory,
     check_not_stripped,
     draw_seed,
+    label_values,
     own_arrays,
     remove_fitted,
     unfit_on_error,
@@ -215,8 +217,7 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in vars(self)}
         try:
-            X, y = self._validate_xy(X, y, reset=True)
-            classes = np.unique(y)
+            X, y, classes = self._validate_xy(X, y, reset=True)
             self._check_n_classes(classes)
             sample_weight = self._weights_for(X, y, sample_weight, classes,
                                               allow_balanced=True)
@@ -308,8 +309,8 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
                 "them as a dict."
             )
         try:
-            X, y = self._validate_xy(X, y, reset=first)
-            unseen = np.setdiff1d(np.unique(y), all_classes)
+            X, y, labels = self._validate_xy(X, y, reset=first)
+            unseen = np.setdiff1d(labels, all_classes)
             if unseen.size:
                 raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
                                  f"{unseen[:5]!r}")
@@ -344,11 +345,12 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         check_label_types(y, "y")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
                              order="C", reset=reset)
-        check_classification_targets(y)
+        classes = label_values(y)
+        check_classification_targets(with_unique_labels(y, classes))
         # scikit-learn's rule (SGDClassifier): coef_ takes the training rows'
         # float dtype; the kernels' state stays float64
         self._coef_dtype = X.dtype
-        return X, y
+        return X, y, classes
 
     @staticmethod
     def _check_n_classes(classes):
