@@ -32,7 +32,7 @@ from sklearn_secondorder import (
     _validation,
 )
 from sklearn_secondorder._core._losses import LOSSES
-from sklearn_secondorder._validation import _margin_losses, best_constant_loss
+from sklearn_secondorder._validation import _margin_losses, best_constant_loss, label_values
 
 ESTIMATORS = {
     "psa": lambda **kw: PSAClassifier(**{"random_state": 0, **kw}),
@@ -69,6 +69,19 @@ def test_vectorised_losses_match_the_kernels(name):
     for y in (-1.0, 1.0):
         expected = [loss.py_loss(v, y) for v in p]
         assert_allclose(_margin_losses(name, y * p), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("y", [
+    np.repeat([0, 1], 1000), np.repeat([-1.0, 1.0], 1000), np.repeat([3, 7, 5], 700),
+    np.arange(3000, dtype=np.uint8) % 7 + 200, np.arange(-1500, 1500),
+    np.repeat([0.5, 1.0], 1000), np.repeat([-1.0, np.nan], 1000), np.repeat([0, 10**12], 1000),
+    np.repeat([1, 2], 10), np.repeat(np.array([-2.0, 3.0], dtype=np.float32), 1000)])
+def test_label_values_are_numpys_unique(y):
+    """The counted classes equal ``np.unique``'s, values and dtype, whatever
+    the labels (floats that are not integers and wide ranges take the sort)."""
+    got, want = label_values(y), np.unique(y)
+    assert got.dtype == want.dtype
+    assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", ["log_loss", "hinge", "squared_hinge", "modified_huber"])
