@@ -368,9 +368,12 @@ cdef class SharedPass:
     cdef long long t
     # partial scores: (2 rounds, n_threads, round_rows, K), a round's
     # from its owned blocks; per thread its round's owned non-zeros
-    # (block, position in the row) and where each row's end, and 2K of work
+    # (block, position in the row) and where each row's end, the distinct
+    # ones and those left to walk (the bitmap ``listed``, all 0 between two
+    # rounds), and 2K of work
     cdef double[::1] partial
-    cdef int[:, ::1] own_block, own_pos, ends, left
+    cdef int[:, ::1] own_block, own_pos, ends, distinct, left
+    cdef unsigned long long[:, ::1] listed
     cdef double[:, ::1] work
     cdef unsigned char[::1] finite
     cdef double* margins      # (n_samples, K) the rows' scores before their update, or NULL
@@ -395,7 +398,9 @@ cdef class SharedPass:
         n_own = max(int(SHARED_ROUND_NNZ), int(ds.max_nnz))
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.distinct = np.zeros((n_threads, n_own), dtype=np.intc)
         self.left = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.listed = np.zeros((n_threads, (ds.n_features + 64) // 64), dtype=np.uint64)
         self.ends = np.zeros((n_threads, self.round_rows + 1), dtype=np.intc)
         self.line_shift = line_shift_of(&self.L)
         # (a thread's work row on cache lines of its own)
@@ -495,7 +500,10 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
     cdef GapConsts gc = gap_consts(c, L)
     cdef int* left = &sh.left[k, 0]
-    cdef Py_ssize_t n_left
+    cdef int* distinct = &sh.distinct[k, 0]
+    cdef unsigned long long* listed = &sh.listed[k, 0]
+    cdef unsigned long long bit
+    cdef Py_ssize_t n_left, n_distinct, word
     while i0 < n:
         i1 = _round_end(ds, i0, R, n_own_max, next_event - t if c.b > 0 else -1)
         part = &sh.partial[(rnd & 1) * J * R * K]
@@ -513,9 +521,19 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             ends[i - i0 + 1] = <int>n_own
         if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
             # the round's owned blocks brought to t eight at a time
-            # (_binary_gaps.h; a block in two rows of the round is current
-            # after its first)
-            n_left = binary_gaps(L.base, own_block, n_own, <double>t, <double>ev, &gc, left)
+            # (_binary_gaps.h), each once: a third of a round's non-zeros
+            # repeat a block of an earlier row (hashed tokens), which a
+            # bitmap of the blocks listed in the round leaves out
+            n_distinct = 0
+            for e in range(n_own):
+                word = own_block[e] >> 6
+                bit = (<unsigned long long>1) << (own_block[e] & 63)
+                distinct[n_distinct] = own_block[e]
+                n_distinct += (listed[word] & bit) == 0
+                listed[word] |= bit
+            n_left = binary_gaps(L.base, distinct, n_distinct, <double>t, <double>ev, &gc, left)
+            for e in range(n_distinct):
+                listed[distinct[e] >> 6] = 0
             for e in range(n_left):
                 touch(fixed_block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
         for i in range(i0, i1):
