@@ -589,6 +589,27 @@ def test_unscaled_features_never_give_a_silent_worse_than_constant_model(Est):
         assert make_pipeline(StandardScaler(), Est(random_state=0)).fit(X, y).score(X, y) > 0.95
 
 
+@pytest.mark.parametrize("all_entries", [10**9, 0], ids=["every-row", "subsample"])
+def test_worse_than_constant_check_on_every_row_or_a_subsample(monkeypatch, all_entries):
+    """The check scores every row of a small X and evenly spaced rows of a
+    large one: either way a sound model passes and the same model negated
+    (accuracy far below the majority class's) is reported."""
+    import sklearn_secondorder.linear._training_loop as loop
+    monkeypatch.setattr(loop, "_CHECK_ALL_ENTRIES", all_entries)
+    monkeypatch.setattr(loop, "_CHECK_ENTRIES", 10_000)    # 2,000 of the 4,000 rows
+    rng = np.random.RandomState(0)
+    X = rng.randn(4000, 5)
+    y = np.where(X[:, 0] + 0.5 > 0, 3, 7)                  # majority about 69%
+    sw = np.ones(4000)
+    est = PSAClassifier(random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est._warn_if_worse_than_constant(X, y, sw)
+    est.coef_, est.intercept_ = -est.coef_, -est.intercept_
+    with pytest.warns(UserWarning, match="worse than a constant one"):
+        est._warn_if_worse_than_constant(X, y, sw)
+
+
 def test_chance_level_data_do_not_warn(make):
     rng = np.random.RandomState(0)
     X, y = rng.randn(300, 5), rng.randint(2, size=300)

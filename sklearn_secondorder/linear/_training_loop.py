@@ -30,7 +30,10 @@ from .._validation import (
     warn_if_worse_than_constant,
 )
 
-# the entries of X the worse-than-constant check scores at most
+# the worse-than-constant check scores every row of an X of at most
+# _CHECK_ALL_ENTRIES entries (copying a subsample costs as much as scoring
+# them), else evenly spaced rows holding about _CHECK_ENTRIES entries
+_CHECK_ALL_ENTRIES = 2_000_000
 _CHECK_ENTRIES = 250_000
 
 
@@ -298,16 +301,18 @@ class TrainingLoopMixin:
     def _warn_if_worse_than_constant(self, X, y, sample_weight):
         """Warn when the fitted model's training accuracy is below the
         majority class's by more than two standard errors
-        (``warn_if_worse_than_constant``), on evenly spaced training rows
-        holding at most ``_CHECK_ENTRIES`` entries (at least 2,000 rows; the
+        (``warn_if_worse_than_constant``), on every training row of an X of
+        at most ``_CHECK_ALL_ENTRIES`` entries, else on evenly spaced rows
+        holding about ``_CHECK_ENTRIES`` entries (at least 2,000 rows; the
         standard error is that of the rows used)."""
         n = X.shape[0]
-        per_row = X.nnz / max(n, 1) if hasattr(X, "nnz") else X.shape[1]
-        n_check = max(2000, int(_CHECK_ENTRIES / max(per_row, 1.0)))
-        if n > n_check:
+        entries = X.nnz if hasattr(X, "nnz") else X.size
+        if entries > _CHECK_ALL_ENTRIES:
             # (scoring every row of a large X costs a twentieth of a PSA
             # pass, in cache misses; 10,000 rows resolve a shortfall of about
             # 1% from a majority of 80%, and the copy stays small)
+            per_row = entries / max(n, 1)
+            n_check = min(n, max(2000, int(_CHECK_ENTRIES / per_row)))
             rows = np.linspace(0, n - 1, n_check).astype(np.intp)
             X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
         total_weight = float(np.sum(sample_weight))
@@ -315,7 +320,9 @@ class TrainingLoopMixin:
             return
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         pred = (scores[:, 0] > 0).astype(int) if scores.shape[1] == 1 else scores.argmax(1)
-        idx = np.searchsorted(self.classes_, y)
+        # (two classes: one comparison, not a search)
+        idx = ((y == self.classes_[1]).astype(np.intp) if self.classes_.size == 2
+               else np.searchsorted(self.classes_, y))
         # (elementwise sums, not np.dot: a threaded BLAS call costs more in
         # waking its threads than the sum)
         accuracy = float(np.sum(sample_weight[pred == idx])) / total_weight
