@@ -159,11 +159,14 @@ def label_values(y):
     """
     if y.dtype.kind in "iuf" and y.size > 1024:
         lo, hi = y.min(), y.max()
-        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 2 * y.size:
-            lo = int(lo)
-            shifted = (y - lo).astype(np.intp)
-            if y.dtype.kind != "f" or np.array_equal(shifted + lo, y):
-                return (np.flatnonzero(np.bincount(shifted)) + lo).astype(y.dtype)
+        if np.isfinite(lo) and np.isfinite(hi):
+            # (the range in Python ints: in the labels' dtype it could wrap)
+            lo, hi = int(np.floor(lo)), int(np.ceil(hi))
+            if hi - lo <= 2 * y.size and -2**62 < lo and hi < 2**62:
+                shifted = y.astype(np.int64) - lo
+                if y.dtype.kind != "f" or np.array_equal(shifted + lo, y):
+                    counts = np.bincount(shifted.astype(np.intp, copy=False))
+                    return (np.flatnonzero(counts) + lo).astype(y.dtype)
     return np.unique(y)
 
 

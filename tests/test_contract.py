@@ -75,7 +75,13 @@ def test_vectorised_losses_match_the_kernels(name):
     np.repeat([0, 1], 1000), np.repeat([-1.0, 1.0], 1000), np.repeat([3, 7, 5], 700),
     np.arange(3000, dtype=np.uint8) % 7 + 200, np.arange(-1500, 1500),
     np.repeat([0.5, 1.0], 1000), np.repeat([-1.0, np.nan], 1000), np.repeat([0, 10**12], 1000),
-    np.repeat([1, 2], 10), np.repeat(np.array([-2.0, 3.0], dtype=np.float32), 1000)])
+    np.repeat([1, 2], 10), np.repeat(np.array([-2.0, 3.0], dtype=np.float32), 1000),
+    # ranges that wrap in the labels' own dtype, or pass int64
+    np.repeat(np.array([-100, 100], dtype=np.int8), 1000),
+    np.repeat(np.array([-128, 127], dtype=np.int8), 1000),
+    np.repeat(np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max]), 1000),
+    np.repeat(np.array([2**63, 2**63 + 1], dtype=np.uint64), 1000),
+    np.repeat([1e19, 1e19 + 2048], 1000), np.full(2000, 1e300), np.repeat([0.0, np.inf], 1000)])
 def test_label_values_are_numpys_unique(y):
     """The counted classes equal ``np.unique``'s, values and dtype, whatever
     the labels (floats that are not integers and wide ranges take the sort)."""

@@ -307,12 +307,11 @@ class TrainingLoopMixin:
         standard error is that of the rows used)."""
         n = X.shape[0]
         entries = X.nnz if hasattr(X, "nnz") else X.size
-        if entries > _CHECK_ALL_ENTRIES:
+        n_check = max(2000, int(_CHECK_ENTRIES * n / max(entries, 1)))
+        if entries > _CHECK_ALL_ENTRIES and n_check < n:
             # (scoring every row of a large X costs a twentieth of a PSA
             # pass, in cache misses; 10,000 rows resolve a shortfall of about
             # 1% from a majority of 80%, and the copy stays small)
-            per_row = entries / max(n, 1)
-            n_check = min(n, max(2000, int(_CHECK_ENTRIES / per_row)))
             rows = np.linspace(0, n - 1, n_check).astype(np.intp)
             X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
         total_weight = float(np.sum(sample_weight))
