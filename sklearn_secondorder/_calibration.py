@@ -19,7 +19,6 @@ from ._core._sgd_fast import LinearSGDOptions, trial_pass
 from ._core._weights import ScaledWeights
 from ._validation import draw_seed, user_stacklevel
 
-
 #: Rows up to which ``calibrate_linear_eta0`` draws its sample as earlier
 #: versions did (``RandomState.choice``, a permutation of the rows: under a
 #: millisecond here), so that a small fit keeps its model for the same

@@ -17,7 +17,6 @@ from sklearn.utils.validation import (  # noqa: F401
 )
 
 
-
 def with_unique_labels(y, classes):
     """``y`` as a view that carries its sorted unique values ``classes``.
 
