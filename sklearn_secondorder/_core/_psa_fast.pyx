@@ -367,12 +367,14 @@ cdef class SharedPass:
     cdef bint fit_intercept, with_l1, series
     cdef long long t
     # partial scores: (2 rounds, n_threads, round_rows, K), a round's
-    # from its owned blocks; per thread its round's owned non-zeros
-    # (block, position in the row) and where each row's end, the distinct
-    # ones and those left to walk (the bitmap ``listed``, all 0 between two
-    # rounds), and 2K of work
+    # from its owned blocks; per thread its round's owned non-zeros (block,
+    # position in the row) and where each row's end, the rows' offsets,
+    # labels and weights, the distinct blocks and those left to walk (the
+    # bitmap ``listed``, all 0 between two rounds), and 2K of work
     cdef double[::1] partial
     cdef int[:, ::1] own_block, own_pos, ends, distinct, left
+    cdef long long[:, ::1] row_start
+    cdef double[:, ::1] row_y, row_sw
     cdef unsigned long long[:, ::1] listed
     cdef double[:, ::1] work
     cdef unsigned char[::1] finite
@@ -398,6 +400,9 @@ cdef class SharedPass:
         n_own = max(int(SHARED_ROUND_NNZ), int(ds.max_nnz))
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
+        self.row_start = np.zeros((n_threads, self.round_rows), dtype=np.int64)
+        self.row_y = np.zeros((n_threads, self.round_rows))
+        self.row_sw = np.zeros((n_threads, self.round_rows))
         self.distinct = np.zeros((n_threads, n_own), dtype=np.intc)
         self.left = np.zeros((n_threads, n_own), dtype=np.intc)
         self.listed = np.zeros((n_threads, (ds.n_features + 64) // 64), dtype=np.uint64)
@@ -434,29 +439,6 @@ cdef class SharedPass:
         return t
 
 
-cdef inline Py_ssize_t _round_end(RowDataset ds, Py_ssize_t i0, Py_ssize_t round_rows,
-                                  Py_ssize_t n_own, long long to_event) noexcept nogil:
-    """The end of the round that starts at row ``i0``: ``round_rows`` rows,
-    fewer if their non-zeros would pass ``n_own`` (at least one row), and
-    none past the row of the next event (``to_event`` updates away, each
-    row of non-zero weight is one; < 0: none), so that no block stepped in
-    the round crosses an event between its score and its step."""
-    cdef Py_ssize_t i = i0, n = ds.n_samples, total = 0, nnz
-    cdef long long start
-    cdef const int* ind
-    cdef int row_nnz
-    cdef double y, sw
-    while i < n and i - i0 < round_rows and to_event != 0:
-        row_span(ds, i, &start, &ind, &row_nnz, &y, &sw)
-        nnz = row_nnz
-        if i > i0 and total + nnz > n_own:
-            break
-        total += nnz
-        to_event -= sw != 0.0
-        i += 1
-    return i
-
-
 cdef long long _shared_part(SharedPass sh, RowDataset ds, Loss loss, int k,
                             const Penalty* pen, const RateRule* rule) noexcept nogil:
     """``SharedPass.run``: the rounds, then the flush of the owned blocks."""
@@ -482,8 +464,9 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef const Layout* L = &sh.L
     cdef int J = sh.n_threads, sense = 0, nnz, q, m
     cdef Py_ssize_t d = ds.n_features, n = ds.n_samples, i0 = 0, i1, i, e, e_end, kk
-    cdef Py_ssize_t R = sh.round_rows, n_own_max = sh.own_block.shape[1], n_own
+    cdef Py_ssize_t R = sh.round_rows, n_own_max = sh.own_block.shape[1], n_own, total
     cdef Py_ssize_t rnd = 0
+    cdef long long to_event
     cdef long long start, t = sh.t
     cdef long long ev = last_event(c, t)
     cdef long long next_event = ev + c.b if c.b > 0 else -1
@@ -494,6 +477,9 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef double* grad = scores + K
     cdef int* own_block = &sh.own_block[k, 0]
     cdef int* own_pos = &sh.own_pos[k, 0]
+    cdef long long* row_start = &sh.row_start[k, 0]
+    cdef double* row_y = &sh.row_y[k, 0]
+    cdef double* row_sw = &sh.row_sw[k, 0]
     cdef int* ends = &sh.ends[k, 0]
     cdef bint icp_own = sh.fit_intercept and k == 0, mid
     cdef Block row, icp = fixed_block_at(L, d)
@@ -505,20 +491,37 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef unsigned long long bit
     cdef Py_ssize_t n_left, n_distinct, word
     while i0 < n:
-        i1 = _round_end(ds, i0, R, n_own_max, next_event - t if c.b > 0 else -1)
         part = &sh.partial[(rnd & 1) * J * R * K]
-        # (a) the owned non-zeros of the round's rows, listed without a
-        # branch per non-zero, then brought to t and scored
+        # (a) the round's rows, read once: where the round ends (R rows,
+        # fewer if their non-zeros would pass the buffers, at least one
+        # row, and none past the row of the next event, each row of
+        # non-zero weight being one update: no block stepped in the round
+        # crosses an event between its score and its step), each row's
+        # offset, label and weight kept for the round, and the owned
+        # non-zeros listed without a branch per non-zero; then brought to t
+        # and scored
         n_own = 0
         ends[0] = 0
-        for i in range(i0, i1):
+        total = 0
+        to_event = next_event - t if c.b > 0 else -1
+        i = i0
+        while i < n and i - i0 < R and to_event != 0:
             row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            if i > i0 and total + nnz > n_own_max:
+                break
+            total += nnz
+            to_event -= sw != 0.0
+            row_start[i - i0] = start
+            row_y[i - i0] = y
+            row_sw[i - i0] = sw
             if sw != 0.0:
                 for q in range(nnz):
                     own_block[n_own] = ind[q]
                     own_pos[n_own] = q
                     n_own += owner_of(ind[q], d, sh.line_shift, J) == k
             ends[i - i0 + 1] = <int>n_own
+            i += 1
+        i1 = i
         if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
             # the round's owned blocks brought to t eight at a time
             # (_binary_gaps.h), each once: a third of a round's non-zeros
@@ -537,7 +540,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             for e in range(n_left):
                 touch(fixed_block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
         for i in range(i0, i1):
-            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            start = row_start[i - i0]
             for kk in range(K):
                 scores[kk] = 0.0
             for e in range(ends[i - i0], ends[i - i0 + 1]):
@@ -547,7 +550,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
                 touch(row, K, t, ev, lam, l1, c, pen, rule)
                 for kk in range(K):
                     scores[kk] += row.v[kk] * row_value(ds, start, own_pos[e])
-            if icp_own and sw != 0.0:
+            if icp_own and row_sw[i - i0] != 0.0:
                 touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
                 for kk in range(K):
                     scores[kk] += icp.v[kk]
@@ -560,9 +563,10 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             # the next round's rows (in a shuffled order each is cold, and
             # every thread reads every row: the listing waits on them)
             prefetch_row(ds, i + R)
-            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+            sw = row_sw[i - i0]
             if sw == 0.0:
                 continue
+            start = row_start[i - i0]
             for kk in range(K):
                 s = 0.0
                 for m in range(J):
@@ -571,7 +575,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             if k == 0 and sh.margins != NULL:
                 for kk in range(K):
                     sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
-            _gradient(scores, grad, K, loss, y, sw)
+            _gradient(scores, grad, K, loss, row_y[i - i0], sw)
             e_end = ends[i - i0 + 1]
             if K == 1 and grad[0] == 0.0:
                 t += 1                 # (the shrink alone: an idle step, as in _pass)
