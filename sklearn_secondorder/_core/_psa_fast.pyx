@@ -450,9 +450,10 @@ cdef long long _shared_part(SharedPass sh, RowDataset ds, Loss loss, int k,
 cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, int k,
                                      Py_ssize_t K, const Penalty* pen,
                                      const RateRule* rule) noexcept nogil:
-    """Thread ``k`` of ``J``: each round of rows ``[i0, i1)``, (a) the scores
-    of its rows on the blocks ``k`` owns, at time ``t`` of the round's start
-    (the owned blocks brought to ``t``), into the round's partial scores;
+    """Thread ``k`` of ``J``: each round of rows ``[i0, i1)``, (a) the round's
+    end (from the data alone: every thread cuts alike) and the scores of its
+    rows on the blocks ``k`` owns, at time ``t`` of the round's start (the
+    owned blocks brought to ``t``), into the round's partial scores;
     after the barrier, (b) each row's score, the sum of the ``J`` partial
     ones in thread order (every thread computes the same), its gradient,
     and line 5 of Algorithm 1 on the owned blocks at the row's own time, the
