@@ -155,7 +155,7 @@ def label_values(y):
 
     Integer labels of a small range (also as floats, e.g. svmlight's +-1)
     are counted (``np.bincount``, one pass) instead of sorted: on 200,000
-    rows a tenth of ``np.unique``'s time.
+    rows a seventh of ``np.unique``'s time.
     """
     if y.dtype.kind in "iuf" and y.size > 1024:
         lo, hi = y.min(), y.max()
