@@ -9,6 +9,17 @@ indices) or dense float64 arrays:
 - ``conll_tokens``: CoNLL-2000 tokens with the chunking template (words and
   POS in a +-2 window, word bigrams around the token, POS bigrams and
   trigrams) hashed into 2**18 binary columns; 22 chunk tags as classes.
+
+Regression (``regression/``; 80/20 ``train_test_split(random_state=0)``, as
+the data's README protocol):
+
+- ``diamonds``: the 6 numeric columns as they are (carat, depth, table, x,
+  y, z: scales far apart, depth and table far from 0) and one-hot cut,
+  color and clarity (26 dense columns); the target ``log(price)``, or
+  ``price`` itself with ``target='price'``.
+- ``flights``: NYC 2013 flights' ``arr_delay`` (minutes) from one-hot
+  month, day, hour, carrier, flight, tailnum, origin, dest, route (origin +
+  dest) and carrier x hour, and distance / 1000 (8,487 CSR columns).
 """
 import gzip
 import os
@@ -91,6 +102,49 @@ def conll_tokens(n_features=2 ** 18):
         labels = np.array([tok[2] for s in sents for tok in s])
         out += [_csr32(hasher.transform(feats)), labels]
     return tuple(out)
+
+
+def diamonds(target="log"):
+    import pandas as pd
+
+    df = pd.read_csv(DATA / "regression" / "diamonds.csv.gz")
+    y = np.log(df["price"].to_numpy(float)) if target == "log" else df["price"].to_numpy(float)
+    numeric = df[["carat", "depth", "table", "x", "y", "z"]].to_numpy(float)
+    onehot = pd.get_dummies(df[["cut", "color", "clarity"]]).to_numpy(float)
+    Xtr, Xte, ytr, yte = train_test_split(np.hstack([numeric, onehot]), y, test_size=0.2,
+                                          random_state=0)
+    return Xtr, ytr, Xte, yte
+
+
+def flights_frame():
+    """The flights table with the route and carrier x hour columns (the
+    categorical columns as strings)."""
+    import pandas as pd
+
+    df = pd.read_csv(DATA / "regression" / "flights.csv.gz")
+    df["route"] = df["origin"] + df["dest"]
+    df["carrier_hour"] = df["carrier"] + df["hour"].astype(str)
+    return df
+
+
+FLIGHTS_CATEGORIES = ["month", "day", "hour", "carrier", "flight", "tailnum", "origin", "dest",
+                      "route", "carrier_hour"]
+
+
+def flights():
+    from sklearn.preprocessing import OneHotEncoder
+
+    df = flights_frame()
+    train, test = train_test_split(df, test_size=0.2, random_state=0)
+    enc = OneHotEncoder(handle_unknown="ignore").fit(train[FLIGHTS_CATEGORIES].astype(str))
+
+    def rows(part):
+        onehot = enc.transform(part[FLIGHTS_CATEGORIES].astype(str))
+        return _csr32(sp.hstack([onehot, sp.csr_matrix(part[["distance"]].to_numpy(float)
+                                                        / 1000.0)]))
+
+    return (rows(train), train["arr_delay"].to_numpy(float), rows(test),
+            test["arr_delay"].to_numpy(float))
 
 
 LOADERS = {"a9a": a9a, "w8a": w8a, "letter": letter, "conll_tokens": conll_tokens}

@@ -11,6 +11,13 @@ SBMLogisticRegression
 PlainSGDClassifier
     Plain / averaged SGD on the same core (the baseline).
 
+Linear regressors (dense or CSR input, features on any scale)
+-------------------------------------------------------------
+PSARegressor
+    PSA for regression: SGDRegressor's losses, one pass.
+PlainSGDRegressor
+    Plain / averaged SGD for regression (SGDRegressor's schedules).
+
 Sequence taggers (linear-chain CRFs, sklearn-crfsuite's input)
 --------------------------------------------------------------
 ASFSequenceTagger
@@ -38,7 +45,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree, not i
 # arguments before paying for that.
 _HOMES = {
     "PSAClassifier": "linear", "PlainSGDClassifier": "linear", "SGDQNLinearSVC": "linear",
-    "SBMLogisticRegression": "linear",
+    "SBMLogisticRegression": "linear", "PSARegressor": "linear", "PlainSGDRegressor": "linear",
     "ASFSequenceTagger": "sequence", "PSASequenceTagger": "sequence",
     "SGDSequenceTagger": "sequence", "LBFGSSequenceTagger": "sequence",
     "AveragedPerceptronSequenceTagger": "sequence",
@@ -48,6 +55,7 @@ _HOMES = {
 _SUBPACKAGES = ("linear", "sequence", "metrics", "crfsuite", "cli", "dask")
 
 __all__ = ["PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC", "SBMLogisticRegression",
+           "PSARegressor", "PlainSGDRegressor",
            "ASFSequenceTagger", "PSASequenceTagger", "SGDSequenceTagger",
            "LBFGSSequenceTagger", "AveragedPerceptronSequenceTagger",
            "PassiveAggressiveSequenceTagger", "AROWSequenceTagger"]

@@ -28,7 +28,8 @@ LEGACY_DRAW_ROWS = 50_000
 
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, lam,
                           fit_intercept, random_state, n_samples=1000, eta_start=0.1,
-                          factor=2.0, max_trials=20, l1=0.0):
+                          factor=2.0, max_trials=20, l1=0.0, column_scale=None,
+                          bound_steps=False):
     """Pick a constant step size on a random sample of rows.
 
     Parameters
@@ -49,6 +50,17 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     l1 : float
         L1 strength: with ``l1 > 0`` the trial passes step with the cumulative
         L1 penalty and the objective includes ``l1 ||w||_1``.
+    column_scale : ndarray of shape (n_features,) or None
+        Per-column scales ``s_j`` of a kernel whose step sizes start at
+        ``eta0 / s_j^2`` (the regressors): the trials run on the sample's
+        columns divided by them, where one ``eta0`` is every column's step
+        (the kernel's steps in the weights ``s_j w_j``; the trials penalise
+        those weights, which only the step's choice reads). Needs zero
+        weights.
+    bound_steps : bool
+        The trial passes bound the steps as the kernel does (regression);
+        the steps tried are at most ``1 / median_i ||x_i||^2`` (with the
+        intercept), beyond which a typical row's step is cut by the bound.
 
     Returns
     -------
@@ -63,12 +75,30 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         # legacy RandomState's permutes all n rows, 3 ms for 200,000)
         rows = np.sort(np.random.default_rng(draw_seed(random_state)).choice(
             n, size=min(n, n_samples), replace=False, shuffle=False))
-    X_sample, coef = _sample_columns(X[rows], coef, n_outputs)
+    X_sample = X[rows]
+    if column_scale is not None:
+        X_sample = (X_sample @ sp.diags(1.0 / column_scale)).tocsr() if sp.issparse(X_sample) \
+            else X_sample / column_scale
+    # bounded steps never diverge: a step that would take a typical row
+    # (the median squared norm, the intercept's 1 included) past its own
+    # target counts as diverged, so the largest step tried is the one that
+    # fits a typical row exactly (the normalised LMS step)
+    largest = np.inf
+    if bound_steps:
+        sq = (np.asarray(X_sample.multiply(X_sample).sum(axis=1)).ravel()
+              if sp.issparse(X_sample) else np.einsum("ij,ij->i", X_sample, X_sample))
+        sq = sq + (1.0 if fit_intercept else 0.0)
+        if np.any(sq > 0):
+            largest = 1.0 / float(np.median(sq[sq > 0]))
+    X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
     def objective(eta):
+        if eta > largest:
+            return np.inf
         return trial_pass(ds, coef, intercept,
                           LinearSGDOptions(lam=lam, l1=l1, learning_rate="constant", eta0=eta),
-                          loss=loss, n_outputs=n_outputs, fit_intercept=fit_intercept)
+                          loss=loss, n_outputs=n_outputs, fit_intercept=fit_intercept,
+                          bound_steps=bound_steps)
 
     return search_step(objective, eta_start=eta_start, factor=factor,
                        max_trials=max_trials) / 2.0

@@ -81,6 +81,17 @@ def _gib(n_bytes):
     return f"{n_bytes / 2 ** 30:.1f} GiB"
 
 
+def check_available_memory(need, what):
+    """Refuse, before allocating it, ``need`` bytes for ``what`` beyond the
+    memory available (``available_memory``): a ``MemoryError`` naming both,
+    instead of a process that the kernel kills when the pages are written."""
+    available = available_memory()
+    if available is not None and need > available:
+        raise MemoryError(f"{what} needs {_gib(need)} ({int(need)} bytes), more than the "
+                          f"{_gib(available)} of memory available: train on chunks of the "
+                          "rows with partial_fit.")
+
+
 def check_model_memory(est, n_features, n_outputs, bytes_per_weight):
     """Refuse, before anything is allocated, a model that cannot fit.
 

@@ -359,7 +359,8 @@ def numpy_crf_psa_l1(X, offsets, labels, A, L, *, eta0, lam, l1, b, n_epochs, a=
 
 # ---- used by test_psa.py -------------------------------------------------------------
 def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, kappa=0.9,
-                     n_epochs=1, fit_intercept=True, round_rows=None, scores=None):
+                     n_epochs=1, fit_intercept=True, round_rows=None, scores=None,
+                     eta_init=None, bound_steps=False):
     """Dense Algorithm 1 with L2: every coordinate updated at every step.
 
     ``round_rows``: the rows go by in rounds of at most that many, a round
@@ -367,11 +368,15 @@ def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, k
     at the weights of the round's start (the kernel's pass shared by
     threads); None: each row at the weights before it. ``scores``: an
     ``(n, K)`` array that receives each row's scores of the last pass.
+    ``eta_init``: the initial step of each weight (the intercept's last),
+    else ``eta0`` for all. ``bound_steps`` (regression, ``K = 1``): a step
+    moves the row's prediction at most to its target.
     """
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     d = X.shape[1]
     th = np.zeros((d + 1) * K)
-    eta = np.full_like(th, eta0)
+    eta = (np.full_like(th, eta0) if eta_init is None
+           else np.array(eta_init, dtype=np.float32).astype(np.float64))
     m = kappa * (pa + pb) / (pa - pb)                     # Eq. (10)
     n = 2 * kappa * (1 - pa) / (pa - pb)
     lam = np.full_like(th, alpha)
@@ -390,6 +395,11 @@ def numpy_linear_psa(X, y, sw, *, K, loss, alpha, eta0, b, pa=0.9999, pb=0.99, k
                 scores[i] = s
             g = (np.array([loss.py_dloss(s[0], y[i])]) if K == 1
                  else py_softmax_loss(s, int(y[i]))[1])
+            if bound_steps:
+                # the move of the prediction: h sw g, at most |s - y|
+                h = (eta[:d] @ X[i] ** 2 + (eta[d] if fit_intercept else 0.0)) * sw[i]
+                if h * abs(g[0]) > abs(s[0] - y[i]):
+                    g = np.array([(s[0] - y[i]) / h])
             grad = np.zeros_like(th)
             grad[:d * K] = np.outer(X[i], g).ravel() * sw[i]
             if fit_intercept:

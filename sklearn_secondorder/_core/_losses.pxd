@@ -1,5 +1,6 @@
-# Margin losses l(p, y) with y in {-1, +1}: value, first and second derivative
-# with respect to the prediction p. Multinomial log loss as free functions.
+# Losses l(p, y) of a prediction p: the margin losses (y in {-1, +1}) and the
+# regression losses (y real): value, first and second derivative with respect
+# to p. Multinomial log loss as free functions.
 
 cdef class Loss:
     cdef double loss(self, double p, double y) noexcept nogil
@@ -17,6 +18,21 @@ cdef class SquaredHinge(Loss):
 
 cdef class ModifiedHuber(Loss):
     pass
+
+cdef class SquaredError(Loss):
+    pass
+
+cdef class Huber(Loss):
+    cdef readonly double epsilon
+
+cdef class EpsilonInsensitive(Loss):
+    cdef readonly double epsilon
+
+cdef class SquaredEpsilonInsensitive(Loss):
+    cdef readonly double epsilon
+
+cdef class Quantile(Loss):
+    cdef readonly double quantile
 
 cdef double softmax_loss(const double* scores, int label, int n_classes,
                          double* grad) noexcept nogil

@@ -1,12 +1,27 @@
 """Losses with value, first derivative and curvature (second derivative).
 
 Binary margin losses take the prediction ``p = w.x + b`` and a label
-``y in {-1, +1}``; ``dloss`` is ``d loss / d p`` (sign included) and
-``curvature`` is ``d^2 loss / d p^2`` where it exists (0 on the flat parts;
-the hinge has curvature 0 everywhere it is differentiable).
+``y in {-1, +1}``; regression losses take a real target ``y``. ``dloss``
+is ``d loss / d p`` (sign included) and ``curvature`` is ``d^2 loss / d
+p^2`` where it exists (0 on the flat parts; the hinge has curvature 0
+everywhere it is differentiable). The kernels read only ``dloss``: a
+regressor's pass is a binary classifier's pass with another loss.
+
+The regression losses are scikit-learn's ``SGDRegressor`` ones
+(``sklearn/linear_model/_sgd_fast.pyx.tp``), with the residual ``r = p - y``:
+
+- ``squared_error``: ``r^2 / 2``;
+- ``huber``: ``r^2 / 2`` for ``|r| <= epsilon``, else ``epsilon |r| -
+  epsilon^2 / 2``;
+- ``epsilon_insensitive``: ``max(0, |r| - epsilon)``;
+- ``squared_epsilon_insensitive``: ``max(0, |r| - epsilon)^2``;
+
+and Vowpal Wabbit's quantile (pinball) loss, ``tau (y - p)`` for ``y >= p``,
+else ``(1 - tau) (p - y)``, whose minimiser is the ``tau``-quantile of ``y``
+(``tau = 0.5``: half the absolute error, the median).
 """
 import numpy as np
-from libc.math cimport exp, log, log1p
+from libc.math cimport exp, fabs, log, log1p
 
 
 cdef inline double _log1pexp(double z) noexcept nogil:
@@ -123,6 +138,126 @@ LOSSES = {
     "hinge": Hinge,
     "squared_hinge": SquaredHinge,
     "modified_huber": ModifiedHuber,
+}
+
+
+cdef class SquaredError(Loss):
+    """Squared error ``(p - y)^2 / 2``."""
+
+    cdef double loss(self, double p, double y) noexcept nogil:
+        return 0.5 * (p - y) * (p - y)
+
+    cdef double dloss(self, double p, double y) noexcept nogil:
+        return p - y
+
+    cdef double curvature(self, double p, double y) noexcept nogil:
+        return 1.0
+
+
+cdef class Huber(Loss):
+    """Huber: ``r^2 / 2`` for ``|r| <= epsilon``, else ``epsilon |r| - epsilon^2 / 2``."""
+
+    def __init__(self, double epsilon=0.1):
+        self.epsilon = epsilon
+
+    cdef double loss(self, double p, double y) noexcept nogil:
+        cdef double r = p - y, a = fabs(r)
+        if a <= self.epsilon:
+            return 0.5 * r * r
+        return self.epsilon * a - 0.5 * self.epsilon * self.epsilon
+
+    cdef double dloss(self, double p, double y) noexcept nogil:
+        cdef double r = p - y
+        if r > self.epsilon:
+            return self.epsilon
+        if r < -self.epsilon:
+            return -self.epsilon
+        return r
+
+    cdef double curvature(self, double p, double y) noexcept nogil:
+        return 1.0 if fabs(p - y) <= self.epsilon else 0.0
+
+    def __reduce__(self):
+        return (type(self), (self.epsilon,))
+
+
+cdef class EpsilonInsensitive(Loss):
+    """``max(0, |p - y| - epsilon)`` (the SVR loss)."""
+
+    def __init__(self, double epsilon=0.1):
+        self.epsilon = epsilon
+
+    cdef double loss(self, double p, double y) noexcept nogil:
+        cdef double z = fabs(p - y) - self.epsilon
+        return z if z > 0.0 else 0.0
+
+    cdef double dloss(self, double p, double y) noexcept nogil:
+        cdef double r = p - y
+        if r > self.epsilon:
+            return 1.0
+        if r < -self.epsilon:
+            return -1.0
+        return 0.0
+
+    def __reduce__(self):
+        return (type(self), (self.epsilon,))
+
+
+cdef class SquaredEpsilonInsensitive(Loss):
+    """``max(0, |p - y| - epsilon)^2``."""
+
+    def __init__(self, double epsilon=0.1):
+        self.epsilon = epsilon
+
+    cdef double loss(self, double p, double y) noexcept nogil:
+        cdef double z = fabs(p - y) - self.epsilon
+        return z * z if z > 0.0 else 0.0
+
+    cdef double dloss(self, double p, double y) noexcept nogil:
+        cdef double r = p - y
+        if r > self.epsilon:
+            return 2.0 * (r - self.epsilon)
+        if r < -self.epsilon:
+            return 2.0 * (r + self.epsilon)
+        return 0.0
+
+    cdef double curvature(self, double p, double y) noexcept nogil:
+        return 2.0 if fabs(p - y) > self.epsilon else 0.0
+
+    def __reduce__(self):
+        return (type(self), (self.epsilon,))
+
+
+cdef class Quantile(Loss):
+    """Pinball loss: ``tau (y - p)`` for ``y >= p``, else ``(1 - tau) (p - y)``."""
+
+    def __init__(self, double quantile=0.5):
+        self.quantile = quantile
+
+    cdef double loss(self, double p, double y) noexcept nogil:
+        cdef double r = y - p
+        return self.quantile * r if r >= 0.0 else (self.quantile - 1.0) * r
+
+    cdef double dloss(self, double p, double y) noexcept nogil:
+        # (0 at the kink, as Vowpal Wabbit's: a row predicted exactly moves nothing)
+        if y > p:
+            return -self.quantile
+        if y < p:
+            return 1.0 - self.quantile
+        return 0.0
+
+    def __reduce__(self):
+        return (type(self), (self.quantile,))
+
+
+#: The regression losses by ``SGDRegressor``'s names; each takes its one
+#: parameter (``epsilon``, or ``quantile`` for the pinball loss), if any.
+REGRESSION_LOSSES = {
+    "squared_error": SquaredError,
+    "huber": Huber,
+    "epsilon_insensitive": EpsilonInsensitive,
+    "squared_epsilon_insensitive": SquaredEpsilonInsensitive,
+    "quantile": Quantile,
 }
 
 

@@ -51,7 +51,7 @@ from ._lazy_steps cimport (
     touch,
 )
 from ._losses cimport Loss, softmax_loss
-from ._numeric cimport clip_dloss
+from ._numeric cimport bound_step, clip_dloss
 
 from ._lazy_steps import PSAResult, catch_up_state
 
@@ -74,6 +74,7 @@ cdef struct RowWork:
     int* left                # and those of them binary_gaps leaves to walk
     double* margins          # (n_samples, K) each row's scores before its update, or NULL
     bint prefetch_blocks     # the next row's blocks prefetched (a model beyond the L2 cache)
+    bint bound_steps         # regression: a step moves the row's prediction at most to y
 
 
 cdef inline void _gradient(const double* scores, double* grad, Py_ssize_t K, Loss loss,
@@ -100,7 +101,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     cdef int nnz, q
     cdef Py_ssize_t i, k, nxt
     cdef long long kk
-    cdef double y, sw, s
+    cdef double y, sw, s, h
     cdef Block row, icp = fixed_block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
@@ -156,6 +157,11 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
                 wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         # the loss derivative at theta(t), then line 5 of Algorithm 1
         _gradient(scores, grad, K, loss, y, sw)
+        if K == 1 and wk.bound_steps:
+            h = icp.eta[0] if wk.fit_intercept else 0.0
+            for q in range(nnz):
+                h += fixed_block_at(L, ind[q]).eta[0] * x[q] * x[q]
+            bound_step(grad, scores[0], y, h)
         if K == 1 and grad[0] == 0.0:
             # a zero gradient (a hinge-type loss past its margin): the update
             # is the shrink alone, which is an idle step of the lazy decay,
@@ -186,7 +192,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
 
 cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const RateRule* rule,
                     state, LazyCore c, Loss loss, int n_epochs, bint shuffle,
-                    bint fit_intercept, double* margins, bint flush):
+                    bint fit_intercept, double* margins, bint flush, bint bound_steps):
     """``psa_epochs`` for one penalty kind and rate rule."""
     cdef RowWork wk
     cdef long long t = state.t
@@ -201,6 +207,7 @@ cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const Ra
     wk.left = &left[0]
     wk.fit_intercept = fit_intercept
     wk.margins = margins
+    wk.bound_steps = bound_steps
     wk.prefetch_blocks = (wk.d + 1) * L.stride > PREFETCH_MIN_BYTES
     wk.scores = &buf[0]
     wk.grad = &buf[L.K]
@@ -250,7 +257,7 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
     cdef const int* ind
     cdef int nnz, q
     cdef Py_ssize_t i, k, j, n = wk.d * K
-    cdef double y, sw, s
+    cdef double y, sw, s, h
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
     cdef L2Only plain
@@ -269,6 +276,11 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
             for k in range(K):
                 wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         _gradient(scores, grad, K, loss, y, sw)
+        if K == 1 and wk.bound_steps:
+            h = icp.eta[0] if wk.fit_intercept else 0.0
+            for q in range(nnz):
+                h += w.eta[ind[q]] * x[q] * x[q]
+            bound_step(grad, scores[0], y, h)
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
         block_scale(w.v, shrink, n)
@@ -291,7 +303,7 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
 
 cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCore c,
                           Loss loss, int n_epochs, bint shuffle, bint fit_intercept,
-                          double* margins):
+                          double* margins, bint bound_steps):
     """``psa_epochs`` for a small model without L1: the fields of the
     features' records as contiguous arrays (every block brought to ``t``
     first: a stream's earlier call may have left some behind), the eager
@@ -317,6 +329,8 @@ cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCo
     wk.d = d
     wk.fit_intercept = fit_intercept
     wk.margins = margins
+    wk.bound_steps = bound_steps
+    wk.prefetch_blocks = False
     wk.scores = &buf[0]
     wk.grad = &buf[K]
     with nogil:
@@ -364,7 +378,8 @@ cdef class SharedPass:
     cdef Barrier barrier
     cdef int n_threads, line_shift
     cdef Py_ssize_t round_rows, K
-    cdef bint fit_intercept, with_l1, series
+    cdef bint fit_intercept, with_l1, series, bound_steps
+    cdef Py_ssize_t stride    # doubles per row and thread in partial: K scores (+ h)
     cdef long long t
     # partial scores: (2 rounds, n_threads, round_rows, K), a round's
     # from its owned blocks; per thread its round's owned non-zeros (block,
@@ -382,7 +397,8 @@ cdef class SharedPass:
     cdef bint flush
 
     def __cinit__(self, RowDataset ds, state, options, Loss loss, int n_threads,
-                  bint fit_intercept, Py_ssize_t rows_per_thread, bint flush=True):
+                  bint fit_intercept, Py_ssize_t rows_per_thread, bint flush=True,
+                  bint bound_steps=False):
         self.ds = ds
         self.state = state
         self.L = layout_of(state)
@@ -395,8 +411,10 @@ cdef class SharedPass:
         self.with_l1 = state.has_l1
         self.series = self.c.rate_max < 1e-4
         self.t = state.t
+        self.bound_steps = bound_steps and self.K == 1
+        self.stride = self.K + self.bound_steps
         barrier_init(&self.barrier, n_threads)
-        self.partial = np.zeros(2 * n_threads * self.round_rows * self.K)
+        self.partial = np.zeros(2 * n_threads * self.round_rows * self.stride)
         n_own = max(int(SHARED_ROUND_NNZ), int(ds.max_nnz))
         self.own_block = np.zeros((n_threads, n_own), dtype=np.intc)
         self.own_pos = np.zeros((n_threads, n_own), dtype=np.intc)
@@ -472,7 +490,9 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef long long ev = last_event(c, t)
     cdef long long next_event = ev + c.b if c.b > 0 else -1
     cdef const int* ind
-    cdef double y, sw, s, lam = c.lam, l1 = c.l1
+    cdef double y, sw, s, h, xv, lam = c.lam, l1 = c.l1
+    cdef Py_ssize_t S = sh.stride
+    cdef bint bound = sh.bound_steps
     cdef double* part
     cdef double* scores = &sh.work[k, 0]
     cdef double* grad = scores + K
@@ -492,7 +512,7 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
     cdef unsigned long long bit
     cdef Py_ssize_t n_left, n_distinct, word
     while i0 < n:
-        part = &sh.partial[(rnd & 1) * J * R * K]
+        part = &sh.partial[(rnd & 1) * J * R * S]
         # (a) the round's rows, read once: where the round ends (R rows,
         # fewer if their non-zeros would pass the buffers, at least one
         # row, and none past the row of the next event, each row of
@@ -544,19 +564,28 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             start = row_start[i - i0]
             for kk in range(K):
                 scores[kk] = 0.0
+            h = 0.0
             for e in range(ends[i - i0], ends[i - i0 + 1]):
                 if e + 16 < n_own:
                     prefetch_fixed_block(L, own_block[e + 16])
                 row = fixed_block_at(L, own_block[e])
                 touch(row, K, t, ev, lam, l1, c, pen, rule)
+                xv = row_value(ds, start, own_pos[e])
                 for kk in range(K):
-                    scores[kk] += row.v[kk] * row_value(ds, start, own_pos[e])
+                    scores[kk] += row.v[kk] * xv
+                if bound:
+                    # (the step sizes change at events only, which no round
+                    # spans: h at the round's start is h at the row's step)
+                    h += row.eta[0] * xv * xv
             if icp_own and row_sw[i - i0] != 0.0:
                 touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
                 for kk in range(K):
                     scores[kk] += icp.v[kk]
+                h += icp.eta[0]
             for kk in range(K):
-                part[(k * R + i - i0) * K + kk] = scores[kk]
+                part[(k * R + i - i0) * S + kk] = scores[kk]
+            if bound:
+                part[(k * R + i - i0) * S + K] = h
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the rows' updates on the owned blocks, in the rows' order
@@ -571,12 +600,17 @@ cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, in
             for kk in range(K):
                 s = 0.0
                 for m in range(J):
-                    s += part[(m * R + i - i0) * K + kk]
+                    s += part[(m * R + i - i0) * S + kk]
                 scores[kk] = s
             if k == 0 and sh.margins != NULL:
                 for kk in range(K):
                     sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
             _gradient(scores, grad, K, loss, row_y[i - i0], sw)
+            if bound:
+                h = 0.0
+                for m in range(J):
+                    h += part[(m * R + i - i0) * S + K]
+                bound_step(grad, scores[0], row_y[i - i0], h)
             e_end = ends[i - i0 + 1]
             if K == 1 and grad[0] == 0.0:
                 t += 1                 # (the shrink alone: an idle step, as in _pass)
@@ -624,7 +658,8 @@ def shared_pass(SharedPass sh, threads):
 
 
 def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint shuffle,
-                   bint fit_intercept, threads, double[::1] margins, bint flush):
+                   bint fit_intercept, threads, double[::1] margins, bint flush,
+                   bint bound_steps):
     """``psa_epochs`` on ``threads``: each pass one ``shared_pass``."""
     cdef unsigned int rng = state.seed if state.seed != 0 else 1
     cdef int epochs_run = 0
@@ -634,7 +669,7 @@ def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint 
         if shuffle:
             ds.shuffle(&rng)
         sh = SharedPass(ds, state, options, loss, threads.n_threads, fit_intercept,
-                        SHARED_ROUND_ROWS, flush or epoch + 1 < n_epochs)
+                        SHARED_ROUND_ROWS, flush or epoch + 1 < n_epochs, bound_steps)
         if margins is not None:
             sh.margins = &margins[0]
         state.t, finite = shared_pass(sh, threads)
@@ -647,7 +682,8 @@ def _shared_epochs(RowDataset ds, state, options, Loss loss, int n_epochs, bint 
 
 def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                bint shuffle=True, bint fit_intercept=True, threads=None,
-               double[::1] margins=None, bint flush=True, eager=None):
+               double[::1] margins=None, bint flush=True, eager=None,
+               bint bound_steps=False):
     """Run ``n_epochs`` PSA passes over ``ds``, updating ``state`` in place.
 
     Parameters
@@ -689,7 +725,11 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         call) instead of the lazy decays, on one thread whatever
         ``threads``. None: for a model of at most ``EAGER_MAX_WEIGHTS``
         weights, where one thread's eager pass costs less than the lazy
-        passes on two (a9a: 2.6 ms against 8.4 ms on one thread).
+        passes on two.
+    bound_steps : bool, default=False
+        Regression (one output): each step moves its row's prediction at
+        most to the target (``_numeric.bound_step``, with ``h = sum_j eta_j
+        x_j^2`` over the row's weights and the intercept at the step).
 
     Returns
     -------
@@ -710,13 +750,13 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     eager = eager and not state.has_l1 and ds.n_features > 0
     if not eager and threads is not None and threads.n_threads > 1:
         return _shared_epochs(ds, state, options, loss, n_epochs, shuffle, fit_intercept,
-                              threads, margins, flush)
+                              threads, margins, flush, bound_steps)
     cdef double* out = &margins[0] if margins is not None and margins.shape[0] > 0 else NULL
     cdef LazyCore c = make_core(options, state)
     cdef Layout L = layout_of(state)
     if eager:
         return _eager_epochs(ds, &L, state, options, c, loss, n_epochs, shuffle,
-                             fit_intercept, out)
+                             fit_intercept, out, bound_steps)
     cdef SeriesRate series
     cdef Log1pRate general
     cdef L2Only plain
@@ -726,11 +766,11 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     if state.has_l1:
         if small:
             return _epochs(ds, &L, &with_l1, &series, state, c, loss, n_epochs, shuffle,
-                           fit_intercept, out, flush)
+                           fit_intercept, out, flush, bound_steps)
         return _epochs(ds, &L, &with_l1, &general, state, c, loss, n_epochs, shuffle,
-                       fit_intercept, out, flush)
+                       fit_intercept, out, flush, bound_steps)
     if small:
         return _epochs(ds, &L, &plain, &series, state, c, loss, n_epochs, shuffle,
-                       fit_intercept, out, flush)
+                       fit_intercept, out, flush, bound_steps)
     return _epochs(ds, &L, &plain, &general, state, c, loss, n_epochs, shuffle, fit_intercept,
-                   out, flush)
+                   out, flush, bound_steps)

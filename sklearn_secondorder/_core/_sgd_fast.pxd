@@ -13,6 +13,7 @@ cpdef enum ScheduleKind:
     OPTIMAL = 1       # 1 / (alpha (t + t0))                 (Bottou 2012)
     # (alpha: the whole penalty strength, lam + l1)
     POWER = 2         # eta0 / (1 + alpha eta0 t)^power      (power 0.75: averaged SGD)
+    INVSCALING = 3    # eta0 / (t + 1)^power                 (scikit-learn's 'invscaling')
 
 
 ctypedef struct Schedule:
@@ -29,6 +30,8 @@ cdef inline double step_size(const Schedule* s, long long t) noexcept nogil:
         return s.eta0
     if s.kind == OPTIMAL:
         return 1.0 / (s.alpha * (<double>t + s.t0))
+    if s.kind == INVSCALING:
+        return s.eta0 / pow_(<double>t + 1.0, s.power)
     return s.eta0 / pow_(1.0 + s.alpha * s.eta0 * <double>t, s.power)
 
 
@@ -47,6 +50,7 @@ cdef class RowSteps:
     cdef double* grad
     cdef int K
     cdef bint fit_intercept
+    cdef bint bound_steps        # a step never moves the row's prediction past its target
     cdef double intercept_decay
     cdef double lam              # the L2 strength (the shrink's)
     cdef object _arrays          # keeps b and b_sum alive

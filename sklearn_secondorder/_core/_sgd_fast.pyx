@@ -38,13 +38,13 @@ from libc.stdlib cimport malloc, free
 
 from ._dataset cimport RowDataset, SequenceData, fetch_row
 from ._losses cimport Loss, softmax_loss
-from ._numeric cimport all_finite, clip_dloss
+from ._numeric cimport all_finite, bound_step, clip_dloss
 from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
                            double lam, double l1, bint with_l1, bint fit_intercept,
-                           double intercept_decay, double* scores,
+                           double intercept_decay, bint bound_steps, double* scores,
                            double* grad) noexcept nogil:
     """One plain SGD step: the shrink by the L2 strength ``lam``, the step.
 
@@ -53,9 +53,12 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
     (2009, Fig. 2): the row's weights caught up with it before they are read,
     the step's penalty ``eta l1`` added to the total after the step, and the
     row's weights caught up again.
+
+    With ``bound_steps`` (regression), the step moves the row's prediction
+    by at most its residual ``|p - y|`` (``bound_step``).
     """
-    cdef int k, K = w.n_outputs
-    cdef double factor
+    cdef int k, q, K = w.n_outputs
+    cdef double factor, sq
     if with_l1:
         l1_apply_rows(w, ind, nnz)
     w.dot(x, ind, nnz, scores)
@@ -63,6 +66,11 @@ cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* 
         scores[k] += b[k]
     if K == 1:
         grad[0] = clip_dloss(loss.dloss(scores[0], y))
+        if bound_steps:
+            sq = intercept_decay if fit_intercept else 0.0
+            for q in range(nnz):
+                sq += x[q] * x[q]
+            bound_step(grad, scores[0], y, eta * sw * sq)
     else:
         softmax_loss(scores, <int>y, K, grad)
     for k in range(K):
@@ -191,7 +199,8 @@ cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double 
     if sw == 0.0:
         return False
     _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
-              rows.fit_intercept, rows.intercept_decay, rows.scores, rows.grad)
+              rows.fit_intercept, rows.intercept_decay, rows.bound_steps, rows.scores,
+              rows.grad)
     return True
 
 
@@ -239,7 +248,7 @@ cdef RowStepsL1 with_l1(RowSteps rows, double l1):
 
 
 cdef RowSteps row_steps(RowDataset ds, Loss loss, double lam, double[::1] b, b_sum,
-                        bint fit_intercept, double intercept_decay):
+                        bint fit_intercept, double intercept_decay, bint bound_steps=False):
     """The steps of a pass over ``ds`` with the L2 strength ``lam`` and the
     intercept ``b`` (and its running sum ``b_sum``, or None)."""
     cdef RowSteps steps = RowSteps()
@@ -253,6 +262,7 @@ cdef RowSteps row_steps(RowDataset ds, Loss loss, double lam, double[::1] b, b_s
         steps.b_sum = &bs[0]
     steps._arrays = (b, b_sum)
     steps.fit_intercept, steps.intercept_decay = fit_intercept, intercept_decay
+    steps.bound_steps = bound_steps
     steps.scores = <double*>malloc(steps.K * sizeof(double))
     steps.grad = <double*>malloc(steps.K * sizeof(double))
     if steps.scores == NULL or steps.grad == NULL:
@@ -332,8 +342,11 @@ class LinearSGDOptions:
     l1 : float
         L1 strength (``alpha`` times ``l1_ratio``; 0: L2 only, else the state
         needs ``l1_q``).
-    learning_rate : {'optimal', 'constant'}
-        ``eta_t = 1 / (alpha (t + t0))`` (``alpha = lam + l1``) or ``eta0``.
+    learning_rate : {'optimal', 'constant', 'invscaling'}
+        ``eta_t = 1 / (alpha (t + t0))`` (``alpha = lam + l1``), ``eta0``, or
+        ``eta0 / (t + 1)^power_t`` (scikit-learn's ``'invscaling'``).
+    power_t : float
+        The exponent of ``'invscaling'``.
     eta0, t0 : float
     intercept_decay : float
     """
@@ -344,6 +357,7 @@ class LinearSGDOptions:
     eta0: float = 0.01
     t0: float = 1.0
     intercept_decay: float = 1.0
+    power_t: float = 0.25
 
 
 @dataclass
@@ -360,12 +374,15 @@ cdef Schedule _schedule(options, ScheduleKind kind):
     cdef Schedule sched
     sched.kind = kind
     sched.eta0, sched.alpha, sched.t0, sched.power = (
-        options.eta0, options.lam + options.l1, options.t0, 0.0)
+        options.eta0, options.lam + options.l1, options.t0, options.power_t)
     return sched
 
 
+_SCHEDULES = {"constant": CONSTANT, "optimal": OPTIMAL, "invscaling": INVSCALING}
+
+
 def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
-               bint shuffle=True, bint fit_intercept=True):
+               bint shuffle=True, bint fit_intercept=True, bint bound_steps=False):
     """Run ``n_epochs`` passes of plain SGD over ``ds``, updating ``state`` in place.
 
     The penalty and the schedule are the options' constants; the rest comes
@@ -383,6 +400,9 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     shuffle : bool
         Shuffle the rows before each pass.
     fit_intercept : bool
+    bound_steps : bool
+        Regression: a step moves its row's prediction at most to the target
+        (``_numeric.bound_step``).
 
     Returns
     -------
@@ -400,10 +420,10 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
                                          state.l1_q if l1 > 0 else None, state.l1_u)
     cdef double[::1] b = state.intercept
     cdef RowSteps steps = row_steps(ds, loss, options.lam, b, state.avg_intercept,
-                                    fit_intercept, options.intercept_decay)
+                                    fit_intercept, options.intercept_decay, bound_steps)
     cdef RowStepsL1 steps_l1 = with_l1(steps, l1) if l1 > 0 else None
     cdef Schedule sched = _schedule(
-        options, CONSTANT if options.learning_rate == "constant" else OPTIMAL)
+        options, _SCHEDULES[options.learning_rate])
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     cdef long long t = state.t
@@ -430,7 +450,8 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
 
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, *,
-               Loss loss=None, int n_outputs=1, bint fit_intercept=True):
+               Loss loss=None, int n_outputs=1, bint fit_intercept=True,
+               bint bound_steps=False):
     """One pass with the constant step ``options.eta0`` from (copies of) the
     weights; returns the regularized objective after the pass (``inf`` when
     it diverges), the L1 term ``l1 ||w||_1`` included (the pass then steps
@@ -447,7 +468,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, 
     cdef double[::1] ic = intercept_c
     cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
                                          np.zeros_like(coef_c) if l1 > 0 else None)
-    cdef RowSteps steps = row_steps(ds, loss, lam, ic, None, fit_intercept, 1.0)
+    cdef RowSteps steps = row_steps(ds, loss, lam, ic, None, fit_intercept, 1.0, bound_steps)
     cdef RowStepsL1 steps_l1 = with_l1(steps, l1) if l1 > 0 else None
     cdef Schedule sched = _schedule(options, CONSTANT)
     cdef const double* x

@@ -1,14 +1,18 @@
-"""Shared linear-classifier base: validation, classes, problems and their state.
+"""Shared linear-model base: validation, targets, problems and their state.
 
-``LinearClassifierBase`` holds ``fit`` / ``partial_fit`` (input and
-parameter checks, the rollback of a refused call, ``coef_init``) and the
-decomposition into sub-problems; its two mixins hold the rest: the training
-loop and stopping rule (``_training_loop.TrainingLoopMixin``) and prediction
-and deployment (``_predict.LinearPredictionMixin``).
+``LinearModelBase`` holds ``fit`` (input and parameter checks, the rollback
+of a refused call, ``coef_init``) and the training state; its mixins hold the
+rest: the training loop and stopping rule
+(``_training_loop.TrainingLoopMixin``) and deployment
+(``_predict.LinearDeploymentMixin``). ``LinearClassifierBase`` adds the
+classes, ``partial_fit(X, y, classes)`` and the decomposition into
+sub-problems; ``_regression.LinearRegressorBase`` the regressors' one
+real-valued output.
 
 Every linear estimator of the package (``PSAClassifier``, ``SGDQNLinearSVC``,
-``SBMLogisticRegression``, ``PlainSGDClassifier``) is a thin subclass that
-declares its parameters and implements two hooks:
+``SBMLogisticRegression``, ``PlainSGDClassifier``, ``PSARegressor``,
+``PlainSGDRegressor``) is a thin subclass that declares its parameters and
+implements two hooks:
 
 ``_init_problem(n_features, n_outputs, seed)``
     The fresh typed state of one sub-problem: the kernel's state object
@@ -16,8 +20,8 @@ declares its parameters and implements two hooks:
     so far) and ``seed`` (the shuffling RNG state, ``seed`` to start).
 ``_run_problem(X, y, sample_weight, state, n_epochs)``
     Run the compiled kernel over the rows, updating ``state`` in place, and
-    return the number of passes made. ``y`` holds +-1 for binary problems and
-    class indices for a multinomial one.
+    return the number of passes made. ``y`` holds +-1 for binary problems,
+    class indices for a multinomial one and the real targets for a regressor.
 
 The base decides the decomposition: one binary problem for two classes,
 one multinomial problem when ``_is_multinomial()`` (more than two classes
@@ -55,16 +59,16 @@ from .._validation import (
     unfit_on_error,
     validation_split,
 )
-from ._predict import LinearPredictionMixin
+from ._predict import LinearDeploymentMixin, LinearPredictionMixin
 from ._training_loop import TrainingLoopMixin
 
 
-class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierMixin,
-                           BaseEstimator):
-    """Base class of the linear classifiers (see the module docstring).
+class LinearModelBase(LinearDeploymentMixin, TrainingLoopMixin, BaseEstimator):
+    """Base class of the linear models (see the module docstring).
 
-    Subclasses set ``_probabilistic_losses`` (losses with ``predict_proba``)
-    and may override ``_is_multinomial``.
+    Subclasses define the targets: ``_validate_xy``, ``_check_targets``,
+    ``_set_targets``, ``_same_targets``, ``_n_targets``, ``_problem_count``
+    and ``_targets``, and may transform the rows (``_training_rows``).
     """
 
     _parameter_constraints: dict = {
@@ -73,7 +77,6 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
-        "class_weight": [StrOptions({"balanced"}), dict, None],
         "warm_start": ["boolean"],
         "n_jobs": [Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left"), None],
@@ -166,6 +169,20 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         ``(n_features, n_outputs)`` and ``(n_outputs,)``."""
         raise NotImplementedError
 
+    def _training_rows(self, X, sample_weight, reset):
+        """The rows the kernels train on, from the validated ``X`` (default:
+        ``X`` itself; ``reset`` on the call that starts the state)."""
+        return X
+
+    def _same_targets(self, targets, previous):
+        """Whether the targets of a ``fit`` equal ``previous``, the fitted
+        ones (``_fitted_targets()``): ``warm_start`` continues only then."""
+        return True
+
+    def _fitted_targets(self):
+        """What ``warm_start`` compares (default: nothing)."""
+        return None
+
     # ---- fitting --------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
@@ -213,24 +230,23 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         # coef_init / intercept_init (read now: a refused call keeps them)
         previous = None
         if self.warm_start and not init and hasattr(self, "coef_"):
-            previous = (self.classes_, self._dense_coef(), self.intercept_.copy())
+            previous = (self._fitted_targets(), self._dense_coef(), self.intercept_.copy())
         saved = {k: vars(self)[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in vars(self)}
         try:
-            X, y, classes = self._validate_xy(X, y, reset=True)
-            self._check_n_classes(classes)
-            sample_weight = self._weights_for(X, y, sample_weight, classes,
+            X, y, targets = self._validate_xy(X, y, reset=True)
+            self._check_targets(targets)
+            sample_weight = self._weights_for(X, y, sample_weight, targets,
                                               allow_balanced=True)
-            if (previous is not None and np.array_equal(classes, previous[0])
+            if (previous is not None and self._same_targets(targets, previous[0])
                     and previous[1].shape[1] == X.shape[1]):
                 coef_init = previous[1]
                 intercept_init = previous[2] if self.fit_intercept else None
                 init = True
             if init:
-                init = check_init_weights(coef_init, intercept_init, classes.size,
+                init = check_init_weights(coef_init, intercept_init, self._n_targets(targets),
                                           X.shape[1], self.fit_intercept)
-            validation = (validation_split(y, sample_weight, self.validation_fraction,
-                                           self.random_state)
+            validation = (self._validation_split(y, sample_weight)
                           if self.early_stopping else None)
         except BaseException:
             # refused input: the fitted model (if any) stays as it was
@@ -239,8 +255,9 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             vars(self).update(saved)
             raise
         with unfit_on_error(self, self._private_state):
-            self.classes_ = classes
+            self._set_targets(targets)
             self._reset_state(X.shape[1])
+            X = self._training_rows(X, sample_weight, reset=True)
             if validation is not None:
                 Xv, yv, swv = X[validation], y[validation], sample_weight[validation]
                 X, y, sample_weight = X[~validation], y[~validation], sample_weight[~validation]
@@ -254,67 +271,20 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         self._warn_unconverged(converged)
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """One pass over the given rows, continuing the current state.
-
-        Invalid input is refused before anything changes. If the weights
-        overflow during the pass, the state cannot be continued: the
-        estimator is left unfitted (the error says so).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training rows (CSR when sparse), with the features of the first call.
-        y : array-like of shape (n_samples,)
-            Class labels, all of them in ``classes``.
-        classes : array-like of shape (n_classes,), default=None
-            All the classes; required on the first call, and when given on a
-            later call it must equal ``classes_``.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Finite, non-negative weight of each row (multiplied by the class
-            weight); rows of weight zero are skipped. None weighs every row 1.
-
-        Returns
-        -------
-        self : object
-            The updated estimator.
-        """
-        first = not hasattr(self, "classes_")
-        if not first:
-            check_not_stripped(self)
-            # (_fit_context validates a first call only: the parameters may
-            # have been set since, and a bad one must not touch the state)
-            self._validate_params()
-        self._more_validate_params(for_partial_fit=True)
-        check_n_jobs(getattr(self, "n_jobs", None))
-        if first:
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit.")
-            all_classes = self._check_classes(classes)
-        else:
-            all_classes = self.classes_
-            if classes is not None and not np.array_equal(self._check_classes(classes),
-                                                          self.classes_):
-                raise ValueError(
-                    f"`classes={np.unique(classes)!r}` is not the same as on the first "
-                    f"call to partial_fit ({self.classes_!r})."
-                )
-        if not first:
-            self._check_state_params()
-        if self.class_weight == "balanced":
-            raise ValueError(
-                "class_weight='balanced' is not supported by partial_fit: compute the "
-                "weights on the full data with sklearn.utils.compute_class_weight and pass "
-                "them as a dict."
-            )
+    def _partial_fit_rows(self, X, y, sample_weight, targets, first):
+        """``partial_fit``'s pass once its parameters are checked: the rows
+        validated (their labels within ``targets``, the fitted or given
+        classes, if any), the state started on the ``first`` call, one pass.
+        A refused input leaves the model as it was; a pass that fails leaves
+        it unfitted (``unfit_on_error``)."""
         try:
             X, y, labels = self._validate_xy(X, y, reset=first)
-            unseen = np.setdiff1d(labels, all_classes)
-            if unseen.size:
-                raise ValueError(f"y contains labels not in classes_ {all_classes!r}: "
-                                 f"{unseen[:5]!r}")
-            sample_weight = self._weights_for(X, y, sample_weight, all_classes,
+            if targets is not None:
+                unseen = np.setdiff1d(labels, targets)
+                if unseen.size:
+                    raise ValueError(f"y contains labels not in classes_ {targets!r}: "
+                                     f"{unseen[:5]!r}")
+            sample_weight = self._weights_for(X, y, sample_weight, targets,
                                               allow_balanced=False)
         except BaseException:
             if first:                     # nothing to keep: no half-set attributes
@@ -322,10 +292,11 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             raise
         with unfit_on_error(self, self._private_state, continued=not first):
             if first:
-                self.classes_ = all_classes
+                self._set_targets(targets)
                 self._reset_state(X.shape[1])
             else:
                 own_arrays(self._states)      # e.g. loaded with mmap_mode='r'
+            X = self._training_rows(X, sample_weight, reset=first)
             self._fit_epochs(X, y, sample_weight, 1)
         return self
 
@@ -333,55 +304,6 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         """A float64 copy of ``coef_``, dense also after ``sparsify()``."""
         coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_
         return np.array(coef, dtype=np.float64)
-
-    def _check_classes(self, classes):
-        """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
-        at least two."""
-        classes = check_classes_arg(classes)
-        self._check_n_classes(classes)
-        return classes
-
-    def _validate_xy(self, X, y, reset):
-        check_label_types(y, "y")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
-                             order="C", reset=reset)
-        classes = label_values(y)
-        check_classification_targets(with_unique_labels(y, classes))
-        # scikit-learn's rule (SGDClassifier): coef_ takes the training rows'
-        # float dtype; the kernels' state stays float64
-        self._coef_dtype = X.dtype
-        return X, y, classes
-
-    @staticmethod
-    def _check_n_classes(classes):
-        if classes.size < 2:
-            raise ValueError(
-                "The classifier needs samples of at least 2 classes in the data, but the "
-                f"data contain only one class: {classes[0].item()!r}"
-            )
-
-    def _weights_for(self, X, y, sample_weight, classes, allow_balanced):
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
-            raise ValueError("sample_weight must be finite and non-negative.")
-        if self.class_weight is not None:
-            if self.class_weight == "balanced" and not allow_balanced:
-                raise ValueError("class_weight='balanced' needs the full data")
-            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=y),
-                            dtype=np.float64)
-            if not np.all(np.isfinite(cw)) or np.any(cw < 0):
-                raise ValueError("class_weight must give every class a finite, non-negative "
-                                 f"weight; got {dict(zip(classes.tolist(), cw.tolist()))}.")
-            sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
-        return sample_weight
-
-    def _problem_count(self):
-        K = self.classes_.size
-        if K == 2:
-            return 1, 1
-        if self._is_multinomial():
-            return 1, K
-        return K, 1
 
     def _reset_state(self, n_features):
         n_problems, n_outputs = self._problem_count()
@@ -393,15 +315,6 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
             self._states.append(self._init_problem(n_features, n_outputs, draw_seed(rng)))
         self.t_ = 0
         self.n_iter_ = 0
-
-    def _targets(self, y, problem):
-        """Kernel targets of one problem: +-1, or class indices (multinomial)."""
-        n_problems, n_outputs = self._problem_count()
-        if n_outputs > 1:
-            return np.searchsorted(self.classes_, y).astype(np.float64)
-        # (y holds classes_ only: one comparison, without the search)
-        positive = 1 if n_problems == 1 else problem
-        return np.where(y == self.classes_[positive], 1.0, -1.0)
 
     def _start_from(self, X, y, sample_weight, coef, intercept):
         """Start every problem from ``coef_init`` / ``intercept_init``.
@@ -478,3 +391,150 @@ class LinearClassifierBase(LinearPredictionMixin, TrainingLoopMixin, ClassifierM
         dtype = getattr(self, "_coef_dtype", np.float64)
         self.coef_ = np.ascontiguousarray(np.vstack(coefs), dtype=dtype)
         self.intercept_ = np.concatenate(intercepts).astype(dtype, copy=False)
+
+
+class LinearClassifierBase(LinearPredictionMixin, ClassifierMixin, LinearModelBase):
+    """Base class of the linear classifiers (see the module docstring).
+
+    Subclasses set ``_probabilistic_losses`` (losses with ``predict_proba``)
+    and may override ``_is_multinomial``.
+    """
+
+    _parameter_constraints: dict = {
+        **LinearModelBase._parameter_constraints,
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass over the given rows, continuing the current state.
+
+        Invalid input is refused before anything changes. If the weights
+        overflow during the pass, the state cannot be continued: the
+        estimator is left unfitted (the error says so).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (CSR when sparse), with the features of the first call.
+        y : array-like of shape (n_samples,)
+            Class labels, all of them in ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            All the classes; required on the first call, and when given on a
+            later call it must equal ``classes_``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (multiplied by the class
+            weight); rows of weight zero are skipped. None weighs every row 1.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        first = not hasattr(self, "classes_")
+        if not first:
+            check_not_stripped(self)
+            # (_fit_context validates a first call only: the parameters may
+            # have been set since, and a bad one must not touch the state)
+            self._validate_params()
+        self._more_validate_params(for_partial_fit=True)
+        check_n_jobs(getattr(self, "n_jobs", None))
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            all_classes = self._check_classes(classes)
+        else:
+            all_classes = self.classes_
+            if classes is not None and not np.array_equal(self._check_classes(classes),
+                                                          self.classes_):
+                raise ValueError(
+                    f"`classes={np.unique(classes)!r}` is not the same as on the first "
+                    f"call to partial_fit ({self.classes_!r})."
+                )
+        if not first:
+            self._check_state_params()
+        if self.class_weight == "balanced":
+            raise ValueError(
+                "class_weight='balanced' is not supported by partial_fit: compute the "
+                "weights on the full data with sklearn.utils.compute_class_weight and pass "
+                "them as a dict."
+            )
+        return self._partial_fit_rows(X, y, sample_weight, all_classes, first)
+
+    def _check_classes(self, classes):
+        """The ``classes`` argument of ``partial_fit`` (``check_classes_arg``),
+        at least two."""
+        classes = check_classes_arg(classes)
+        self._check_n_classes(classes)
+        return classes
+
+    def _validate_xy(self, X, y, reset):
+        check_label_types(y, "y")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
+                             order="C", reset=reset)
+        classes = label_values(y)
+        check_classification_targets(with_unique_labels(y, classes))
+        # scikit-learn's rule (SGDClassifier): coef_ takes the training rows'
+        # float dtype; the kernels' state stays float64
+        self._coef_dtype = X.dtype
+        return X, y, classes
+
+    @staticmethod
+    def _check_n_classes(classes):
+        if classes.size < 2:
+            raise ValueError(
+                "The classifier needs samples of at least 2 classes in the data, but the "
+                f"data contain only one class: {classes[0].item()!r}"
+            )
+
+    def _weights_for(self, X, y, sample_weight, classes, allow_balanced):
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+            raise ValueError("sample_weight must be finite and non-negative.")
+        if self.class_weight is not None:
+            if self.class_weight == "balanced" and not allow_balanced:
+                raise ValueError("class_weight='balanced' needs the full data")
+            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=y),
+                            dtype=np.float64)
+            if not np.all(np.isfinite(cw)) or np.any(cw < 0):
+                raise ValueError("class_weight must give every class a finite, non-negative "
+                                 f"weight; got {dict(zip(classes.tolist(), cw.tolist()))}.")
+            sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
+        return sample_weight
+
+    def _problem_count(self):
+        K = self.classes_.size
+        if K == 2:
+            return 1, 1
+        if self._is_multinomial():
+            return 1, K
+        return K, 1
+
+    def _targets(self, y, problem):
+        """Kernel targets of one problem: +-1, or class indices (multinomial)."""
+        n_problems, n_outputs = self._problem_count()
+        if n_outputs > 1:
+            return np.searchsorted(self.classes_, y).astype(np.float64)
+        # (y holds classes_ only: one comparison, without the search)
+        positive = 1 if n_problems == 1 else problem
+        return np.where(y == self.classes_[positive], 1.0, -1.0)
+
+    def _check_targets(self, classes):
+        self._check_n_classes(classes)
+
+    def _set_targets(self, classes):
+        self.classes_ = classes
+
+    def _fitted_targets(self):
+        return self.classes_
+
+    def _same_targets(self, targets, previous):
+        return np.array_equal(targets, previous)
+
+    def _n_targets(self, classes):
+        return classes.size
+
+    def _validation_split(self, y, sample_weight):
+        """The held-out rows of ``early_stopping``, stratified by class."""
+        return validation_split(y, sample_weight, self.validation_fraction,
+                                self.random_state)

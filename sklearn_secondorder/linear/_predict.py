@@ -1,8 +1,10 @@
-"""Prediction and deployment of the linear classifiers (``LinearPredictionMixin``).
+"""Prediction and deployment of the linear models.
 
-``decision_function``, ``predict``, ``predict_proba`` / ``predict_log_proba``
-(for the probabilistic losses) from ``coef_`` and ``intercept_``, and the
-deployment helpers ``sparsify``, ``densify`` and ``strip_training_state``.
+``LinearDeploymentMixin``: the deployment helpers ``sparsify``, ``densify``
+and ``strip_training_state`` of every linear estimator; ``LinearPredictionMixin``
+adds the classifiers' ``decision_function``, ``predict``, ``predict_proba`` /
+``predict_log_proba`` (for the probabilistic losses) from ``coef_`` and
+``intercept_``.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -13,17 +15,10 @@ from sklearn.utils.metaestimators import available_if
 from .._compat import check_is_fitted, validate_data
 
 
-class LinearPredictionMixin:
-    """Prediction from ``coef_`` / ``intercept_`` and deployment helpers of
-    ``LinearClassifierBase`` (see the module docstring).
+class LinearDeploymentMixin:
+    """``sparsify``, ``densify`` and ``strip_training_state`` of the linear
+    models (see the module docstring)."""
 
-    Subclasses set ``_probabilistic_losses``, the losses with
-    ``predict_proba``.
-    """
-
-    _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
-
-    # ---- deployment -------------------------------------------------------------
     def densify(self):
         """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array.
 
@@ -81,7 +76,22 @@ class LinearPredictionMixin:
             vars(self).pop(name, None)
         return self
 
-    # ---- prediction -------------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class LinearPredictionMixin(LinearDeploymentMixin):
+    """The classifiers' prediction from ``coef_`` / ``intercept_`` (see the
+    module docstring).
+
+    Subclasses set ``_probabilistic_losses``, the losses with
+    ``predict_proba``.
+    """
+
+    _probabilistic_losses = frozenset({"log_loss", "modified_huber"})
+
     def decision_function(self, X):
         """Compute the signed scores ``X @ coef_.T + intercept_``.
 
@@ -187,8 +197,3 @@ class LinearPredictionMixin:
             ``log(predict_proba(X))`` (``-inf`` where a probability is 0).
         """
         return np.log(self.predict_proba(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

@@ -18,7 +18,175 @@ from .._validation import check_psa_factors, diverged_error, remove_fitted
 from ._base import LinearClassifierBase
 
 
-class PSAClassifier(LinearClassifierBase):
+class PSAKernelMixin:
+    """PSA's training state and passes, shared by ``PSAClassifier`` and
+    ``PSARegressor``: the hooks of ``LinearModelBase`` on the lazy core
+    (``_core._psa_fast.psa_epochs`` over ``LazyStepState``), the threads'
+    shared pass, a stream of ``partial_fit`` calls and the mixing.
+
+    The estimator gives ``_loss_object(n_outputs)`` and may give
+    ``_column_scale`` (per-column scales the step sizes start from) and
+    ``_bound_steps`` (regression's bounded steps).
+    """
+
+    #: Whether a step moves its row's prediction at most to the target
+    #: (the regressors: ``_core._numeric.bound_step``).
+    _bound_steps = False
+
+    def _column_scale(self, X, sample_weight):
+        """Per-column scales ``s_j``: the step sizes start at ``eta0 / s_j^2``
+        (None: every one at ``eta0``)."""
+        return None
+
+    def _more_validate_params(self, for_partial_fit=False):
+        check_psa_factors(self)
+
+    def _bytes_per_weight(self, n_features, n_outputs):
+        # LazyStepState's record per feature (its weights, step sizes,
+        # snapshots and time; 32 bytes a binary weight, 64 with L1), and coef_
+        record = record_dtype(n_outputs, l1=l1_share(self) > 0).itemsize
+        return -(-record // n_outputs) + 8
+
+    def _set_problem_weights(self, state, coef, intercept):
+        # LazyStepState: the intercept after the coefficients; a window
+        # starts at the initial weights
+        state.kernel.set_weights(np.concatenate([np.ravel(coef), np.ravel(intercept)]))
+
+    def _init_problem(self, n_features, n_outputs, seed):
+        return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
+
+    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
+        # the threads share the one state (psa_epochs with threads): each
+        # owns a part of the blocks; no copies, no mix. A small model's eager
+        # pass on one thread costs less than the lazy passes on several.
+        problem = self._states[p]
+        if eager_pass_applies((problem.n_features + 1) * problem.n_outputs,
+                              l1_share(self) > 0):
+            return self._run_problem(X, y, sample_weight, problem, n_epochs)
+        with ThreadRunner(n_threads) as runner:
+            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
+                                     threads=runner)
+
+    def _check_thread_memory(self, n_features, n_threads):
+        # (shared passes add round buffers of a few hundred KiB to the one
+        # model, whose memory the allocation checks)
+        return None
+
+    def _run_problem(self, X, y, sample_weight, problem, n_epochs, threads=None):
+        K = problem.n_outputs
+        loss = self._loss_object(K)
+        if sp.issparse(X) and not X.has_canonical_format:
+            # a feature listed twice in a row is one coordinate (their sum):
+            # the kernel steps and shrinks each listed block once per update
+            X = X.copy()
+            X.sum_duplicates()
+        lam, l1 = split_alpha(self)
+        if problem.kernel is None:  # first call: choose b and eta0, allocate
+            if self.period == "auto":
+                problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
+            else:
+                problem.period = int(self.period)
+            scale = self._column_scale(X, sample_weight)
+            eta0 = self.eta0
+            if eta0 == "auto":
+                eta0 = calibrate_linear_eta0(
+                    X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
+                    loss=loss, n_outputs=K, lam=lam, fit_intercept=self.fit_intercept,
+                    random_state=np.random.RandomState(problem.seed), l1=l1,
+                    column_scale=scale, bound_steps=self._bound_steps)
+            problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
+                                                 seed=problem.seed, l1=l1 > 0)
+            if scale is not None:
+                problem.kernel.set_weights(
+                    np.zeros((problem.n_features + 1) * K),
+                    np.repeat(np.append(eta0 / np.square(scale), eta0), K))
+        if l1 > 0:
+            problem.kernel.with_l1()                # (an L2 state, now with L1)
+        stream = getattr(self, "_stream", None)
+        margins = None
+        if stream is not None:
+            margins = np.zeros(X.shape[0] * K)
+            stream.margins[self._problem_index(problem)] = margins
+        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel,
+                            self._options(problem), loss=loss, n_epochs=n_epochs,
+                            shuffle=self.shuffle, fit_intercept=self.fit_intercept,
+                            threads=threads, margins=margins, flush=stream is None,
+                            bound_steps=self._bound_steps)
+        if result.diverged or (margins is not None and not np.isfinite(margins).all()):
+            raise diverged_error(type(self).__name__, result.epochs)
+        return result.epochs
+
+    def _options(self, problem):
+        lam, l1 = split_alpha(self)
+        return PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
+                          psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
+
+    def _problem_index(self, problem):
+        return next(p for p, state in enumerate(self._states) if state is problem)
+
+    # ---- a stream of partial_fit calls (the skso command line) ---------------------
+    def _begin_stream(self):
+        """Start a stream of ``partial_fit`` calls that only its end reads.
+
+        Within it each call records its rows' decision scores before their
+        update (``_stream.scores()``: progressive validation without
+        another pass over the rows), and neither brings the blocks its rows
+        did not touch up to time (the next call, or the stream's end, does)
+        nor exports ``coef_``: a call then costs its rows, not the
+        ``n_features`` of the model. The parameters must not change until
+        ``_end_stream``, and the estimator cannot predict in between.
+        """
+        if self.verbose:
+            raise ValueError("a stream of calls does not print its passes: set verbose=0")
+        self._stream = _Stream()
+        return self._stream
+
+    def _end_stream(self):
+        """End the stream: every block to time, ``coef_`` exported and
+        checked (``partial_fit``'s end). Nothing happens without a stream
+        or a fitted state."""
+        stream = vars(self).pop("_stream", None)
+        if stream is None or not hasattr(self, "_states"):
+            return self
+        for problem in self._states:
+            if problem.kernel is not None:
+                catch_up_state(problem.kernel, self._options(problem), problem.kernel.t,
+                               unregularized=problem.n_features)
+        self._export()
+        if not np.isfinite(self.coef_).all() or not np.isfinite(self.intercept_).all():
+            remove_fitted(self, self._private_state)
+            raise diverged_error(type(self).__name__, 1)
+        self._check_weight_scale(stream.mean_weight())
+        return self
+
+    def _final_weights(self, problem):
+        d, K = problem.n_features, problem.n_outputs
+        w = problem.kernel.weights          # (a copy: its parts need none)
+        return w[: d * K], w[d * K:]
+
+    def _mix_states(self, states, weights, start):
+        return mix_psa_problems(states, weights, start)
+
+    def _mix_shards(self, states, weights, start):
+        # (the threads' states are the fit's own: the first takes the mix)
+        return mix_psa_problems(states, weights, start, reuse_first=True)
+
+    def _shuffle_seed(self, problem):
+        return problem.kernel.seed
+
+    def _set_shuffle_seed(self, problem, seed):
+        problem.kernel.seed = seed
+
+    def _export(self):
+        super()._export()
+        self.period_ = self._states[0].period
+        self.eta0_ = float(self._states[0].kernel.eta0)
+        # (step_sizes is a copy: one problem's needs no stacking copy)
+        etas = [p.kernel.step_sizes.reshape(1, p.n_features + 1, p.n_outputs)
+                for p in self._states]
+        self.eta_ = etas[0] if len(etas) == 1 else np.concatenate(etas)
+
+class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
     """Linear classifier trained by Periodic Step-size Adaptation (PSA).
 
     SGD with one step size per weight, adapted every ``2b`` updates from an
@@ -256,146 +424,8 @@ class PSAClassifier(LinearClassifierBase):
     def _is_multinomial(self):
         return self.loss == "log_loss"
 
-    def _more_validate_params(self, for_partial_fit=False):
-        check_psa_factors(self)
-
-    def _bytes_per_weight(self, n_features, n_outputs):
-        # LazyStepState's record per feature (its weights, step sizes,
-        # snapshots and time; 32 bytes a binary weight, 64 with L1), and coef_
-        record = record_dtype(n_outputs, l1=l1_share(self) > 0).itemsize
-        return -(-record // n_outputs) + 8
-
-    def _set_problem_weights(self, state, coef, intercept):
-        # LazyStepState: the intercept after the coefficients; a window
-        # starts at the initial weights
-        state.kernel.set_weights(np.concatenate([np.ravel(coef), np.ravel(intercept)]))
-
-    def _init_problem(self, n_features, n_outputs, seed):
-        return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
-
-    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        # the threads share the one state (psa_epochs with threads): each
-        # owns a part of the blocks; no copies, no mix. A small model's eager
-        # pass on one thread costs less than the lazy passes on several.
-        problem = self._states[p]
-        if eager_pass_applies((problem.n_features + 1) * problem.n_outputs,
-                              l1_share(self) > 0):
-            return self._run_problem(X, y, sample_weight, problem, n_epochs)
-        with ThreadRunner(n_threads) as runner:
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
-                                     threads=runner)
-
-    def _check_thread_memory(self, n_features, n_threads):
-        # (shared passes add round buffers of a few hundred KiB to the one
-        # model, whose memory the allocation checks)
-        return None
-
-    def _run_problem(self, X, y, sample_weight, problem, n_epochs, threads=None):
-        K = problem.n_outputs
-        loss = LOSSES[self.loss]() if K == 1 else None
-        if sp.issparse(X) and not X.has_canonical_format:
-            # a feature listed twice in a row is one coordinate (their sum):
-            # the kernel steps and shrinks each listed block once per update
-            X = X.copy()
-            X.sum_duplicates()
-        lam, l1 = split_alpha(self)
-        if problem.kernel is None:  # first call: choose b and eta0, allocate
-            if self.period == "auto":
-                problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
-            else:
-                problem.period = int(self.period)
-            eta0 = self.eta0
-            if eta0 == "auto":
-                eta0 = calibrate_linear_eta0(
-                    X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
-                    loss=loss, n_outputs=K, lam=lam, fit_intercept=self.fit_intercept,
-                    random_state=np.random.RandomState(problem.seed), l1=l1)
-            problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
-                                                 seed=problem.seed, l1=l1 > 0)
-        if l1 > 0:
-            problem.kernel.with_l1()                # (an L2 state, now with L1)
-        stream = getattr(self, "_stream", None)
-        margins = None
-        if stream is not None:
-            margins = np.zeros(X.shape[0] * K)
-            stream.margins[self._problem_index(problem)] = margins
-        result = psa_epochs(self._row_dataset(X, y, sample_weight), problem.kernel,
-                            self._options(problem), loss=loss, n_epochs=n_epochs,
-                            shuffle=self.shuffle, fit_intercept=self.fit_intercept,
-                            threads=threads, margins=margins, flush=stream is None)
-        if result.diverged or (margins is not None and not np.isfinite(margins).all()):
-            raise diverged_error(type(self).__name__, result.epochs)
-        return result.epochs
-
-    def _options(self, problem):
-        lam, l1 = split_alpha(self)
-        return PSAOptions(lam=lam, period=problem.period, psa_alpha=self.psa_alpha,
-                          psa_beta=self.psa_beta, kappa=self.psa_kappa, l1=l1)
-
-    def _problem_index(self, problem):
-        return next(p for p, state in enumerate(self._states) if state is problem)
-
-    # ---- a stream of partial_fit calls (the skso command line) ---------------------
-    def _begin_stream(self):
-        """Start a stream of ``partial_fit`` calls that only its end reads.
-
-        Within it each call records its rows' decision scores before their
-        update (``_stream.scores()``: progressive validation without
-        another pass over the rows), and neither brings the blocks its rows
-        did not touch up to time (the next call, or the stream's end, does)
-        nor exports ``coef_``: a call then costs its rows, not the
-        ``n_features`` of the model. The parameters must not change until
-        ``_end_stream``, and the estimator cannot predict in between.
-        """
-        if self.verbose:
-            raise ValueError("a stream of calls does not print its passes: set verbose=0")
-        self._stream = _Stream()
-        return self._stream
-
-    def _end_stream(self):
-        """End the stream: every block to time, ``coef_`` exported and
-        checked (``partial_fit``'s end). Nothing happens without a stream
-        or a fitted state."""
-        stream = vars(self).pop("_stream", None)
-        if stream is None or not hasattr(self, "_states"):
-            return self
-        for problem in self._states:
-            if problem.kernel is not None:
-                catch_up_state(problem.kernel, self._options(problem), problem.kernel.t,
-                               unregularized=problem.n_features)
-        self._export()
-        if not np.isfinite(self.coef_).all() or not np.isfinite(self.intercept_).all():
-            remove_fitted(self, self._private_state)
-            raise diverged_error(type(self).__name__, 1)
-        self._check_weight_scale(stream.mean_weight())
-        return self
-
-    def _final_weights(self, problem):
-        d, K = problem.n_features, problem.n_outputs
-        w = problem.kernel.weights          # (a copy: its parts need none)
-        return w[: d * K], w[d * K:]
-
-    def _mix_states(self, states, weights, start):
-        return mix_psa_problems(states, weights, start)
-
-    def _mix_shards(self, states, weights, start):
-        # (the threads' states are the fit's own: the first takes the mix)
-        return mix_psa_problems(states, weights, start, reuse_first=True)
-
-    def _shuffle_seed(self, problem):
-        return problem.kernel.seed
-
-    def _set_shuffle_seed(self, problem, seed):
-        problem.kernel.seed = seed
-
-    def _export(self):
-        super()._export()
-        self.period_ = self._states[0].period
-        self.eta0_ = float(self._states[0].kernel.eta0)
-        # (step_sizes is a copy: one problem's needs no stacking copy)
-        etas = [p.kernel.step_sizes.reshape(1, p.n_features + 1, p.n_outputs)
-                for p in self._states]
-        self.eta_ = etas[0] if len(etas) == 1 else np.concatenate(etas)
+    def _loss_object(self, n_outputs):
+        return LOSSES[self.loss]() if n_outputs == 1 else None
 
 
 class _Stream:

@@ -14,7 +14,63 @@ from .._validation import diverged_error
 from ._base import LinearClassifierBase
 
 
-class PlainSGDClassifier(LinearClassifierBase):
+class SGDKernelMixin:
+    """Plain SGD's training state and passes, shared by ``PlainSGDClassifier``
+    and ``PlainSGDRegressor``: the hooks of ``LinearModelBase`` on
+    ``_core._sgd_fast.sgd_epochs`` over ``LinearSGDState``. The estimator
+    gives ``_loss_object(n_outputs)`` and may set ``_bound_steps``
+    (regression's bounded steps)."""
+
+    #: Whether a step moves its row's prediction at most to the target
+    #: (the regressors: ``_core._numeric.bound_step``).
+    _bound_steps = False
+
+    def _schedule(self):
+        """The kernel's schedule of ``learning_rate``."""
+        return self.learning_rate
+
+    def _bytes_per_weight(self, n_features, n_outputs):
+        # the weight, coef_, and the running average and L1 total when kept
+        return 8 * (2 + bool(self.average) + (l1_share(self) > 0))
+
+    def _init_problem(self, n_features, n_outputs, seed):
+        return LinearSGDState.zeros(n_features, n_outputs, average=self.average, seed=seed,
+                                    l1=l1_share(self) > 0)
+
+    def _run_problem(self, X, y, sample_weight, state, n_epochs):
+        n_outputs = state.intercept.size
+        loss = self._loss_object(n_outputs)
+        lam, l1 = split_alpha(self)
+        if l1 > 0 and state.l1_q is None:     # (an L2 state, now with L1)
+            state.l1_q = np.zeros_like(state.coef)
+        if state.eta0 is None:
+            state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
+                X, y, sample_weight, state.coef, state.intercept, loss=loss,
+                n_outputs=n_outputs, lam=lam, fit_intercept=self.fit_intercept,
+                random_state=np.random.RandomState(state.seed), l1=l1,
+                bound_steps=self._bound_steps))
+        options = LinearSGDOptions(
+            lam=lam, l1=l1, learning_rate=self._schedule(), eta0=state.eta0,
+            t0=1.0 / (self.alpha * state.eta0), power_t=getattr(self, "power_t", 0.25))
+        result = sgd_epochs(self._row_dataset(X, y, sample_weight), state, options, loss=loss,
+                            n_epochs=n_epochs, shuffle=self.shuffle,
+                            fit_intercept=self.fit_intercept, bound_steps=self._bound_steps)
+        if result.diverged:
+            raise diverged_error(type(self).__name__, result.epochs)
+        return result.epochs
+
+    def _final_weights(self, state):
+        return state.model()
+
+    def _mix_states(self, states, weights, start):
+        return mix_sgd_states(states, weights, start)
+
+    def _export(self):
+        super()._export()
+        self.eta0_ = float(self._states[0].eta0)
+
+
+class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
     """Linear classifier trained by plain or averaged SGD on the shared core.
 
     The baseline every second-order method of this package is measured
@@ -208,47 +264,8 @@ class PlainSGDClassifier(LinearClassifierBase):
     def _is_multinomial(self):
         return self.loss == "log_loss"
 
-    def _bytes_per_weight(self, n_features, n_outputs):
-        # the weight, coef_, and the running average and L1 total when kept
-        return 8 * (2 + bool(self.average) + (l1_share(self) > 0))
-
     def _loss_object(self, n_outputs):
         return LOSSES[self.loss]() if n_outputs == 1 else None
-
-    def _init_problem(self, n_features, n_outputs, seed):
-        return LinearSGDState.zeros(n_features, n_outputs, average=self.average, seed=seed,
-                                    l1=l1_share(self) > 0)
-
-    def _run_problem(self, X, y, sample_weight, state, n_epochs):
-        n_outputs = state.intercept.size
-        loss = self._loss_object(n_outputs)
-        lam, l1 = split_alpha(self)
-        if l1 > 0 and state.l1_q is None:     # (an L2 state, now with L1)
-            state.l1_q = np.zeros_like(state.coef)
-        if state.eta0 is None:
-            state.eta0 = (self.eta0 if self.eta0 != "auto" else calibrate_linear_eta0(
-                X, y, sample_weight, state.coef, state.intercept, loss=loss,
-                n_outputs=n_outputs, lam=lam, fit_intercept=self.fit_intercept,
-                random_state=np.random.RandomState(state.seed), l1=l1))
-        options = LinearSGDOptions(
-            lam=lam, l1=l1, learning_rate=self.learning_rate, eta0=state.eta0,
-            t0=1.0 / (self.alpha * state.eta0))
-        result = sgd_epochs(self._row_dataset(X, y, sample_weight), state, options, loss=loss,
-                            n_epochs=n_epochs, shuffle=self.shuffle,
-                            fit_intercept=self.fit_intercept)
-        if result.diverged:
-            raise diverged_error(type(self).__name__, result.epochs)
-        return result.epochs
-
-    def _final_weights(self, state):
-        return state.model()
-
-    def _mix_states(self, states, weights, start):
-        return mix_sgd_states(states, weights, start)
-
-    def _export(self):
-        super()._export()
-        self.eta0_ = float(self._states[0].eta0)
 
 
 def mix_sgd_states(states, weights, start=None):

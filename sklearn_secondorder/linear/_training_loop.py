@@ -256,11 +256,20 @@ class TrainingLoopMixin:
                 no_improvement = 0
             best = min(best, value)
             if no_improvement >= self.n_iter_no_change:
+                if self._lower_step(state):
+                    no_improvement = 0
+                    continue
                 if self.verbose:
                     print(f"-- {type(self).__name__}: convergence after {epoch} passes "
                           f"took {time.perf_counter() - start:.2f} s", flush=True)
                 return epoch, True
         return n_epochs, False
+
+    def _lower_step(self, state):
+        """On ``n_iter_no_change`` passes without improvement: whether the
+        estimator lowers its step and goes on (scikit-learn's ``'adaptive'``
+        schedule) instead of stopping (default: stop)."""
+        return False
 
     def _problem_scores(self, state, X):
         coef, intercept = self._final_weights(state)

@@ -1,0 +1,412 @@
+"""The linear regressors' base (``LinearRegressorBase``) and their rows.
+
+A regressor is a linear model with one real-valued output: one problem, one
+output, the targets as they are, a regression loss (``_core._losses``), so
+its pass is a binary classifier's pass with another loss (the kernels take
+``bound_steps``, below). What the regressors add to ``LinearModelBase``:
+
+- **The targets**: ``y`` of shape ``(n,)`` or ``(n, 1)``, finite numbers; a
+  ``y`` of more columns is refused with a pointer to ``MultiOutputRegressor``.
+- **Centred dense columns** (``ColumnCentring``): a column that is non-zero
+  in at least half of the rows is trained on as ``x_j - mean_j`` (the means
+  of the call that starts the state), the intercept absorbing ``coef .
+  mean``, so that measurements far from 0 (a depth of 61.7 +- 1.4) do not
+  couple with the intercept. ``coef_`` and ``intercept_`` are those of the
+  features as given: the model, and the objective, are unchanged; only the
+  path of the steps is. Sparse columns (one-hot, hashed) stay as they are,
+  so a step still costs O(nnz).
+- **Bounded steps** (``_core._numeric.bound_step``): a step moves its row's
+  prediction at most to its target, so a row whose features lie far
+  outside their usual range (an outlier) cannot throw the weights off.
+- The checks of a fitted model: the weight scale against the cost of
+  ``w = 0``, and the training loss against the best constant's.
+"""
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import RegressorMixin
+from sklearn.utils import column_or_1d
+from sklearn.utils.extmath import safe_sparse_dot
+
+from .._compat import _check_sample_weight, _fit_context, check_is_fitted, validate_data
+from .._penalty import split_alpha
+from .._threads import check_n_jobs
+from .._validation import (
+    check_available_memory,
+    check_not_stripped,
+    user_stacklevel,
+    warn_if_implausible,
+)
+from ._base import LinearModelBase
+
+#: A column non-zero in at least this share of the rows is centred.
+DENSE_COLUMN_SHARE = 0.5
+
+
+class ColumnCentring:
+    """The centring of a regressor's dense columns (module docstring).
+
+    Parameters
+    ----------
+    columns : int ndarray
+        The columns centred (sorted).
+    means : float64 ndarray
+        Their (weighted) means on the rows of the call that made it.
+    """
+
+    def __init__(self, columns, means):
+        self.columns = np.asarray(columns, dtype=np.intp)
+        self.means = np.asarray(means, dtype=np.float64)
+
+    @classmethod
+    def fit(cls, X, sample_weight, fit_intercept):
+        """The columns of ``X`` non-zero in at least ``DENSE_COLUMN_SHARE``
+        of its rows (by weight), with their weighted means; none without an
+        intercept (it absorbs the shift) or without rows of weight."""
+        total = float(np.sum(sample_weight))
+        if not fit_intercept or total <= 0 or X.shape[0] == 0:
+            return cls(np.zeros(0, np.intp), np.zeros(0))
+        if sp.issparse(X):
+            row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            nonzero = X.data != 0
+            share = np.bincount(X.indices[nonzero], weights=sample_weight[row_of[nonzero]],
+                                minlength=X.shape[1]) / total
+            sums = np.asarray(X.T @ sample_weight).ravel()
+        else:
+            share = (sample_weight @ (X != 0)) / total
+            sums = sample_weight @ X
+        columns = np.flatnonzero(share >= DENSE_COLUMN_SHARE)
+        means = sums[columns] / total
+        keep = means != 0
+        return cls(columns[keep], means[keep])
+
+    def __bool__(self):
+        return bool(self.columns.size)
+
+    def shift(self, coef):
+        """``coef . means``: what the intercept of centred rows holds beyond
+        the raw rows' intercept."""
+        return float(np.dot(np.ravel(coef)[self.columns], self.means))
+
+    def transform(self, X):
+        """``X`` with its centred columns shifted by their means (a copy,
+        whose memory is checked first; ``X`` itself when nothing is centred)."""
+        if not self:
+            return X
+        if not sp.issparse(X):
+            check_available_memory(X.nbytes, "a centred copy of X")
+            out = np.array(X, order="C", copy=True)
+            out[:, self.columns] -= self.means.astype(out.dtype)
+            return out
+        n = X.shape[0]
+        check_available_memory((X.nnz + n * self.columns.size) * (X.dtype.itemsize + 4),
+                               "a centred copy of X")
+        block = X[:, self.columns].toarray() - self.means
+        shifted = sp.csr_matrix(
+            (block.ravel().astype(X.dtype), np.tile(self.columns, n).astype(X.indices.dtype),
+             np.arange(0, n * self.columns.size + 1, self.columns.size)),
+            shape=X.shape)
+        keep = np.ones(X.shape[1], dtype=X.dtype)
+        keep[self.columns] = 0
+        rest = X @ sp.diags(keep)
+        out = (rest + shifted).tocsr()
+        out.sum_duplicates()
+        return out
+
+
+class LinearRegressorBase(RegressorMixin, LinearModelBase):
+    """Base class of the linear regressors (see the module docstring).
+
+    Subclasses give their regression loss (``_loss_object``).
+    """
+
+    _parameter_constraints: dict = {**LinearModelBase._parameter_constraints}
+    _private_state = ("_states", "_centring")
+
+    # ---- fitting --------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
+        """Fit the model with up to ``max_iter`` passes over the data.
+
+        Input that is refused leaves a fitted model as it was; if the weights
+        overflow during training the estimator is left unfitted and the
+        error says what to change. With ``warm_start=True`` (same features)
+        ``fit`` starts from the current ``coef_`` and ``intercept_``, as
+        ``SGDRegressor``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (CSR when sparse), on any scale (see the module
+            docstring). float32 rows give float32 ``coef_`` / ``intercept_``.
+        y : array-like of shape (n_samples,) or (n_samples, 1)
+            Targets, finite.
+        coef_init : array-like of shape (n_features,), default=None
+            Starting weights; the training state starts afresh from them.
+        intercept_init : array-like of shape (1,), default=None
+            Starting intercept; needs ``fit_intercept=True``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row; rows of weight zero are
+            skipped. None weighs every row 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return super().fit(X, y, coef_init=coef_init, intercept_init=intercept_init,
+                           sample_weight=sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One pass over the given rows, continuing the current state.
+
+        Invalid input is refused before anything changes. If the weights
+        overflow during the pass, the state cannot be continued: the
+        estimator is left unfitted (the error says so). The centred columns
+        and their means, and the step sizes, are those of the first call.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (CSR when sparse), with the features of the first call.
+        y : array-like of shape (n_samples,) or (n_samples, 1)
+            Targets, finite.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row; rows of weight zero are
+            skipped. None weighs every row 1.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        first = not hasattr(self, "coef_")
+        if not first:
+            check_not_stripped(self)
+            # (_fit_context validates a first call only: the parameters may
+            # have been set since, and a bad one must not touch the state)
+            self._validate_params()
+        self._more_validate_params(for_partial_fit=True)
+        check_n_jobs(getattr(self, "n_jobs", None))
+        if not first:
+            self._check_state_params()
+        return self._partial_fit_rows(X, y, sample_weight, None, first)
+
+    def _validate_xy(self, X, y, reset):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
+                             order="C", y_numeric=True, multi_output=True, reset=reset)
+        if y.ndim == 2 and y.shape[1] != 1:
+            raise ValueError(
+                f"{type(self).__name__} fits one target, but y has shape {y.shape}: wrap "
+                "it in sklearn.multioutput.MultiOutputRegressor to fit one model per "
+                "column.")
+        self._coef_dtype = X.dtype
+        return X, column_or_1d(y, warn=True).astype(np.float64, copy=False), None
+
+    def _check_targets(self, targets):
+        pass
+
+    def _set_targets(self, targets):
+        pass
+
+    def _n_targets(self, targets):
+        return 2                  # (one row of coefficients, as two classes have)
+
+    def _weights_for(self, X, y, sample_weight, targets, allow_balanced):
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+            raise ValueError("sample_weight must be finite and non-negative.")
+        return sample_weight
+
+    def _validation_split(self, y, sample_weight):
+        """The held-out rows of ``early_stopping``: ``validation_fraction``
+        of them at random (``ShuffleSplit`` with ``random_state``, as
+        ``SGDRegressor``)."""
+        from sklearn.model_selection import ShuffleSplit
+
+        n = y.shape[0]
+        cv = ShuffleSplit(test_size=self.validation_fraction, random_state=self.random_state)
+        idx_train, idx_val = next(cv.split(np.zeros((n, 1))))
+        if idx_train.size == 0 or idx_val.size == 0:
+            raise ValueError(
+                f"Splitting {n} samples into a train set and a validation set with "
+                f"validation_fraction={self.validation_fraction!r} led to an empty set "
+                f"({idx_train.size} and {idx_val.size} samples). Please either change "
+                "validation_fraction, increase number of samples, or disable early_stopping.")
+        if not np.any(sample_weight[idx_val]):
+            raise ValueError("The sample weights for validation set are all zero, consider "
+                             "using a different random state.")
+        mask = np.zeros(n, dtype=bool)
+        mask[idx_val] = True
+        return mask
+
+    def _problem_count(self):
+        return 1, 1
+
+    def _targets(self, y, problem):
+        return y
+
+    def _training_rows(self, X, sample_weight, reset):
+        if reset or not hasattr(self, "_centring"):
+            self._centring = ColumnCentring.fit(X, sample_weight, self.fit_intercept)
+        return self._centring.transform(X)
+
+    def _start_from(self, X, y, sample_weight, coef, intercept):
+        # (the state's intercept is that of the centred rows)
+        super()._start_from(X, y, sample_weight, coef,
+                            np.asarray(intercept) + self._centring.shift(coef))
+
+    def _export(self):
+        super()._export()
+        coef = self.coef_.ravel()
+        dtype = coef.dtype
+        centring = getattr(self, "_centring", None)
+        intercept = self.intercept_.astype(np.float64)
+        if centring:
+            intercept = intercept - centring.shift(coef.astype(np.float64))
+        self.coef_ = coef
+        self.intercept_ = intercept.astype(dtype)
+
+    def _dense_coef(self):
+        coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_
+        return np.array(coef, dtype=np.float64).reshape(1, -1)
+
+    # ---- the checks of a fitted model -------------------------------------------
+    def _fit_epochs(self, X, y, sample_weight, n_epochs, validation=None, stop=False):
+        total = float(np.sum(sample_weight))
+        loss = self._loss_object(1)
+        self._zero_cost = (float(np.sum(sample_weight * _losses_of(loss, np.zeros_like(y), y)))
+                           / total if total > 0 else 0.0)
+        try:
+            return super()._fit_epochs(X, y, sample_weight, n_epochs, validation=validation,
+                                       stop=stop)
+        finally:
+            del self._zero_cost
+
+    def _check_weight_scale(self, mean_weight):
+        """Warn when ``alpha/2 ||w||^2`` is ten times the cost of ``w = 0``
+        (the weighted mean loss of predicting 0), which bounds it at the
+        optimum."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            penalty = 0.5 * self.alpha * float(np.dot(self.coef_, self.coef_))
+        return warn_if_implausible(
+            self, penalty, getattr(self, "_zero_cost", np.inf),
+            "Lower eta0 or increase alpha; features on extreme scales can be brought "
+            "closer with StandardScaler or MaxAbsScaler.")
+
+    def _problem_objective(self, state, X, y, sample_weight):
+        scores = self._problem_scores(state, X)[:, 0]
+        coef, _ = self._final_weights(state)
+        total = float(np.sum(sample_weight))
+        loss = (float(np.sum(sample_weight * _losses_of(self._loss_object(1), scores, y)))
+                / total if total > 0 else 0.0)
+        lam, l1 = split_alpha(self)
+        penalty = 0.5 * lam * float(np.sum(np.square(coef)))
+        if l1:
+            penalty += l1 * float(np.sum(np.abs(coef)))
+        return loss, penalty
+
+    def _problem_accuracy(self, state, X, y, sample_weight):
+        """The R^2 of one problem on held-out rows (``early_stopping``'s score,
+        as ``SGDRegressor``'s)."""
+        from sklearn.metrics import r2_score
+        return float(r2_score(y, self._problem_scores(state, X)[:, 0],
+                              sample_weight=sample_weight))
+
+    def _warn_if_worse_than_constant(self, X, y, sample_weight):
+        """Warn when the fitted model's training loss exceeds the best
+        constant's (an intercept-only model: the weighted mean for the squared
+        losses, the weighted median or ``quantile`` otherwise) by more than
+        1%: the steps did not find even the constant."""
+        total = float(np.sum(sample_weight))
+        if total <= 0 or y.size == 0:
+            return
+        loss = self._loss_object(1)
+        scores = self._problem_scores(self._states[0], X)[:, 0]
+        model = float(np.sum(sample_weight * _losses_of(loss, scores, y))) / total
+        constant = min(float(np.sum(sample_weight * _losses_of(loss, np.full_like(y, c), y)))
+                       / total for c in _constant_candidates(loss, y, sample_weight))
+        if model > 1.01 * constant + 1e-12 * abs(constant):
+            import warnings
+            warnings.warn(
+                f"{type(self).__name__}: the fitted model is worse than a constant one on "
+                f"its own training data (mean loss {model:.4g}, against {constant:.4g} for "
+                "the best intercept-only model). Train longer (max_iter), lower eta0, or "
+                "bring features on extreme scales closer (StandardScaler or MaxAbsScaler).",
+                UserWarning, stacklevel=user_stacklevel())
+
+    # ---- prediction ---------------------------------------------------------------
+    def predict(self, X):
+        """Predict the target of each row: ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The predicted values.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          reset=False)
+        coef = self.coef_.T if sp.issparse(self.coef_) else self.coef_
+        return np.ravel(safe_sparse_dot(X, coef, dense_output=True)) + self.intercept_[0]
+
+    def densify(self):
+        """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array
+        of shape (n_features,).
+
+        Returns
+        -------
+        self : object
+            The estimator, with a dense ``coef_``.
+        """
+        check_is_fitted(self)
+        if sp.issparse(self.coef_):
+            self.coef_ = np.ascontiguousarray(self.coef_.toarray().ravel())
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _losses_of(loss, p, y):
+    """Per-row values of a regression loss (``_core._losses``'s equations,
+    vectorised for the checks and the monitoring)."""
+    r = p - y
+    name = type(loss).__name__
+    if name == "SquaredError":
+        return 0.5 * r * r
+    if name == "Huber":
+        a = np.abs(r)
+        eps = loss.epsilon
+        return np.where(a <= eps, 0.5 * r * r, eps * a - 0.5 * eps * eps)
+    if name == "EpsilonInsensitive":
+        return np.maximum(0.0, np.abs(r) - loss.epsilon)
+    if name == "SquaredEpsilonInsensitive":
+        return np.square(np.maximum(0.0, np.abs(r) - loss.epsilon))
+    if name == "Quantile":
+        return np.where(r <= 0, -loss.quantile * r, (1.0 - loss.quantile) * r)
+    raise ValueError(f"unknown regression loss {name!r}")
+
+
+def _constant_candidates(loss, y, sample_weight):
+    """Constants among which the best intercept-only model lies (close enough
+    for the worse-than-constant check): the weighted mean, median and the
+    loss's quantile."""
+    order = np.argsort(y, kind="stable")
+    cum = np.cumsum(sample_weight[order])
+    total = cum[-1]
+
+    def quantile(q):
+        return float(y[order][min(np.searchsorted(cum, q * total), y.size - 1)])
+
+    out = [float(np.average(y, weights=sample_weight)) if total > 0 else 0.0, quantile(0.5)]
+    if type(loss).__name__ == "Quantile":
+        out.append(quantile(loss.quantile))
+    return out
