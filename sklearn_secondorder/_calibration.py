@@ -29,7 +29,7 @@ LEGACY_DRAW_ROWS = 50_000
 def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outputs, lam,
                           fit_intercept, random_state, n_samples=1000, eta_start=0.1,
                           factor=2.0, max_trials=20, l1=0.0, column_scale=None,
-                          bound_steps=False):
+                          bound_steps=False, held_out=False):
     """Pick a constant step size on a random sample of rows.
 
     Parameters
@@ -57,6 +57,10 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         (the kernel's steps in the weights ``s_j w_j``; the trials penalise
         those weights, which only the step's choice reads). Needs zero
         weights.
+    held_out : bool
+        Score each trial pass on as many other rows (drawn with the sample),
+        not on its own: on noisy targets a step that fits its 1000 rows best
+        is too large for a pass over many more (regression).
     bound_steps : bool
         The trial passes bound the steps as the kernel does (regression);
         the steps tried are at most ``1 / median_i ||x_i||^2`` (with the
@@ -65,16 +69,21 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     Returns
     -------
     eta0 : float
-        Half of the best constant step found.
+        Half of the best constant step found (the best one with ``held_out``).
     """
     n = X.shape[0]
+    size = min(n, 2 * n_samples if held_out else n_samples)
     if n <= LEGACY_DRAW_ROWS:
-        rows = np.sort(random_state.choice(n, size=min(n, n_samples), replace=False))
+        rows = np.sort(random_state.choice(n, size=size, replace=False))
     else:
         # (a Generator's draw without replacement takes O(n_samples); the
         # legacy RandomState's permutes all n rows, 3 ms for 200,000)
         rows = np.sort(np.random.default_rng(draw_seed(random_state)).choice(
-            n, size=min(n, n_samples), replace=False, shuffle=False))
+            n, size=size, replace=False, shuffle=False))
+    scored = None
+    if held_out and rows.size >= 2:
+        # (every other row of the sorted draw: both halves span the file)
+        scored, rows = rows[1::2], rows[0::2]
     X_sample = X[rows]
     if column_scale is not None:
         X_sample = (X_sample @ sp.diags(1.0 / column_scale)).tocsr() if sp.issparse(X_sample) \
@@ -90,7 +99,16 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         sq = sq + (1.0 if fit_intercept else 0.0)
         if np.any(sq > 0):
             largest = 1.0 / float(np.median(sq[sq > 0]))
-    X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
+    if scored is not None:
+        X_scored = X[scored]
+        if column_scale is not None:
+            X_scored = ((X_scored @ sp.diags(1.0 / column_scale)).tocsr()
+                        if sp.issparse(X_scored) else X_scored / column_scale)
+        held = RowDataset(X_scored, y[scored], sample_weight[scored])
+    else:
+        held = None
+    if held is None:
+        X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
     def objective(eta):
         if eta > largest:
@@ -98,10 +116,12 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         return trial_pass(ds, coef, intercept,
                           LinearSGDOptions(lam=lam, l1=l1, learning_rate="constant", eta0=eta),
                           loss=loss, n_outputs=n_outputs, fit_intercept=fit_intercept,
-                          bound_steps=bound_steps)
+                          bound_steps=bound_steps, held_out=held)
 
+    # (Bottou halves the best step of its sample's own fit for safety; a
+    # step chosen on held-out rows is already the one that generalises)
     return search_step(objective, eta_start=eta_start, factor=factor,
-                       max_trials=max_trials) / 2.0
+                       max_trials=max_trials) / (1.0 if held is not None else 2.0)
 
 
 def used_columns(X_sample):

@@ -451,14 +451,15 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
 
 def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, *,
                Loss loss=None, int n_outputs=1, bint fit_intercept=True,
-               bint bound_steps=False):
+               bint bound_steps=False, RowDataset held_out=None):
     """One pass with the constant step ``options.eta0`` from (copies of) the
     weights; returns the regularized objective after the pass (``inf`` when
     it diverges), the L1 term ``l1 ||w||_1`` included (the pass then steps
     with the cumulative L1 penalty, from nothing owed).
 
     Used by the step-size calibration (Bottou's recipe): the arrays given are
-    not modified. ``options`` is a ``LinearSGDOptions`` (its
+    not modified. With ``held_out`` the objective is that of its rows (the
+    step whose pass generalises best, rather than fits its own rows best). ``options`` is a ``LinearSGDOptions`` (its
     ``learning_rate`` is ignored: the step is constant).
     """
     cdef int K = n_outputs
@@ -477,6 +478,7 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, 
     cdef Py_ssize_t i
     cdef long long t = 0
     cdef double y, sw, obj = 0.0, wsum = 0.0, val, sq_norm
+    cdef RowDataset scored = held_out if held_out is not None else ds
     with nogil:
         if steps_l1 is not None:
             sgd_pass(steps_l1, w, &sched, &t)
@@ -488,8 +490,8 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, 
         if not w.is_finite() or not all_finite(&ic[0], K):
             obj = 1e300
         else:
-            for i in range(ds.n_samples):
-                fetch_row(ds, i, &x, &ind, &nnz, &y, &sw)
+            for i in range(scored.n_samples):
+                fetch_row(scored, i, &x, &ind, &nnz, &y, &sw)
                 w.dot(x, ind, nnz, steps.scores)
                 for k in range(K):
                     steps.scores[k] += ic[k]

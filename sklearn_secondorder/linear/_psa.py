@@ -93,7 +93,8 @@ class PSAKernelMixin:
                     X, y, sample_weight, np.zeros(problem.n_features * K), np.zeros(K),
                     loss=loss, n_outputs=K, lam=lam, fit_intercept=self.fit_intercept,
                     random_state=np.random.RandomState(problem.seed), l1=l1,
-                    column_scale=scale, bound_steps=self._bound_steps)
+                    column_scale=scale, bound_steps=self._bound_steps,
+                    held_out=self._bound_steps)
             problem.kernel = LazyStepState.zeros(problem.n_features + 1, K, eta0,
                                                  seed=problem.seed, l1=l1 > 0)
             if scale is not None:

@@ -48,7 +48,7 @@ class SGDKernelMixin:
                 X, y, sample_weight, state.coef, state.intercept, loss=loss,
                 n_outputs=n_outputs, lam=lam, fit_intercept=self.fit_intercept,
                 random_state=np.random.RandomState(state.seed), l1=l1,
-                bound_steps=self._bound_steps))
+                bound_steps=self._bound_steps, held_out=self._bound_steps))
         options = LinearSGDOptions(
             lam=lam, l1=l1, learning_rate=self._schedule(), eta0=state.eta0,
             t0=1.0 / (self.alpha * state.eta0), power_t=getattr(self, "power_t", 0.25))
