@@ -110,18 +110,28 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     if held is None:
         X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
-    def objective(eta):
+    def objective(eta, scored=held):
         if eta > largest:
             return np.inf
         return trial_pass(ds, coef, intercept,
                           LinearSGDOptions(lam=lam, l1=l1, learning_rate="constant", eta0=eta),
                           loss=loss, n_outputs=n_outputs, fit_intercept=fit_intercept,
-                          bound_steps=bound_steps, held_out=held)
+                          bound_steps=bound_steps, held_out=scored)
 
-    # (Bottou halves the best step of its sample's own fit for safety; a
-    # step chosen on held-out rows is already the one that generalises)
-    return search_step(objective, eta_start=eta_start, factor=factor,
-                       max_trials=max_trials) / (1.0 if held is not None else 2.0)
+    eta_start = min(eta_start, largest)
+    if held is not None:
+        # a step chosen on held-out rows is already the one that generalises
+        # (Bottou halves the best step of its sample's own fit for safety),
+        # unless they favour no step at all (too few rows, or features that
+        # do not predict the target): then the sample's own fit, halved
+        with warnings.catch_warnings(record=True) as limit:
+            warnings.simplefilter("always")
+            eta = search_step(objective, eta_start=eta_start, factor=factor,
+                              max_trials=max_trials)
+        if not limit:
+            return eta
+    return search_step(lambda eta: objective(eta, None), eta_start=eta_start, factor=factor,
+                       max_trials=max_trials) / 2.0
 
 
 def used_columns(X_sample):

@@ -37,9 +37,12 @@ from .._validation import (
     warn_if_implausible,
 )
 from ._base import LinearModelBase
+from ._training_loop import _CHECK_ALL_ENTRIES, _CHECK_ENTRIES
 
 #: A column non-zero in at least this share of the rows is centred.
 DENSE_COLUMN_SHARE = 0.5
+#: Up to this many centred columns of a CSR matrix are handled one mask each.
+_FEW_COLUMNS = 16
 
 
 class ColumnCentring:
@@ -58,24 +61,25 @@ class ColumnCentring:
         self.means = np.asarray(means, dtype=np.float64)
 
     @classmethod
-    def fit(cls, X, sample_weight, fit_intercept):
-        """The columns of ``X`` non-zero in at least ``DENSE_COLUMN_SHARE``
-        of its rows (by weight), with their weighted means; none without an
-        intercept (it absorbs the shift) or without rows of weight."""
+    def fit(cls, X, sample_weight, fit_intercept, counts=None):
+        """The columns of ``X`` stored in at least ``DENSE_COLUMN_SHARE`` of
+        its rows (``counts``: ``stored_counts(X)``, computed if None), with
+        their means weighted by ``sample_weight``; none without an intercept
+        (it absorbs the shift) or without rows of weight."""
         total = float(np.sum(sample_weight))
-        if not fit_intercept or total <= 0 or X.shape[0] == 0:
+        n = X.shape[0]
+        if not fit_intercept or total <= 0 or n == 0:
             return cls(np.zeros(0, np.intp), np.zeros(0))
-        if sp.issparse(X):
-            row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            nonzero = X.data != 0
-            share = np.bincount(X.indices[nonzero], weights=sample_weight[row_of[nonzero]],
-                                minlength=X.shape[1]) / total
-            sums = np.asarray(X.T @ sample_weight).ravel()
+        counts = stored_counts(X) if counts is None else counts
+        columns = np.flatnonzero(counts >= DENSE_COLUMN_SHARE * n)
+        if not columns.size:
+            return cls(columns, np.zeros(0))
+        if sp.issparse(X) and np.all(sample_weight == sample_weight[0]) and \
+                columns.size <= _FEW_COLUMNS:
+            # (a few columns' sums by masks: cheaper than slicing them out)
+            means = np.array([X.data[X.indices == c].sum() for c in columns]) / n
         else:
-            share = (sample_weight @ (X != 0)) / total
-            sums = sample_weight @ X
-        columns = np.flatnonzero(share >= DENSE_COLUMN_SHARE)
-        means = sums[columns] / total
+            means = np.ravel(X[:, columns].T @ sample_weight) / total
         keep = means != 0
         return cls(columns[keep], means[keep])
 
@@ -98,6 +102,15 @@ class ColumnCentring:
             out[:, self.columns] -= self.means.astype(out.dtype)
             return out
         n = X.shape[0]
+        if X.has_canonical_format and self.columns.size <= _FEW_COLUMNS:
+            masks = [X.indices == c for c in self.columns]
+            if all(np.count_nonzero(m) == n for m in masks):
+                # every row holds the centred columns: only their values move
+                check_available_memory(X.data.nbytes, "a centred copy of X")
+                data = X.data.copy()
+                for mask, mean in zip(masks, self.means):
+                    np.subtract(data, data.dtype.type(mean), out=data, where=mask)
+                return sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape)
         check_available_memory((X.nnz + n * self.columns.size) * (X.dtype.itemsize + 4),
                                "a centred copy of X")
         block = X[:, self.columns].toarray() - self.means
@@ -111,6 +124,13 @@ class ColumnCentring:
         out = (rest + shifted).tocsr()
         out.sum_duplicates()
         return out
+
+
+def stored_counts(X):
+    """How many rows store each column (a dense ``X``: hold a non-zero)."""
+    if sp.issparse(X):
+        return np.bincount(X.indices, minlength=X.shape[1])
+    return np.count_nonzero(X, axis=0)
 
 
 class LinearRegressorBase(RegressorMixin, LinearModelBase):
@@ -248,7 +268,12 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
 
     def _training_rows(self, X, sample_weight, reset):
         if reset or not hasattr(self, "_centring"):
-            self._centring = ColumnCentring.fit(X, sample_weight, self.fit_intercept)
+            counts = stored_counts(X)
+            self._centring = ColumnCentring.fit(X, sample_weight, self.fit_intercept, counts)
+            # (what the first pass's step sizes may read: the training
+            # rows' stored entries per column)
+            counts[self._centring.columns] = X.shape[0]
+            self._call_counts = counts
         return self._centring.transform(X)
 
     def _start_from(self, X, y, sample_weight, coef, intercept):
@@ -282,6 +307,7 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
                                        stop=stop)
         finally:
             del self._zero_cost
+            vars(self).pop("_call_counts", None)
 
     def _check_weight_scale(self, mean_weight):
         """Warn when ``alpha/2 ||w||^2`` is ten times the cost of ``w = 0``
@@ -318,6 +344,14 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         constant's (an intercept-only model: the weighted mean for the squared
         losses, the weighted median or ``quantile`` otherwise) by more than
         1%: the steps did not find even the constant."""
+        n = X.shape[0]
+        entries = X.nnz if sp.issparse(X) else X.size
+        if entries > _CHECK_ALL_ENTRIES:
+            # (as the classifiers' check: evenly spaced rows holding about
+            # _CHECK_ENTRIES entries)
+            rows = np.linspace(0, n - 1, max(2000, int(_CHECK_ENTRIES * n / entries))).astype(
+                np.intp)
+            X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
         total = float(np.sum(sample_weight))
         if total <= 0 or y.size == 0:
             return
@@ -397,16 +431,14 @@ def _losses_of(loss, p, y):
 
 def _constant_candidates(loss, y, sample_weight):
     """Constants among which the best intercept-only model lies (close enough
-    for the worse-than-constant check): the weighted mean, median and the
-    loss's quantile."""
-    order = np.argsort(y, kind="stable")
+    for the worse-than-constant check): the weighted mean (the squared
+    losses' best), and the weighted median or the loss's quantile (the
+    others')."""
+    out = [float(np.average(y, weights=sample_weight))]
+    if type(loss).__name__ in ("SquaredError", "SquaredEpsilonInsensitive"):
+        return out
+    q = loss.quantile if type(loss).__name__ == "Quantile" else 0.5
+    order = np.argsort(y)
     cum = np.cumsum(sample_weight[order])
-    total = cum[-1]
-
-    def quantile(q):
-        return float(y[order][min(np.searchsorted(cum, q * total), y.size - 1)])
-
-    out = [float(np.average(y, weights=sample_weight)) if total > 0 else 0.0, quantile(0.5)]
-    if type(loss).__name__ == "Quantile":
-        out.append(quantile(loss.quantile))
+    out.append(float(y[order][min(np.searchsorted(cum, q * cum[-1]), y.size - 1)]))
     return out
