@@ -390,8 +390,9 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         return np.ravel(safe_sparse_dot(X, coef, dense_output=True)) + self.intercept_[0]
 
     def densify(self):
-        """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array
-        of shape (n_features,).
+        """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array.
+
+        ``coef_`` is then of shape (n_features,) again.
 
         Returns
         -------

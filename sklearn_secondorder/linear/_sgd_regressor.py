@@ -16,8 +16,9 @@ _ADAPTIVE_MIN = 1e-6
 
 
 class PlainSGDRegressor(SGDKernelMixin, LinearRegressorBase):
-    """Linear regression trained by plain or averaged SGD: ``SGDRegressor``
-    on the shared core.
+    """Linear regression by plain or averaged SGD, ``SGDRegressor``'s way.
+
+    ``SGDRegressor`` on the shared core.
 
     The baseline ``PSARegressor`` is measured against, with
     ``SGDRegressor``'s losses, penalties and schedules. Each step on row
