@@ -25,7 +25,9 @@ from sklearn_secondorder import (
     AveragedPerceptronSequenceTagger,
     PassiveAggressiveSequenceTagger,
     PlainSGDClassifier,
+    PlainSGDRegressor,
     PSAClassifier,
+    PSARegressor,
     PSASequenceTagger,
     SBMLogisticRegression,
     SGDQNLinearSVC,
@@ -519,7 +521,8 @@ def test_balance_moves_partitions_to_idle_workers():
 
 def test_every_single_pass_estimator_has_a_rule(client, sentences):
     online = {"PSAClassifier", "PlainSGDClassifier", "SGDQNLinearSVC",
-              "SBMLogisticRegression", "ASFSequenceTagger", "PSASequenceTagger",
+              "SBMLogisticRegression", "PSARegressor", "PlainSGDRegressor",
+              "ASFSequenceTagger", "PSASequenceTagger",
               "SGDSequenceTagger", "AveragedPerceptronSequenceTagger",
               "PassiveAggressiveSequenceTagger", "AROWSequenceTagger"}
     for name in sklearn_secondorder.__all__:
@@ -572,3 +575,51 @@ def test_docstrings():
         errors = [e for e in validate(f"sklearn_secondorder.dask.{name}")["errors"]
                   if e[0] not in ignored]
         assert not errors, (name, errors)
+
+
+# ---- regressors -----------------------------------------------------------------------
+def _regression_rows(n=None, seed=0):
+    n = sum(CHUNKS) if n is None else n
+    rng = np.random.RandomState(seed)
+    scale = np.array([1.0, 100.0, 0.01, 5.0, 1.0, 1.0])
+    X = rng.randn(n, 6) * scale + [0, 500, 0, 60, 0, 0]       # unscaled, two far from 0
+    y = X @ (np.array([1.0, -2.0, 0.5, 1.5, 0.0, 3.0]) / scale) + 7 + 0.2 * rng.randn(n)
+    return X, y
+
+
+@pytest.mark.parametrize("cls", [PSARegressor, PlainSGDRegressor])
+def test_regressors_mix_the_workers_models(client, cls):
+    # every worker continues the one start (its centring and step sizes, from
+    # the first partition's first rows), and the mix is the estimator's own
+    # rule applied to the workers' models: the local oracle below
+    X, y = _regression_rows()
+    est = cls(eta0=0.02, random_state=0, max_iter=2, alpha=1e-6)
+    n_head = 300
+    model = ParameterMixing(est, n_calibration_rows=n_head).fit(*_dask_rows(X, y))
+    starts = np.cumsum((0,) + CHUNKS)
+    first = model.partitions_[0][0]
+    head = np.arange(starts[first], starts[first] + n_head)
+    start = est.start_model(X[head], y[head])
+    shares = np.array([r.size for r in _worker_rows(model)], dtype=float)
+    shares /= shares.sum()
+    for _ in range(2):
+        models = [copy.deepcopy(start).partial_fit(X[r], y[r]) for r in _worker_rows(model)]
+        start = cls.mix(models, shares, start)
+    assert_allclose(model.estimator_.coef_, start.coef_, rtol=1e-9, atol=1e-12)
+    assert_allclose(model.estimator_.intercept_, start.intercept_, rtol=1e-9)
+    # the mix is that of the models' weights: its predictions, the mean of theirs
+    assert_allclose(start.predict(X), np.average([m.predict(X) for m in models], axis=0,
+                                                 weights=shares), rtol=1e-9)
+    pred = model.predict(_dask_rows(X, y)[0]).compute()
+    assert_allclose(pred, model.estimator_.predict(X))
+
+
+def test_regressor_rmse_near_the_single_machine(client):
+    X, y = _regression_rows(20000, seed=1)
+    chunks = (5000,) * 4
+    alone = PSARegressor(random_state=0).fit(X, y)
+    mixed = ParameterMixing(PSARegressor(random_state=0)).fit(*_dask_rows(X, y, chunks))
+    rmse_alone = np.sqrt(np.mean((alone.predict(X) - y) ** 2))
+    rmse_mixed = np.sqrt(np.mean((mixed.estimator_.predict(X) - y) ** 2))
+    assert rmse_mixed < 1.05 * rmse_alone
+    assert not hasattr(mixed, "classes_")

@@ -10,14 +10,14 @@ import dask.bag as db
 import dask.dataframe as dd
 import distributed
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_regressor
 
 from .._compat import Interval, check_is_fitted
 from ..linear import SBMLogisticRegression
 from ..sequence._base import _BaseSequenceTagger
 from ..sequence._input import KIND_ARRAYS, KIND_DICTS
 from ._rules import _rule_for
-from ._start import _resolve_auto, _start_tagger
+from ._start import _resolve_auto, _start_regressor, _start_tagger
 from ._transport import (
     _balance,
     _bundle,
@@ -70,7 +70,11 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
     estimator : estimator object
         One of the package's linear classifiers (``PSAClassifier``,
         ``PlainSGDClassifier``, ``SGDQNLinearSVC``, ``SBMLogisticRegression``
-        at full rank) or sequence taggers (``SGDSequenceTagger``,
+        at full rank), regressors (``PSARegressor``, ``PlainSGDRegressor``:
+        every worker continues one ``start_model`` made on the first
+        partition's first ``n_calibration_rows`` rows, so that all share its
+        centred columns and step sizes, and the mix, of the same rule as the
+        classifier's, is the model of the averaged weights) or sequence taggers (``SGDSequenceTagger``,
         ``ASFSequenceTagger``, ``PSASequenceTagger``,
         ``AveragedPerceptronSequenceTagger``, ``PassiveAggressiveSequenceTagger``,
         ``AROWSequenceTagger``). It is cloned.
@@ -86,7 +90,7 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
     estimator_ : estimator object
         The mixed model after the last pass, an ordinary fitted estimator.
     classes_ : ndarray of shape (n_classes,)
-        The class labels.
+        The class labels (classifiers and taggers).
     n_iter_ : int
         Passes made.
     n_workers_ : int
@@ -245,14 +249,17 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         n_rows = int(sum(rows))
         if n_rows == 0:
             raise ValueError("X has no rows: every partition is empty.")
-        if classes is None:
+        if is_regressor(self.estimator):
+            classes = None
+        elif classes is None:
             if tagger:
                 classes = np.unique(np.asarray(list(set().union(
                     *[s["labels"] for s in summaries]))))
             else:
                 classes = np.unique(np.concatenate(client.gather(
                     [client.submit(_linear_labels, f, pure=False) for f in futures])))
-        classes = np.unique(np.asarray(classes))
+        if classes is not None:
+            classes = np.unique(np.asarray(classes))
 
         # the workers and their partitions (in partition order)
         who = client.who_has(futures)
@@ -282,6 +289,12 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         start = None
         if tagger:
             start = model = _start_tagger(model, summaries, classes)
+        elif is_regressor(model):
+            # every worker continues one start: the same centred columns and
+            # step sizes, so that their models mix
+            start = model = client.submit(
+                _start_regressor, model, futures[first], self.n_calibration_rows,
+                workers=[workers[0]], pure=False).result()
         elif isinstance(model, SBMLogisticRegression):
             K = 1 if classes.size == 2 else classes.size
             rank = model.rank_for(X.shape[1], K)
@@ -339,7 +352,8 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         _rehydrate(model, export=True)
         model.n_iter_ = max_iter
         self.estimator_ = model
-        self.classes_ = model.classes_
+        if not is_regressor(model):
+            self.classes_ = model.classes_
         self.n_iter_ = max_iter
         self.n_workers_ = len(workers)
         self.partitions_ = [list(by_worker[w]) for w in workers]
@@ -364,9 +378,10 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         else:
             return fn(X)
         outs = [dask.delayed(fn)(p) for p in parts]
+        classes = getattr(est, "classes_", None)      # (None: a regressor)
         one_column = method == "predict" or (method == "decision_function"
-                                             and len(est.classes_) == 2)
-        dtype = est.classes_.dtype if method == "predict" else np.float64
+                                             and len(classes) == 2)
+        dtype = classes.dtype if method == "predict" and classes is not None else np.float64
         shape = (np.nan,) if one_column else (np.nan, len(est.classes_))
         return da.concatenate([da.from_delayed(o, shape=shape, dtype=dtype) for o in outs])
 

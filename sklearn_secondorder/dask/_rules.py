@@ -7,10 +7,25 @@ arithmetic lives beside each kind of training state (``mix_sgd_states``,
 ``mix_psa_problems``, ``mix_sgdqn_states``, ``mix_full_rank_states``,
 ``mix_tagger_states``, ``mix_online_tagger_states``, on the rules of
 ``sklearn_secondorder._mixing``). This module reads no private state.
+
+The regressors mix as the classifiers of the same method (their states are
+the same kinds): the weights and the intercept averaged by the workers'
+row shares, PSA's step sizes averaged geometrically, the update counters
+summed. Every worker continues the one start (``start_model``: its
+centred columns, their means and its step sizes, from the first rows), so
+that their weights are in the same coordinates and the average of their
+models is the model of the averaged weights.
 """
 from dataclasses import dataclass
 
-from ..linear import PlainSGDClassifier, PSAClassifier, SBMLogisticRegression, SGDQNLinearSVC
+from ..linear import (
+    PlainSGDClassifier,
+    PlainSGDRegressor,
+    PSAClassifier,
+    PSARegressor,
+    SBMLogisticRegression,
+    SGDQNLinearSVC,
+)
 from ..sequence import (
     AROWSequenceTagger,
     ASFSequenceTagger,
@@ -59,6 +74,8 @@ def _resolve_psa(fitted, n_rows):
 MIXING_RULES = {
     PlainSGDClassifier: MixingRule(("eta0",), _resolve_eta0, PlainSGDClassifier.mix),
     PSAClassifier: MixingRule(("eta0", "period"), _resolve_psa, PSAClassifier.mix),
+    PlainSGDRegressor: MixingRule(("eta0",), _resolve_eta0, PlainSGDRegressor.mix),
+    PSARegressor: MixingRule(("eta0", "period"), _resolve_psa, PSARegressor.mix),
     SGDQNLinearSVC: MixingRule(
         ("t0", "skip"), lambda f, n: {"t0": float(f.t0_[0]), "skip": int(f.skip_)},
         SGDQNLinearSVC.mix),

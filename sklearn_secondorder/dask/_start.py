@@ -4,7 +4,7 @@ the client, no data needed).
 """
 import warnings
 
-from sklearn.base import clone
+from sklearn.base import clone, is_regressor
 
 from ..sequence._input import KIND_DICTS
 from ._rules import _rule_for
@@ -24,8 +24,21 @@ def _resolve_auto(model, part, classes, tagger, n_head, n_rows):
             tmp.partial_fit(X, y, classes=classes)
         else:
             X, y, sw = _linear_batch([tuple(a[:n_head] for a in part)])
-            tmp.partial_fit(X, y, classes=classes, sample_weight=sw)
+            if is_regressor(tmp):
+                tmp.partial_fit(X, y, sample_weight=sw)
+            else:
+                tmp.partial_fit(X, y, classes=classes, sample_weight=sw)
     return rule.resolve(tmp, n_rows)
+
+
+def _start_regressor(model, part, n_head):
+    """A regressor's start on the first ``n_head`` rows of a partition
+    (``start_model``: its centring and step sizes, zero weights), on that
+    partition's worker."""
+    X, y, sw = _linear_batch([tuple(a[:n_head] for a in part)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return model.start_model(X, y, sample_weight=sw)
 
 
 

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import is_regressor
 
 from ..sequence._input import (
     KIND_DICTS,
@@ -93,7 +94,7 @@ def _join(parts, tagger, classes, kind, vocabulary):
     else:
         data, indices, indptr, offsets, n_features = stack_arrays(X, vocabulary)
     labels = flatten_labels(y, np.diff(offsets))
-    unseen = np.setdiff1d(np.unique(labels), classes)
+    unseen = np.setdiff1d(np.unique(labels), classes) if classes is not None else ()
     if unseen.size:
         raise ValueError(f"y contains labels not in classes {classes!r}: {unseen[:5]!r}")
     return SequenceBatch(data, indices, indptr, offsets, labels, n_features, kind)
@@ -116,8 +117,12 @@ def _worker_pass(model, classes, tagger, batch, slim):
             n = batch.n_sequences
         else:
             X, y, sw = batch
-            first = not hasattr(model, "classes_")
-            model.partial_fit(X, y, classes=classes if first else None, sample_weight=sw)
+            if is_regressor(model):     # (started: start_model)
+                model.partial_fit(X, y, sample_weight=sw)
+            else:
+                first = not hasattr(model, "classes_")
+                model.partial_fit(X, y, classes=classes if first else None,
+                                  sample_weight=sw)
             n = X.shape[0]
     return ((_slim(model) if slim else model), n, time.perf_counter() - tic,
             time.process_time() - cpu)

@@ -200,7 +200,8 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         self : object
             The updated estimator.
         """
-        first = not hasattr(self, "coef_")
+        # (a model whose exported arrays were dropped still has its state)
+        first = not hasattr(self, "_states") and not hasattr(self, "coef_")
         if not first:
             check_not_stripped(self)
             # (_fit_context validates a first call only: the parameters may
@@ -211,6 +212,43 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         if not first:
             self._check_state_params()
         return self._partial_fit_rows(X, y, sample_weight, None, first)
+
+    def start_model(self, X, y, sample_weight=None):
+        """A model of zero weights started on these rows, as a first
+        ``partial_fit`` would start it, without training on them.
+
+        The centred columns and their means, the step sizes (``eta0='auto'``
+        calibrated, PSA's per-column scales and period) are those of ``X``;
+        ``t_`` is 0. Models that continue one start with ``partial_fit`` on
+        shards of the rows share its centring, so that ``mix`` combines them
+        (the Dask ``ParameterMixing`` starts every worker so).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows like those to come (a sample of them).
+        y : array-like of shape (n_samples,)
+            Their targets (the step calibration's trial passes read them).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row.
+
+        Returns
+        -------
+        model : estimator
+            A new estimator of the same parameters, fitted with zero weights.
+        """
+        from sklearn.base import clone
+
+        model = clone(self)
+        model._validate_params()
+        X, y, _ = model._validate_xy(X, y, reset=True)
+        sample_weight = model._weights_for(X, y, sample_weight, None, allow_balanced=False)
+        model._reset_state(X.shape[1])
+        rows = model._training_rows(X, sample_weight, reset=True)
+        model._run_problem(rows, y, sample_weight, model._states[0], 0)
+        vars(model).pop("_call_counts", None)
+        model._export()
+        return model
 
     def _validate_xy(self, X, y, reset):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=list(self._input_dtypes),
