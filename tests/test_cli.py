@@ -51,6 +51,16 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
+def skso(*argv, cwd=None, umask=None):
+    """``python -m sklearn_secondorder ARGV`` in a subprocess, as a user runs
+    ``skso`` (``umask``: the process's): the ``CompletedProcess``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                             ""))
+    kw = {} if umask is None else {"preexec_fn": lambda: os.umask(umask)}
+    return subprocess.run([sys.executable, "-m", "sklearn_secondorder", *map(str, argv)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=120, **kw)
+
+
 def mh(data, seed=0):
     return murmurhash3_32(data, seed=seed, positive=True)
 
@@ -303,35 +313,43 @@ def test_train_equals_partial_fit_over_the_same_chunks(tmp_path, binary_file, mo
 def test_progressive_validation_is_the_loss_before_each_row(tmp_path, binary_file):
     # PSA streams its chunks (PSAClassifier._begin_stream): each row is scored
     # by the pass itself just before its own update, as Vowpal Wabbit's
-    # progressive validation; the reference replays the rows one by one
+    # progressive validation, the first chunk's rows too (the model before
+    # the first row is the zero one); the reference replays the rows one by
+    # one ('skso train' run as a user runs it)
     path, X, y = binary_file
     out = tmp_path / "m.skso"
-    code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
-                       "--first-chunk-size", 200, "--progress", "lines",
-                       "--param", "shuffle=False")
-    assert code == 0, err
+    r = skso("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines", "--eta0", 0.05,
+             "--param", "shuffle=False")
+    assert r.returncode == 0, r.stderr
     saved = load_model(out)
     ref = clone(saved.estimator)
-    ref.partial_fit(X[:200], y[:200], classes=[-1.0, 1.0])   # (the first chunk: not scored)
-    losses, errors = [], []
-    for i in range(200, 700):
+    # the zero model before the first row: p = 1/2, the first class predicted
+    losses, errors = [np.log(2.0)], [float(y[0] != -1.0)]
+    ref.partial_fit(X[:1], y[:1], classes=[-1.0, 1.0])
+    for i in range(1, 700):
         P = ref.predict_proba(X[i:i + 1])
         losses.append(log_loss(y[i:i + 1], P, labels=ref.classes_, normalize=False))
         errors.append(np.sum(ref.classes_[P.argmax(1)] != y[i:i + 1]))
         ref.partial_fit(X[i:i + 1], y[i:i + 1])
     tr = saved.header["training"]
-    assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-9)
-    assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
+    assert tr["progressive_rows"] == 700 and tr["progressive_unscored_rows"] == 0
+    assert_allclose(tr["progressive_loss"], sum(losses) / 700, rtol=1e-9)
+    assert_allclose(tr["progressive_error"], sum(errors) / 700, rtol=1e-12)
     assert_allclose(saved.estimator.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    assert "each row scored just before its own update" in r.stderr
+    assert "progressive validation (pass 1, 700 rows): " in r.stderr
 
 
 def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_file):
-    # a model that does not stream: each chunk scored before training on it
+    # a model that does not stream: each chunk scored before training on it;
+    # no model precedes the first chunk, which the table and the summary say
     path, X, y = binary_file
     out = tmp_path / "m.skso"
-    code, _, err = run("train", path, "--model", "sgd", "--out", out, "--chunk-size", 100,
-                       "--first-chunk-size", 200, "--progress", "lines")
-    assert code == 0, err
+    r = skso("train", path, "--model", "sgd", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines")
+    assert r.returncode == 0, r.stderr
+    err = r.stderr
     saved = load_model(out)
     ref = clone(saved.estimator)
     losses, errors = [], []
@@ -343,15 +361,19 @@ def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_f
             errors.append(np.sum(ref.classes_[P.argmax(1)] != y[a:b]))
         ref.partial_fit(X[a:b], y[a:b], **({"classes": [-1.0, 1.0]} if k == 0 else {}))
     tr = saved.header["training"]
+    assert tr["progressive_rows"] == 500 and tr["progressive_unscored_rows"] == 200
     assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-10)
     assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
     # printed at doubling row counts and at every tenth of the 700 rows
     # (300 = 43%, 400 = 57%, ...), once validation has started
     lines = err.splitlines()
-    assert lines[1] == "loss: log-loss" and "avg loss" in lines[2]
+    note = "not the first chunk's 200 rows: no model precedes it"
+    assert lines[1].startswith("loss: log-loss; each chunk scored before training on it")
+    assert note in lines[1] and "avg loss" in lines[2]
     table = [ln.split() for ln in lines[3:] if ln.strip()[0].isdigit()]
     rows = [int(r[4].replace(",", "")) for r in table]
     assert rows == [300, 400, 500, 600, 700]
+    assert f"progressive validation (pass 1, 500 rows; {note}" in err
     assert f"average loss {tr['progressive_loss']:.6f}" in err
     assert "finished: 700 rows in 1 pass(es)" in err
 

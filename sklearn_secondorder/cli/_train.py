@@ -242,17 +242,18 @@ def _check_resumed_data(saved, scanned, featurizer):
                             f"model's {featurizer.n_features} features")
 
 
-def _at_least_two(chunks):
-    """The chunks, the first cut in two halves when it is the only one: the
-    first chunk trains (and calibrates) the model, so a file of one chunk
-    would otherwise get no progressive validation."""
+def _at_least_two(chunks, scores_chunks):
+    """The chunks, the first cut in two halves when it is the only one and
+    ``scores_chunks()`` (asked once the first chunk is read): a model that
+    scores each chunk before training on it has none before the first, so
+    that a file of one chunk would otherwise get no progressive validation."""
     it = iter(chunks)
     first = next(it, None)
     if first is None:
         return
     second = next(it, None)
     chunk, block = first
-    if second is None and chunk.n_units >= 2:
+    if second is None and chunk.n_units >= 2 and scores_chunks():
         half = chunk.n_units // 2
         yield chunk.take(np.arange(half)), block
         yield chunk.take(np.arange(half, chunk.n_units)), block
@@ -339,6 +340,11 @@ class TrainingResult:
         Progressive validation's sums (pass 1).
     seconds : float
         Seconds of training (from the estimator's making).
+    unscored : int
+        Rows (tokens) of the first chunk that progressive validation leaves
+        out: a model that scores each chunk before training on it has none
+        before the first (0 for ``psa``, which scores each row before its
+        own update, and for a resumed model).
     """
 
     est: object
@@ -347,6 +353,7 @@ class TrainingResult:
     units: int
     progressive: RunningLoss
     seconds: float
+    unscored: int = 0
 
 
 def cmd_train(args, out):
@@ -470,6 +477,9 @@ class _Stream:
             self.est.set_params(**explicit_params(plan.args, model_class(plan.args.model)))
         self.fitted = plan.saved is not None
         self.progressive = RunningLoss()
+        #: rows of the first chunk that progressive validation leaves out
+        #: (a model that scores chunks: none precedes the first)
+        self.unscored = 0
         self.rows = self.units = 0
         self.stream = None
         self.header_written = False
@@ -491,11 +501,30 @@ class _Stream:
         self.est, self.kind = make_estimator(self.plan.args, scanned.n_rows, scanned.n_units)
         self.fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
 
-    def write_table_header(self):
-        """The loss's name and the progressive-validation table's header, once."""
+    def will_stream(self):
+        """Whether the estimator trains as a stream of calls (``_streams``),
+        asked of its class and parameters before it is made."""
+        if self.est is not None:
+            return _streams(self.est, self.kind)
+        args = self.plan.args
+        cls = model_class(args.model)
+        return (self.kind == "linear" and hasattr(cls, "_begin_stream")
+                and not explicit_params(args, cls).get("verbose", cls().verbose))
+
+    def write_table_header(self, chunk):
+        """The loss's name, what is scored, and the progressive-validation
+        table's header, once (before the first chunk, ``chunk``)."""
         if self.header_written or self.plan.args.no_progressive:
             return
-        self.fb.write(f"loss: {loss_name(self.est, self.kind, self.plan.classes.size)}")
+        what = loss_name(self.est, self.kind, self.plan.classes.size)
+        if self.stream is not None:
+            what += "; each row scored just before its own update"
+        elif self.fitted:
+            what += "; each chunk scored before training on it"
+        else:
+            what += ("; each chunk scored before training on it, "
+                     + unscored_note(chunk.n_rows, self.kind))
+        self.fb.write(f"loss: {what}")
         self.fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
                       f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
                       f"{'left':>8}")
@@ -505,7 +534,13 @@ class _Stream:
         """One chunk of pass ``p``: scored (pass 1, a fitted model), trained
         on, counted, reported."""
         args, est, kind = self.plan.args, self.est, self.kind
-        scored = self.fitted and p == 0 and not args.no_progressive
+        # (a stream scores each row before its own update, the first chunk's
+        # too; chunks are scored before training on them, but no model
+        # precedes the first)
+        scored = (self.fitted or self.stream is not None) and p == 0 \
+            and not args.no_progressive
+        if not scored and p == 0 and not args.no_progressive:
+            self.unscored += chunk.n_rows
         if scored and self.stream is None:
             self.progressive.add(*chunk_scores(est, kind, chunk)[:3])
         # (classes on the first call only: later calls are checked against it)
@@ -534,9 +569,10 @@ class _Stream:
             _report(fb, self.progressive, self.rows, self.t_train)
 
 
-def _pass_chunks(plan, p, fitted, rng):
+def _pass_chunks(plan, p, fitted, rng, scores_chunks):
     """The chunks of pass ``p`` (shuffled through the buffer, if any) and the
-    reader thread that reads them (None with ``--no-reader-thread``)."""
+    reader thread that reads them (None with ``--no-reader-thread``); a
+    file of one chunk cut in two for a model that ``scores_chunks()``."""
     args = plan.args
     chunks = iter_chunks(plan.paths, plan.featurizer, args.chunk_size,
                          first_chunk_size=None if fitted else args.first_chunk_size)
@@ -550,7 +586,7 @@ def _pass_chunks(plan, p, fitted, rng):
     if reader is not None:
         chunks = reader
     if p == 0 and not fitted and not args.no_progressive:
-        chunks = _at_least_two(chunks)
+        chunks = _at_least_two(chunks, scores_chunks)
     return chunks, reader
 
 
@@ -580,7 +616,8 @@ def stream_training(plan, fb):
     rng = np.random.default_rng(0 if args.random_state is None else args.random_state)
     s = _Stream(plan, fb)
     for p in range(args.passes):
-        chunks, reader = _pass_chunks(plan, p, s.fitted, rng)
+        chunks, reader = _pass_chunks(plan, p, s.fitted, rng,
+                                      lambda: not s.will_stream())
         try:
             if s.est is None and scanned.n_rows:
                 # (made now, the reader thread started: it parses the first
@@ -594,7 +631,7 @@ def stream_training(plan, fb):
                     s.estimate_and_make(chunk, block)
                 if s.stream is None and _streams(s.est, s.kind):
                     s.stream = s.est._begin_stream()
-                s.write_table_header()
+                s.write_table_header(chunk)
                 s.train_on(chunk, block, p)
         finally:
             if reader is not None:      # (an error in training, Ctrl-C: stop it now)
@@ -605,7 +642,7 @@ def stream_training(plan, fb):
         _report(fb, s.progressive, s.rows, s.t_train)
     fb.close()
     return TrainingResult(s.est, s.kind, s.rows, s.units, s.progressive,
-                          time.perf_counter() - s.t_train)
+                          time.perf_counter() - s.t_train, s.unscored)
 
 
 # ---- the model file's header and the summary ------------------------------------------
@@ -637,6 +674,7 @@ def model_header(plan, result):
                                      else None),
                 "progressive_error": (progressive.err / progressive.w if progressive.w
                                       else None),
+                "progressive_rows": progressive.w, "progressive_unscored_rows": result.unscored,
                 "loss": loss_name(est, result.kind, plan.classes.size)}
     if plan.saved is not None:
         training["resumed_from"] = {"file": args.resume,
@@ -686,13 +724,23 @@ def summary_lines(plan, result, header):
                          + (" (the resumed model's)" if plan.saved is not None
                             and args.alpha is None else " (given)"))
     if progressive.w:
-        lines.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows): "
+        left_out = (f"; {unscored_note(result.unscored, result.kind)}"
+                    if result.unscored else "")
+        lines.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows{left_out}): "
                      f"average loss {progressive.loss / progressive.w:.6f}, "
                      f"error {progressive.err / progressive.w:.4f}")
     what = ("with the training state, for --resume" if args.keep_state else
             "for prediction; --keep-state keeps the training state, for --resume")
     lines.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes): {what}")
     return lines
+
+
+def unscored_note(n_rows, kind):
+    """What progressive validation leaves out, and why: the ``n_rows`` rows
+    (tokens) of the first chunk of a model that scores chunks."""
+    rows = "tokens" if kind == "tagger" else "rows"
+    return (f"not the first chunk's {n_rows:,} {rows}: no model precedes it (its "
+            "partial_fit starts the model: classes, step size)")
 
 
 def _streams(est, kind):
