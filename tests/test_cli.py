@@ -985,3 +985,118 @@ def test_jobs_is_the_estimators_n_jobs(tmp_path, binary_file):
                 f"n_jobs parameter); the models with n_jobs: {', '.join(with_jobs)}") in err
     code, text, _ = run("train", "--help")
     assert "--jobs N" in text and "--no-reader-thread" in text
+
+
+# ---- files as users have them: directories, permissions, byte-order marks --------------
+def test_a_directory_is_said_to_be_one(tmp_path, trained):
+    model, path, *_ = trained
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a9a").write_bytes(path.read_bytes())
+    (folder / "a9a.t").write_bytes(path.read_bytes())
+    r = skso("train", folder, "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and not (tmp_path / "d.skso").exists()
+    assert (f"skso train: error: {folder}: is a directory, not a data file (it holds a9a, "
+            f"a9a.t): name the files themselves, e.g. {folder / 'a9a'}") in r.stderr
+    r = skso("evaluate", model, folder)
+    assert r.returncode == 2 and f"{folder}: is a directory, not a data file" in r.stderr
+    r = skso("predict", folder, path)
+    assert r.returncode == 2
+    assert f"{folder}: is a directory, not a model file (it holds a9a, a9a.t)" in r.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = skso("train", empty, "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and f"{empty}: is a directory, not a data file (it is empty)" \
+        in r.stderr
+    r = skso("train", tmp_path / "nope", "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and f"{tmp_path / 'nope'}: no such file" in r.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and umask")
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_get_the_umasks_permissions(tmp_path, binary_file, umask):
+    path, *_ = binary_file
+    model, pred = tmp_path / "m.skso", tmp_path / "pred.txt"
+    r = skso("train", path, "--model", "psa", "--out", model, "--progress", "none",
+             umask=umask)
+    assert r.returncode == 0, r.stderr
+    r = skso("predict", model, path, "--out", pred, umask=umask)
+    assert r.returncode == 0, r.stderr
+    # what any new file gets under that umask (the shell's '>' too)
+    assert (model.stat().st_mode & 0o777) == 0o666 & ~umask
+    assert (pred.stat().st_mode & 0o777) == 0o666 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.skso", "pred.txt", "train.svm"]
+
+
+def _bom_files(tmp_path, fmt, gz):
+    """A file of ``fmt`` as written, and the same with a UTF-8 byte-order mark."""
+    if fmt == "conll":
+        text = conll_text(60).encode()
+    else:
+        X, y = make_rows(n=400, d=30, seed=3)
+        plain = tmp_path / "plain.txt"
+        if fmt == "vw":
+            _vw_file(plain, X, y)
+        else:
+            dump_svmlight_file(X, y, str(plain), zero_based=False)
+        text = plain.read_bytes()
+    paths = []
+    for name, data in (("plain", text), ("bom", b"\xef\xbb\xbf" + text)):
+        p = tmp_path / (f"{name}.{fmt}" + (".gz" if gz else ""))
+        p.write_bytes(gzip.compress(data) if gz else data)
+        paths.append(p)
+    return paths
+
+
+@pytest.mark.parametrize("fmt", ["svmlight", "vw", "conll"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path, fmt, gz):
+    plain, bom = _bom_files(tmp_path, fmt, gz)
+    model = "psa-tagger" if fmt == "conll" else "psa"
+    extra = ["--hash-bits", 12] if fmt != "svmlight" else []
+    code, _, err = run("train", plain, "--model", model, "--out", tmp_path / "ref.skso",
+                       "--progress", "none", "--keep-state", *extra)
+    assert code == 0, err
+    r = skso("train", bom, "--model", model, "--out", tmp_path / "bom.skso",
+             "--progress", "none", "--keep-state", *extra)
+    assert r.returncode == 0, r.stderr
+    ref, got = load_model(tmp_path / "ref.skso"), load_model(tmp_path / "bom.skso")
+    assert got.header["featurizer"] == ref.header["featurizer"]
+    assert got.header["training"]["rows"] == ref.header["training"]["rows"]
+    assert_array_equal(got.estimator.classes_, ref.estimator.classes_)
+    assert_array_equal(got.estimator.coef_, ref.estimator.coef_)
+    # (evaluate reads the file as train does: in-process, to keep the test short)
+    scores = [run("evaluate", tmp_path / m, p, "--json") for m, p in
+              (("bom.skso", bom), ("ref.skso", plain))]
+    assert scores[0][0] == 0, scores[0][2]
+    assert json.loads(scores[0][1]) == json.loads(scores[1][1])
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    path = tmp_path / "win.svm"
+    path.write_bytes("1 1:1\n-1 2:1\n".encode("utf-16"))
+    r = skso("train", path, "--model", "psa", "--out", tmp_path / "m.skso")
+    assert r.returncode == 2
+    assert f"{path}: UTF-16 text (its byte-order mark): skso reads UTF-8" in r.stderr
+
+
+def test_evaluate_prints_the_positive_class_as_a_label(trained):
+    model, path, *_ = trained
+    r = skso("evaluate", model, path)
+    assert r.returncode == 0, r.stderr
+    lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines())
+    assert lines["positive_class"] == "1"           # the label as the file has it
+    assert lines["accuracy"] == f"{float(lines['accuracy']):.6f}"
+
+
+def test_train_help_explains_the_progress_table():
+    r = skso("train", "--help")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    header = ["avg loss", "since last", "avg err", "since last", "rows", "rows/s", "done",
+              "left"]
+    at = text.index("the progress table")
+    explained = [ln[2:].split("  ")[0] for ln in text[at:].splitlines()[2:]
+                 if ln.startswith("  ") and not ln.startswith("   ")]
+    assert explained == header
+    assert "leaves out the first chunk" in text

@@ -12,7 +12,14 @@ import gc
 import os
 import sys
 
-from ._parser import EXIT_OK, EXIT_USAGE, UsageError, build_parser, check_output_path
+from ._parser import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    build_parser,
+    check_input_path,
+    check_output_path,
+)
 
 
 def _check_paths(args):
@@ -23,15 +30,15 @@ def _check_paths(args):
     if args.command == "train":
         if args.resume is None and args.model is None:
             raise UsageError("--model is required (or --resume MODEL to continue a model)")
-        for p in [*args.data, *([args.resume] if args.resume else [])]:
-            if not os.path.isfile(p):
-                raise UsageError(f"{p}: no such file")
+        for p in args.data:
+            check_input_path(p)
+        if args.resume:
+            check_input_path(args.resume, "model file")
     else:
-        if not os.path.isfile(args.model):
-            raise UsageError(f"{args.model}: no such model file")
+        check_input_path(args.model, "model file")
         data = getattr(args, "data", None)
-        if data is not None and not os.path.isfile(data):
-            raise UsageError(f"{data}: no such file")
+        if data is not None:
+            check_input_path(data)
 
 
 def _command(name):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._core._text_readers import count_newlines, scan_svmlight, scan_vw
 from ._featurizers import Chunk, ConllFeaturizer, SvmlightFeaturizer, VWFeaturizer
-from ._files import DataError, first_lines, iter_blocks
+from ._files import DataError, first_lines, iter_blocks, text_start
 from ._templates import BUILTIN_TEMPLATES, parse_template
 
 
@@ -114,7 +114,7 @@ def _mapped_scans(path, scanner, concurrent):
             return
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     view = memoryview(m)
-    cuts = [0]
+    cuts = [text_start(m[:4], path)]         # (after a byte-order mark)
     while cuts[-1] < size:
         nl = m.find(b"\n", min(cuts[-1] + piece_bytes, size) - 1)
         cuts.append(size if nl < 0 else nl + 1)
@@ -241,7 +241,7 @@ def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):
         text = BUILTIN_TEMPLATES[template]
     else:
         try:
-            with open(template, encoding="utf-8") as f:
+            with open(template, encoding="utf-8-sig") as f:
                 text = f.read()
         except OSError as e:
             raise DataError(f"cannot read the template file {template!r}: {e}") from None
