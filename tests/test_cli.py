@@ -1100,3 +1100,61 @@ def test_train_help_explains_the_progress_table():
                  if ln.startswith("  ") and not ln.startswith("   ")]
     assert explained == header
     assert "leaves out the first chunk" in text
+
+
+# ---- memory: what the training holds -------------------------------------------------
+@pytest.mark.parametrize("text", [
+    b"1 1:1 3:2\n-1 2:1\n\n1 4:0.5\n-1 1:1\n1 2:2 4:1\n-1 3:1",        # no last newline
+    b"\xef\xbb\xbf1 1:1 3:2\n-1 2:1\n1 4:0.5\n-1 1:1\n1 2:2 4:1\n-1 3:1\n",
+])
+@pytest.mark.parametrize("window", [3, 7, 1 << 22])
+def test_mapped_blocks_are_the_read_blocks(tmp_path, monkeypatch, text, window):
+    # training maps a plain file (its blocks parsed in place, their text not
+    # kept): the same chunks, lines and offsets as read into memory, whatever
+    # the window searched for newlines (smaller than a line too)
+    from sklearn_secondorder.cli import _stream
+    monkeypatch.setattr(_stream, "MAPPED_WINDOW_BYTES", window)
+    path = tmp_path / "f.svm"
+    path.write_bytes(text)
+    fz = SvmlightFeaturizer(4, False, training=True)
+    for size, first in ((2, None), (2, 3), (4, 1), (100, None)):
+        read = list(_stream.iter_chunks([str(path)], fz, size, first_chunk_size=first))
+        mapped = list(_stream.iter_chunks([str(path)], fz, size, first_chunk_size=first,
+                                          keep_text=False))
+        assert len(read) == len(mapped) >= 1
+        for (c1, b1), (c2, b2) in zip(read, mapped):
+            assert_array_equal(c1.X.toarray(), c2.X.toarray())
+            assert_array_equal(c1.y, c2.y)
+            assert (b1.first_line, b1.end) == (b2.first_line, b2.end)
+            assert b2.data == b""
+
+
+def test_bad_line_of_a_mapped_file_is_named(tmp_path):
+    X, y = make_rows(n=300)
+    path = tmp_path / "bad.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[233] = b"1 3:x\n"
+    path.write_bytes(b"".join(lines))
+    for extra in ([], ["--no-reader-thread"], ["--classes=-1,1", "--n-features", 40]):
+        code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "m.skso",
+                           "--chunk-size", 100, *extra)
+        assert code == 2 and "line 234: feature value 'x'" in err, err
+
+
+def test_the_skso_program_does_not_import_pandas(tmp_path, binary_file):
+    # scikit-learn imports pandas (and pandas pyarrow) when installed: 63 MB
+    # of the process's memory that no command needs
+    path, *_ = binary_file
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                             ""))
+    code = ("import sys; from sklearn_secondorder.cli import run; "
+            f"sys.argv = ['skso', 'train', {str(path)!r}, '--model', 'psa', '--out', "
+            f"{str(tmp_path / 'm.skso')!r}, '--progress', 'none']; c = run(); "
+            "import sklearn.utils.fixes as f; "
+            "print(c, [m for m in ('pandas', 'pyarrow') if m in sys.modules], f.pd)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "[]", "None"]
+    assert load_model(tmp_path / "m.skso").header["training"]["rows"] == 700

@@ -96,21 +96,44 @@ def main(argv=None, *, stdout=None, stderr=None):
         return 130
 
 
+#: Packages the ``skso`` program does not import: scikit-learn imports
+#: pandas (and pandas pyarrow) when installed, for DataFrame input, which
+#: the command line never has; they cost 63 MB of resident memory (pandas
+#: 3.1, pyarrow) and their import time.
+NOT_IMPORTED = ("pandas", "pyarrow")
+
+
+class _NotImported:
+    """An import hook that makes ``NOT_IMPORTED`` look absent (scikit-learn
+    imports pandas in a ``try: ... except ImportError``); installed by
+    ``run`` only, in the ``skso`` process."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in NOT_IMPORTED:
+            raise ModuleNotFoundError(f"No module named {name!r} (not imported by skso)",
+                                      name=name)
+        return None
+
+
 def run():
     """Run the ``skso`` program: ``main`` on the process's arguments.
 
     The ``skso`` script and ``python -m sklearn_secondorder`` call it. The
-    objects alive at the end (every module a command imported: scikit-learn,
-    SciPy, pandas when installed) are then frozen out of the garbage
+    program does not import pandas nor pyarrow (``NOT_IMPORTED``: no
+    command reads a DataFrame), which scikit-learn would import when they
+    are installed. The objects alive at the end (every module a command
+    imported: scikit-learn, SciPy) are then frozen out of the garbage
     collector, so that the interpreter's exit does not walk them once more:
     about 0.2 s of every command. ``main`` itself, which tests and programs
-    call in their own process, leaves the collector alone.
+    call in their own process, leaves the imports and the collector alone.
 
     Returns
     -------
     code : int
         ``main``'s exit code.
     """
+    if not any(m in sys.modules for m in NOT_IMPORTED):
+        sys.meta_path.insert(0, _NotImported())
     code = main()
     gc.freeze()
     return code

@@ -241,8 +241,8 @@ def build_parser():
                          "training on it)")
     tr.add_argument("--no-reader-thread", action="store_true",
                     help="read and parse the chunks in the training thread, one after the "
-                         "other (default: a reader thread reads the files and parses up to 2 "
-                         "chunks ahead while the model trains on the previous one; the same "
+                         "other (default: a reader thread reads the files and parses the next "
+                         "chunk while the model trains on the previous one; the same "
                          "model either way), for debugging and profiling")
     tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                     help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd, "
