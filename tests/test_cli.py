@@ -51,6 +51,16 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
+def skso(*argv, cwd=None, umask=None):
+    """``python -m sklearn_secondorder ARGV`` in a subprocess, as a user runs
+    ``skso`` (``umask``: the process's): the ``CompletedProcess``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                             ""))
+    kw = {} if umask is None else {"preexec_fn": lambda: os.umask(umask)}
+    return subprocess.run([sys.executable, "-m", "sklearn_secondorder", *map(str, argv)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=120, **kw)
+
+
 def mh(data, seed=0):
     return murmurhash3_32(data, seed=seed, positive=True)
 
@@ -303,35 +313,43 @@ def test_train_equals_partial_fit_over_the_same_chunks(tmp_path, binary_file, mo
 def test_progressive_validation_is_the_loss_before_each_row(tmp_path, binary_file):
     # PSA streams its chunks (PSAClassifier._begin_stream): each row is scored
     # by the pass itself just before its own update, as Vowpal Wabbit's
-    # progressive validation; the reference replays the rows one by one
+    # progressive validation, the first chunk's rows too (the model before
+    # the first row is the zero one); the reference replays the rows one by
+    # one ('skso train' run as a user runs it)
     path, X, y = binary_file
     out = tmp_path / "m.skso"
-    code, _, err = run("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
-                       "--first-chunk-size", 200, "--progress", "lines",
-                       "--param", "shuffle=False")
-    assert code == 0, err
+    r = skso("train", path, "--model", "psa", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines", "--eta0", 0.05,
+             "--param", "shuffle=False")
+    assert r.returncode == 0, r.stderr
     saved = load_model(out)
     ref = clone(saved.estimator)
-    ref.partial_fit(X[:200], y[:200], classes=[-1.0, 1.0])   # (the first chunk: not scored)
-    losses, errors = [], []
-    for i in range(200, 700):
+    # the zero model before the first row: p = 1/2, the first class predicted
+    losses, errors = [np.log(2.0)], [float(y[0] != -1.0)]
+    ref.partial_fit(X[:1], y[:1], classes=[-1.0, 1.0])
+    for i in range(1, 700):
         P = ref.predict_proba(X[i:i + 1])
         losses.append(log_loss(y[i:i + 1], P, labels=ref.classes_, normalize=False))
         errors.append(np.sum(ref.classes_[P.argmax(1)] != y[i:i + 1]))
         ref.partial_fit(X[i:i + 1], y[i:i + 1])
     tr = saved.header["training"]
-    assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-9)
-    assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
+    assert tr["progressive_rows"] == 700 and tr["progressive_unscored_rows"] == 0
+    assert_allclose(tr["progressive_loss"], sum(losses) / 700, rtol=1e-9)
+    assert_allclose(tr["progressive_error"], sum(errors) / 700, rtol=1e-12)
     assert_allclose(saved.estimator.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    assert "each row scored just before its own update" in r.stderr
+    assert "progressive validation (pass 1, 700 rows): " in r.stderr
 
 
 def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_file):
-    # a model that does not stream: each chunk scored before training on it
+    # a model that does not stream: each chunk scored before training on it;
+    # no model precedes the first chunk, which the table and the summary say
     path, X, y = binary_file
     out = tmp_path / "m.skso"
-    code, _, err = run("train", path, "--model", "sgd", "--out", out, "--chunk-size", 100,
-                       "--first-chunk-size", 200, "--progress", "lines")
-    assert code == 0, err
+    r = skso("train", path, "--model", "sgd", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines")
+    assert r.returncode == 0, r.stderr
+    err = r.stderr
     saved = load_model(out)
     ref = clone(saved.estimator)
     losses, errors = [], []
@@ -343,15 +361,19 @@ def test_progressive_validation_is_the_loss_before_each_chunk(tmp_path, binary_f
             errors.append(np.sum(ref.classes_[P.argmax(1)] != y[a:b]))
         ref.partial_fit(X[a:b], y[a:b], **({"classes": [-1.0, 1.0]} if k == 0 else {}))
     tr = saved.header["training"]
+    assert tr["progressive_rows"] == 500 and tr["progressive_unscored_rows"] == 200
     assert_allclose(tr["progressive_loss"], sum(losses) / 500, rtol=1e-10)
     assert_allclose(tr["progressive_error"], sum(errors) / 500, rtol=1e-12)
     # printed at doubling row counts and at every tenth of the 700 rows
     # (300 = 43%, 400 = 57%, ...), once validation has started
     lines = err.splitlines()
-    assert lines[1] == "loss: log-loss" and "avg loss" in lines[2]
+    note = "not the first chunk's 200 rows: no model precedes it"
+    assert lines[1].startswith("loss: log-loss; each chunk scored before training on it")
+    assert note in lines[1] and "avg loss" in lines[2]
     table = [ln.split() for ln in lines[3:] if ln.strip()[0].isdigit()]
     rows = [int(r[4].replace(",", "")) for r in table]
     assert rows == [300, 400, 500, 600, 700]
+    assert f"progressive validation (pass 1, 500 rows; {note}" in err
     assert f"average loss {tr['progressive_loss']:.6f}" in err
     assert "finished: 700 rows in 1 pass(es)" in err
 
@@ -963,3 +985,176 @@ def test_jobs_is_the_estimators_n_jobs(tmp_path, binary_file):
                 f"n_jobs parameter); the models with n_jobs: {', '.join(with_jobs)}") in err
     code, text, _ = run("train", "--help")
     assert "--jobs N" in text and "--no-reader-thread" in text
+
+
+# ---- files as users have them: directories, permissions, byte-order marks --------------
+def test_a_directory_is_said_to_be_one(tmp_path, trained):
+    model, path, *_ = trained
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a9a").write_bytes(path.read_bytes())
+    (folder / "a9a.t").write_bytes(path.read_bytes())
+    r = skso("train", folder, "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and not (tmp_path / "d.skso").exists()
+    assert (f"skso train: error: {folder}: is a directory, not a data file (it holds a9a, "
+            f"a9a.t): name the files themselves, e.g. {folder / 'a9a'}") in r.stderr
+    r = skso("evaluate", model, folder)
+    assert r.returncode == 2 and f"{folder}: is a directory, not a data file" in r.stderr
+    r = skso("predict", folder, path)
+    assert r.returncode == 2
+    assert f"{folder}: is a directory, not a model file (it holds a9a, a9a.t)" in r.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = skso("train", empty, "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and f"{empty}: is a directory, not a data file (it is empty)" \
+        in r.stderr
+    r = skso("train", tmp_path / "nope", "--model", "psa", "--out", tmp_path / "d.skso")
+    assert r.returncode == 2 and f"{tmp_path / 'nope'}: no such file" in r.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and umask")
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_get_the_umasks_permissions(tmp_path, binary_file, umask):
+    path, *_ = binary_file
+    model, pred = tmp_path / "m.skso", tmp_path / "pred.txt"
+    r = skso("train", path, "--model", "psa", "--out", model, "--progress", "none",
+             umask=umask)
+    assert r.returncode == 0, r.stderr
+    r = skso("predict", model, path, "--out", pred, umask=umask)
+    assert r.returncode == 0, r.stderr
+    # what any new file gets under that umask (the shell's '>' too)
+    assert (model.stat().st_mode & 0o777) == 0o666 & ~umask
+    assert (pred.stat().st_mode & 0o777) == 0o666 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.skso", "pred.txt", "train.svm"]
+
+
+def _bom_files(tmp_path, fmt, gz):
+    """A file of ``fmt`` as written, and the same with a UTF-8 byte-order mark."""
+    if fmt == "conll":
+        text = conll_text(60).encode()
+    else:
+        X, y = make_rows(n=400, d=30, seed=3)
+        plain = tmp_path / "plain.txt"
+        if fmt == "vw":
+            _vw_file(plain, X, y)
+        else:
+            dump_svmlight_file(X, y, str(plain), zero_based=False)
+        text = plain.read_bytes()
+    paths = []
+    for name, data in (("plain", text), ("bom", b"\xef\xbb\xbf" + text)):
+        p = tmp_path / (f"{name}.{fmt}" + (".gz" if gz else ""))
+        p.write_bytes(gzip.compress(data) if gz else data)
+        paths.append(p)
+    return paths
+
+
+@pytest.mark.parametrize("fmt", ["svmlight", "vw", "conll"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path, fmt, gz):
+    plain, bom = _bom_files(tmp_path, fmt, gz)
+    model = "psa-tagger" if fmt == "conll" else "psa"
+    extra = ["--hash-bits", 12] if fmt != "svmlight" else []
+    code, _, err = run("train", plain, "--model", model, "--out", tmp_path / "ref.skso",
+                       "--progress", "none", "--keep-state", *extra)
+    assert code == 0, err
+    r = skso("train", bom, "--model", model, "--out", tmp_path / "bom.skso",
+             "--progress", "none", "--keep-state", *extra)
+    assert r.returncode == 0, r.stderr
+    ref, got = load_model(tmp_path / "ref.skso"), load_model(tmp_path / "bom.skso")
+    assert got.header["featurizer"] == ref.header["featurizer"]
+    assert got.header["training"]["rows"] == ref.header["training"]["rows"]
+    assert_array_equal(got.estimator.classes_, ref.estimator.classes_)
+    assert_array_equal(got.estimator.coef_, ref.estimator.coef_)
+    # (evaluate reads the file as train does: in-process, to keep the test short)
+    scores = [run("evaluate", tmp_path / m, p, "--json") for m, p in
+              (("bom.skso", bom), ("ref.skso", plain))]
+    assert scores[0][0] == 0, scores[0][2]
+    assert json.loads(scores[0][1]) == json.loads(scores[1][1])
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    path = tmp_path / "win.svm"
+    path.write_bytes("1 1:1\n-1 2:1\n".encode("utf-16"))
+    r = skso("train", path, "--model", "psa", "--out", tmp_path / "m.skso")
+    assert r.returncode == 2
+    assert f"{path}: UTF-16 text (its byte-order mark): skso reads UTF-8" in r.stderr
+
+
+def test_evaluate_prints_the_positive_class_as_a_label(trained):
+    model, path, *_ = trained
+    r = skso("evaluate", model, path)
+    assert r.returncode == 0, r.stderr
+    lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines())
+    assert lines["positive_class"] == "1"           # the label as the file has it
+    assert lines["accuracy"] == f"{float(lines['accuracy']):.6f}"
+
+
+def test_train_help_explains_the_progress_table():
+    r = skso("train", "--help")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    header = ["avg loss", "since last", "avg err", "since last", "rows", "rows/s", "done",
+              "left"]
+    at = text.index("the progress table")
+    explained = [ln[2:].split("  ")[0] for ln in text[at:].splitlines()[2:]
+                 if ln.startswith("  ") and not ln.startswith("   ")]
+    assert explained == header
+    assert "leaves out the first chunk" in text
+
+
+# ---- memory: what the training holds -------------------------------------------------
+@pytest.mark.parametrize("text", [
+    b"1 1:1 3:2\n-1 2:1\n\n1 4:0.5\n-1 1:1\n1 2:2 4:1\n-1 3:1",        # no last newline
+    b"\xef\xbb\xbf1 1:1 3:2\n-1 2:1\n1 4:0.5\n-1 1:1\n1 2:2 4:1\n-1 3:1\n",
+])
+@pytest.mark.parametrize("window", [3, 7, 1 << 22])
+def test_mapped_blocks_are_the_read_blocks(tmp_path, monkeypatch, text, window):
+    # training maps a plain file (its blocks parsed in place, their text not
+    # kept): the same chunks, lines and offsets as read into memory, whatever
+    # the window searched for newlines (smaller than a line too)
+    from sklearn_secondorder.cli import _stream
+    monkeypatch.setattr(_stream, "MAPPED_WINDOW_BYTES", window)
+    path = tmp_path / "f.svm"
+    path.write_bytes(text)
+    fz = SvmlightFeaturizer(4, False, training=True)
+    for size, first in ((2, None), (2, 3), (4, 1), (100, None)):
+        read = list(_stream.iter_chunks([str(path)], fz, size, first_chunk_size=first))
+        mapped = list(_stream.iter_chunks([str(path)], fz, size, first_chunk_size=first,
+                                          keep_text=False))
+        assert len(read) == len(mapped) >= 1
+        for (c1, b1), (c2, b2) in zip(read, mapped):
+            assert_array_equal(c1.X.toarray(), c2.X.toarray())
+            assert_array_equal(c1.y, c2.y)
+            assert (b1.first_line, b1.end) == (b2.first_line, b2.end)
+            assert b2.data == b""
+
+
+def test_bad_line_of_a_mapped_file_is_named(tmp_path):
+    X, y = make_rows(n=300)
+    path = tmp_path / "bad.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[233] = b"1 3:x\n"
+    path.write_bytes(b"".join(lines))
+    for extra in ([], ["--no-reader-thread"], ["--classes=-1,1", "--n-features", 40]):
+        code, _, err = run("train", path, "--model", "psa", "--out", tmp_path / "m.skso",
+                           "--chunk-size", 100, *extra)
+        assert code == 2 and "line 234: feature value 'x'" in err, err
+
+
+def test_the_skso_program_does_not_import_pandas(tmp_path, binary_file):
+    # scikit-learn imports pandas (and pandas pyarrow) when installed: 63 MB
+    # of the process's memory that no command needs
+    path, *_ = binary_file
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                             ""))
+    code = ("import sys; from sklearn_secondorder.cli import run; "
+            f"sys.argv = ['skso', 'train', {str(path)!r}, '--model', 'psa', '--out', "
+            f"{str(tmp_path / 'm.skso')!r}, '--progress', 'none']; c = run(); "
+            "import sklearn.utils.fixes as f; "
+            "print(c, [m for m in ('pandas', 'pyarrow') if m in sys.modules], f.pd)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "[]", "None"]
+    assert load_model(tmp_path / "m.skso").header["training"]["rows"] == 700

@@ -172,9 +172,16 @@ def test_progress_fractions_from_the_scan_and_a_row_on_a_small_file(tmp_path):
     dump_svmlight_file(X, y, str(path), zero_based=False)
     r = skso("train", path, "--model", "psa", "--out", tmp_path / "m.skso")
     assert r.returncode == 0, r.stderr
-    # one chunk of 1,347 rows: cut in two, the second half validated
+    # one chunk of 1,347 rows, each row scored before its own update (psa)
     assert table(r.stderr) == [(1347, 100.0, "0.00s")]
-    assert "progressive validation (pass 1, 674 rows)" in r.stderr
+    assert "progressive validation (pass 1, 1,347 rows)" in r.stderr
+    # a model that scores chunks: the file of one chunk cut in two, the
+    # second half validated
+    r = skso("train", path, "--model", "sgd", "--out", tmp_path / "m.skso")
+    assert r.returncode == 0, r.stderr
+    assert table(r.stderr) == [(1347, 100.0, "0.00s")]
+    assert ("progressive validation (pass 1, 674 rows; not the first chunk's 673 rows: "
+            "no model precedes it") in r.stderr
     assert "finished: 1,347 rows" in r.stderr
     # the L2 default, said in the summary
     assert "L2: alpha = 1/n = 0.0007424 (n = 1,347 rows, from the scan; --alpha sets it)" \
@@ -188,7 +195,7 @@ def test_progress_fractions_from_the_scan_and_a_row_on_a_small_file(tmp_path):
              "--chunk-size", 2000, "--first-chunk-size", 2000)
     assert r.returncode == 0, r.stderr
     got = table(r.stderr)
-    assert [n for n, _, _ in got] == [4000, 6000, 8000, 10000, 12000]
+    assert [n for n, _, _ in got] == [2000, 4000, 6000, 8000, 10000, 12000]
     assert [f for _, f, _ in got] == [round(100 * n / 12000, 1) for n, _, _ in got]
     assert all(re.fullmatch(r"\d+\.\d+s", left) for _, _, left in got)
     # without the scan: the fraction of the (decompressed) bytes read

@@ -599,6 +599,71 @@ def test_partial_fit_continues_state(multiclass, rank, head):
     np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-12)
 
 
+def _gaussian_rows(n_classes, n=200, d=12, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    s = X @ rng.randn(d)
+    y = ((s + 0.5 * rng.randn(n) > 0).astype(int) if n_classes == 2
+         else np.digitize(s, [-1.0, 1.0]))
+    return X, y
+
+
+def _relative_gap(a, b, X):
+    """The largest gap of the decision values, relative to the largest value."""
+    fa, fb = a.decision_function(X), b.decision_function(X)
+    return np.abs(fa - fb).max() / np.abs(fb).max()
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("update, eta", [("paper", 0.005), ("paper", None),
+                                         ("surrogate", None)])
+def test_partial_fit_over_small_chunks_is_one_fit_pass(n_classes, update, eta):
+    """200 rows x 12 features in four chunks of 50 (``eta=0.005`` given, or
+    the default ``1/n_t``): a stream's ``n_t`` starts at 128 whatever its
+    first chunk, as ``fit``'s on 200 rows, so the regulariser grows at the
+    same rows (128 -> 256) and the model is ``fit(max_iter=1,
+    shuffle=False)``'s. Before, the stream started at its first chunk's 50
+    rows (50 -> 100 -> 200): decision values 1e-3 apart."""
+    X, y = _gaussian_rows(n_classes)
+    kw = dict(eta=eta, update=update, shuffle=False, rank=None)
+    full = SBMLogisticRegression(max_iter=1, **kw).fit(X, y)
+    part = SBMLogisticRegression(**kw)
+    for a in range(0, 200, 50):
+        part.partial_fit(X[a:a + 50], y[a:a + 50], classes=np.unique(y))
+    assert part._states[0].n_ref == full._states[0].n_ref == 256
+    assert part._states[0].lam == full._states[0].lam == pytest.approx(256 * 1e-4)
+    assert _relative_gap(part, full, X) <= 1e-9
+    np.testing.assert_allclose(part.coef_, full.coef_, rtol=1e-9, atol=1e-12)
+    # the first call alone: n_t = 128, not its 50 rows (the stream's size is unknown)
+    one = SBMLogisticRegression(**kw).partial_fit(X[:50], y[:50], classes=np.unique(y))
+    assert one._states[0].n_ref == 128
+
+
+def test_partial_fit_and_fit_differ_where_documented():
+    """The exceptions the class's docstring names: fewer than 128 rows
+    (``fit`` sizes ``n_t`` by their count, the stream by 128) and
+    ``batch_size > 1`` (a batch ends with its call)."""
+    X, y = _gaussian_rows(2)
+    kw = dict(shuffle=False, rank=None)
+    full = SBMLogisticRegression(max_iter=1, **kw).fit(X[:120], y[:120])
+    part = SBMLogisticRegression(**kw)
+    for a in (0, 60):
+        part.partial_fit(X[a:a + 60], y[a:a + 60], classes=[0, 1])
+    assert (full._states[0].n_ref, part._states[0].n_ref) == (120, 128)
+    assert _relative_gap(part, full, X[:120]) > 1e-3
+    kw["batch_size"] = 32
+    full = SBMLogisticRegression(max_iter=1, **kw).fit(X, y)
+    part = SBMLogisticRegression(**kw)
+    for a in range(0, 200, 50):
+        part.partial_fit(X[a:a + 50], y[a:a + 50], classes=[0, 1])
+    assert 0.2 < _relative_gap(part, full, X) < 0.26          # the docstring's 0.23
+    # chunks that are whole batches and meet the doublings' rows: the same model
+    part = SBMLogisticRegression(**kw)
+    for a, b in ((0, 128), (128, 192), (192, 200)):
+        part.partial_fit(X[a:b], y[a:b], classes=[0, 1])
+    assert _relative_gap(part, full, X) <= 1e-9
+
+
 def test_binary_is_the_logistic_model():
     X, y = load_iris(return_X_y=True)
     X, y = X[y < 2], y[y < 2]

@@ -20,6 +20,28 @@ class DataError(ValueError):
 
 
 # ---- files and blocks ---------------------------------------------------------------
+#: The UTF-8 byte-order mark that Windows editors put at the start of a file.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def text_start(head, path):
+    """Bytes of the byte-order mark at the start of a file's text ``head``
+    (3 for UTF-8's, skipped by every reader; else 0).
+
+    Raises
+    ------
+    DataError
+        If the text is UTF-16 (its byte-order mark): the readers read
+        UTF-8.
+    """
+    if head.startswith(UTF8_BOM):
+        return len(UTF8_BOM)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataError(f"{path}: UTF-16 text (its byte-order mark): skso reads UTF-8 (or "
+                        "ASCII) files; convert it, e.g. iconv -f UTF-16 -t UTF-8")
+    return 0
+
+
 class _Source:
     """An opened (maybe gzip) file and the position read in the file on disk."""
 
@@ -91,9 +113,14 @@ def iter_blocks(path, max_lines, *, first_max_lines=None, sentences=False,
         before = 0                         # text bytes before pending
         line = 1
         eof = False
+        first_read = True
         while not eof:
             data = src.read(block_bytes)
             eof = not data
+            if first_read:                 # (a byte-order mark: not text)
+                first_read = False
+                before = text_start(data, src.path)
+                data = data[before:]
             if data:
                 fresh = newline_positions(data)
                 nl = np.concatenate((nl, fresh + len(pending)))
@@ -176,6 +203,7 @@ def first_lines(path, n=20, *, numbered=False):
         head = src.read(1 << 16)
     finally:
         src.close()
+    head = head[text_start(head, src.path):]
     lines = head.decode("utf-8", errors="replace").splitlines()
     if len(head) == 1 << 16 and lines:      # the last line may be cut:
         if len(lines) > 1:

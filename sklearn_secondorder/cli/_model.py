@@ -35,7 +35,7 @@ Like every pickle, a model file runs code when loaded: load only files you
 trust. ``jsonable`` turns the values written into a header into plain ones.
 """
 import os
-import tempfile
+import secrets
 
 import joblib
 import numpy as np
@@ -124,8 +124,7 @@ def save_model(path, estimator, header):
     """
     header = dict(header, format="skso-model", format_version=MODEL_FORMAT_VERSION)
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".skso-", suffix=".tmp", dir=folder)
+    fd, tmp = create_beside(path)
     os.close(fd)
     try:
         joblib.dump({"header": header, "estimator": estimator}, tmp)
@@ -134,6 +133,36 @@ def save_model(path, estimator, header):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def create_beside(path):
+    """Create a new, empty temporary file in the folder of ``path``, with
+    the permissions the user's umask gives any new file.
+
+    ``tempfile.mkstemp`` would make it readable by its owner only (0600),
+    and the file it becomes (a model, predictions meant for others) with it.
+
+    Parameters
+    ----------
+    path : str
+        The file that the temporary file will replace (``os.replace``).
+
+    Returns
+    -------
+    fd : int
+        The file descriptor, opened for writing.
+    tmp : str
+        The temporary file's path (a hidden name in ``path``'s folder).
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".skso-{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp     # (the umask applies)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{folder}: cannot create a temporary file beside {path}")
 
 
 def load_model(path):

@@ -7,7 +7,6 @@ records. ``predict`` writes its output file in full or not at all.
 """
 import json
 import os
-import tempfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,21 +16,19 @@ from ..metrics import extract_chunks
 from ._deployed import CompactTagger
 from ._featurizers import featurizer_from_dict
 from ._files import DataError, describe_format, detect_format
-from ._model import DEPLOYMENT, TRAINING_STATE, jsonable, load_model
-from ._parser import EXIT_OK, UsageError
+from ._model import DEPLOYMENT, TRAINING_STATE, create_beside, jsonable, load_model
+from ._parser import EXIT_OK, UsageError, check_input_path
 from ._progress import chunk_scores, has_proba
 from ._stream import iter_chunks
 
 
 def _load(path):
-    if not os.path.isfile(path):
-        raise UsageError(f"{path}: no such model file")
+    check_input_path(path, "model file")
     return load_model(path)
 
 
 def _check_data(path):
-    if not os.path.isfile(path):
-        raise UsageError(f"{path}: no such file")
+    check_input_path(path)
 
 
 def _holds(fmt):
@@ -114,8 +111,7 @@ class _AtomicOutput:
         if path is None:
             self.f = stdout
         else:
-            folder = os.path.dirname(os.path.abspath(path))
-            fd, self.tmp = tempfile.mkstemp(prefix=".skso-", suffix=".tmp", dir=folder)
+            fd, self.tmp = create_beside(path)
             self.f = os.fdopen(fd, "w", encoding="utf-8")
 
     def __enter__(self):
@@ -249,6 +245,8 @@ def cmd_evaluate(args, stdout):
         stdout.write(json.dumps(res) + "\n")
     else:
         for k, v in res.items():
+            if k == "positive_class":               # a label, as predict prints it
+                v = format_label(v)
             stdout.write(f"{k:16s} {v:.6f}\n" if isinstance(v, float) else f"{k:16s} {v}\n")
     return EXIT_OK
 

@@ -29,6 +29,29 @@ MODEL_KINDS = {
 }
 
 
+#: ``skso train --help``'s explanation of the progress table.
+PROGRESS_TABLE_HELP = """\
+the progress table (progressive validation of pass 1, a line at doubling row
+counts and at every tenth of the run; --no-progressive leaves it out):
+  avg loss    the average loss of the rows scored so far, each scored by the
+              model before training on it (the 'loss:' line above the table
+              names the loss: log-loss, the model's hinge-type loss, or for
+              the taggers -log p(labels | sentence) per token)
+  since last  the average loss of the rows scored since the line before
+  avg err     the error rate so far: the fraction of the rows scored whose
+              predicted label is wrong (taggers: of the tokens)
+  since last  the error rate since the line before
+  rows        the rows trained on so far (taggers: tokens)
+  rows/s      rows trained per second, since the training started
+  done        the fraction of the run done: of the scanned rows (with
+              --classes, which skips the scan: of the bytes of the files)
+  left        the time left at this speed
+psa scores each row just before its own update (Vowpal Wabbit's progressive
+validation); the other models score each chunk before training on it, which
+leaves out the first chunk (no model precedes it: the table's 'loss:' line
+and the summary say how many rows)."""
+
+
 def model_class(name):
     """The estimator class of the ``--model`` name ``name``."""
     import sklearn_secondorder
@@ -67,6 +90,43 @@ def check_output_path(path, option="--out"):
         raise UsageError(f"{option} {path}: {folder} is not a directory")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: the directory {folder} is not writable")
+
+
+def check_input_path(path, what="data file"):
+    """Refuse a file to read that is missing, a directory or not a regular file.
+
+    Parameters
+    ----------
+    path : str
+        The file to read.
+    what : {'data file', 'model file'}, default='data file'
+        What the file is, for the message.
+
+    Raises
+    ------
+    UsageError
+        If ``path`` does not exist (``no such file``), is a directory (the
+        message names a few of its files) or is not a regular file (a pipe
+        or a device: the files are read more than once).
+    """
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such {'model file' if what == 'model file' else 'file'}")
+    if os.path.isdir(path):
+        # (its files are not read: a data folder often holds the test split
+        # and notes beside the training data)
+        try:
+            names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        except OSError:
+            names = []
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        holds = f"it holds {shown}" if names else "it is empty"
+        hint = (f": name the files themselves, e.g. {os.path.join(path, names[0])}"
+                if names and what == "data file" else "")
+        raise UsageError(f"{path}: is a directory, not a {what} ({holds}){hint}")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: not a regular file (a pipe or a device): skso reads a "
+                         f"{what} more than once (its format, then its rows); write it to "
+                         "a file first")
 
 
 # ---- argument parsing -----------------------------------------------------------------
@@ -115,9 +175,11 @@ def build_parser():
 
     tr = sub.add_parser(
         "train", help="train a model on data files, streamed in chunks",
-        description="Train a model with the estimator's partial_fit over chunks of the files. "
-                    "The files are scanned once first (labels, rows, feature range) so that "
-                    "classes and size-dependent parameters come from the whole data.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Train a model with the estimator's partial_fit over chunks of the files.\n"
+                    "The files are scanned once first (labels, rows, feature range) so that\n"
+                    "classes and size-dependent parameters come from the whole data.",
+        epilog=PROGRESS_TABLE_HELP)
     tr.add_argument("data", nargs="+", help="data files (plain or gzip)")
     tr.add_argument("--model", choices=sorted(MODEL_KINDS),
                     help="the estimator: psa=PSAClassifier, sgdqn=SGDQNLinearSVC, "
@@ -179,8 +241,8 @@ def build_parser():
                          "training on it)")
     tr.add_argument("--no-reader-thread", action="store_true",
                     help="read and parse the chunks in the training thread, one after the "
-                         "other (default: a reader thread reads the files and parses up to 2 "
-                         "chunks ahead while the model trains on the previous one; the same "
+                         "other (default: a reader thread reads the files and parses the next "
+                         "chunk while the model trains on the previous one; the same "
                          "model either way), for debugging and profiling")
     tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                     help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd, "

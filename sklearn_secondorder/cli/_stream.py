@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core._text_readers import count_newlines, scan_svmlight, scan_vw
+from .._core._text_readers import count_newlines, newline_positions, scan_svmlight, scan_vw
 from ._featurizers import Chunk, ConllFeaturizer, SvmlightFeaturizer, VWFeaturizer
-from ._files import DataError, first_lines, iter_blocks
+from ._files import Block, DataError, first_lines, iter_blocks, text_start
 from ._templates import BUILTIN_TEMPLATES, parse_template
 
 
@@ -114,7 +114,7 @@ def _mapped_scans(path, scanner, concurrent):
             return
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     view = memoryview(m)
-    cuts = [0]
+    cuts = [text_start(m[:4], path)]         # (after a byte-order mark)
     while cuts[-1] < size:
         nl = m.find(b"\n", min(cuts[-1] + piece_bytes, size) - 1)
         cuts.append(size if nl < 0 else nl + 1)
@@ -241,7 +241,7 @@ def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):
         text = BUILTIN_TEMPLATES[template]
     else:
         try:
-            with open(template, encoding="utf-8") as f:
+            with open(template, encoding="utf-8-sig") as f:
                 text = f.read()
         except OSError as e:
             raise DataError(f"cannot read the template file {template!r}: {e}") from None
@@ -250,9 +250,14 @@ def make_featurizer(fmt, scanned, *, hash_bits, zero_based=None, template=None):
 
 
 # ---- streaming ------------------------------------------------------------------------
-def iter_chunks(paths, featurizer, chunk_size, *, first_chunk_size=None):
+def iter_chunks(paths, featurizer, chunk_size, *, first_chunk_size=None, keep_text=True):
     """Chunks of about ``chunk_size`` rows (lines; CoNLL: whole sentences of
     at least ``chunk_size`` lines), the very first of ``first_chunk_size``.
+
+    ``keep_text=False`` drops each block's text once it is parsed (its
+    ``data`` is then ``b""``): a chunk waiting in a read-ahead queue then
+    holds its rows, not their text besides (a block's text is about 0.75x
+    the CSR rows it parses into on hashed CoNLL tokens).
 
     Yields
     ------
@@ -262,12 +267,72 @@ def iter_chunks(paths, featurizer, chunk_size, *, first_chunk_size=None):
     """
     first = first_chunk_size
     for path in paths:
-        for block in iter_blocks(path, chunk_size, first_max_lines=first,
-                                 sentences=featurizer.sentences):
+        if not keep_text and not featurizer.sentences and _mappable(path):
+            blocks = _mapped_blocks(path, chunk_size, first)
+        else:
+            blocks = iter_blocks(path, chunk_size, first_max_lines=first,
+                                 sentences=featurizer.sentences)
+        for block in blocks:
             first = None
             chunk = featurizer.parse(block)
+            if not keep_text:
+                block.data = b""
             if chunk.n_rows:
                 yield chunk, block
+
+
+#: Bytes of a plain file searched for newlines at a time (``_mapped_blocks``).
+MAPPED_WINDOW_BYTES = 1 << 22
+
+
+def _mapped_blocks(path, max_lines, first_max_lines=None):
+    """``iter_blocks(path, max_lines, first_max_lines=...)`` of a plain file,
+    its blocks' ``data`` read-only views of a mapping of the file.
+
+    No block is copied into Python's memory (``iter_blocks`` reads into a
+    buffer, then copies each block out of it), and a block's pages are
+    released once the consumer asks for the next block: the memory held is
+    the block being parsed, whatever the file's size. The consumer must not
+    keep a block's ``data`` past that (``iter_chunks(keep_text=False)``
+    drops it once parsed).
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(m)
+    release = getattr(mmap, "MADV_DONTNEED", None)
+    try:
+        start = text_start(m[:4], path)         # (after a byte-order mark)
+        line = 1
+        limit = first_max_lines or max_lines
+        while start < size:
+            cut, found, pos = size, 0, start    # (the file's end, unless `limit` lines)
+            while pos < size:
+                stop = min(size, pos + MAPPED_WINDOW_BYTES)
+                with view[pos:stop] as window:
+                    nl = newline_positions(window)
+                if found + nl.size >= limit:
+                    cut = pos + int(nl[limit - found - 1]) + 1
+                    found = limit
+                    break
+                found += nl.size
+                pos = stop
+            piece = view[start:cut]
+            try:
+                yield Block(piece, line, str(path), cut, cut)
+            finally:
+                piece.release()
+                if release is not None:         # (the block's pages, once parsed)
+                    first_page = start - start % mmap.PAGESIZE
+                    m.madvise(release, first_page, cut - first_page)
+            line += found
+            start = cut
+            limit = max_lines
+    finally:
+        view.release()
+        m.close()
 
 
 def shuffled(chunks, buffer_units, rng):

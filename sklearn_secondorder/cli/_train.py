@@ -1,19 +1,23 @@
 """``skso train``: the estimator of the command line, trained over chunks of the files.
 
-``make_estimator`` builds the ``--model`` estimator with the command line's
-parameters (size-dependent ones, the L2 strength among them, from the whole
-data); ``cmd_train`` scans the files (or takes ``--classes``), streams them
-in chunks through ``partial_fit`` with progressive validation (the chunks
-read and parsed on a reader thread, ahead of the training, unless
-``--no-reader-thread``), and writes the model file: what prediction needs,
-or with ``--keep-state`` the whole training state, which ``--resume``
-continues.
+``cmd_train`` runs four steps. ``plan_training`` checks the command line
+against the data, scans the files (or takes ``--classes``) and builds the
+featurizer; ``stream_training`` makes the ``--model`` estimator
+(``make_estimator``: the command line's parameters, then the defaults that
+depend on the whole data's size, ``estimator_params`` and its table
+``SIZE_DEFAULTS``) and streams the chunks through ``partial_fit`` with
+progressive validation (the chunks read and parsed on a reader thread,
+ahead of the training, unless ``--no-reader-thread``); ``model_header``
+describes the model file, which holds what prediction needs, or with
+``--keep-state`` the whole training state, which ``--resume`` continues;
+``summary_lines`` are the lines the command ends with.
 """
 import ast
 import os
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,9 +30,16 @@ from ._parser import EXIT_OK, MODEL_KINDS, UsageError, model_class
 from ._progress import Feedback, RunningLoss, chunk_scores, linear_scores_loss, loss_name
 from ._stream import ReadAhead, ScanResult, iter_chunks, make_featurizer, scan, shuffled
 
-#: Chunks the reader thread parses ahead of the training: two keep the
-#: learner fed through a slow chunk, and memory at a few chunks.
-READ_AHEAD = 2
+#: Chunks the reader thread parses ahead of the training: one, parsed while
+#: the model trains on the chunk before it, so that memory holds three
+#: chunks (the one trained on, the one waiting, the one being parsed). On
+#: 3.6M rows of 2^20 hashed features in chunks of 100,000 rows, with blocks
+#: parsed in place (``_stream._mapped_blocks``), the peak RSS of ``skso
+#: train --model psa`` was 279 MB with one chunk ahead and 302 MB with two
+#: (271 and 265 MB on the file's first tenth: with two, the peak grows with
+#: the file). A chunk parses faster than it trains there, so one ahead
+#: keeps the learner fed.
+READ_AHEAD = 1
 
 
 def _literal(text):
@@ -72,33 +83,94 @@ def _models_with_jobs():
     return [m for m in sorted(MODEL_KINDS) if "n_jobs" in model_class(m)().get_params()]
 
 
+def _paper_period(n, params):
+    """PSA's period ``b``: the paper's guideline (Sec. 5.1.4), ``b ~ 0.5 |D| / 1000``,
+    at least 10, from the whole data (the estimator would take ``|D|`` from
+    the first chunk only)."""
+    return max(10, int(round(0.5 * n / 1000)))
+
+
+def _sbm_eta(n, params):
+    """SBM's ``eta = 1/n`` with ``n`` the whole data's rows (the estimator
+    would take the first chunk's); None (the estimator's) for another
+    ``update`` than the paper's."""
+    return 1.0 / n if params.get("update", "paper") == "paper" else None
+
+
+#: ``--model`` name -> the parameters it takes from the size of the whole
+#: data, beyond the L2 strength ``alpha = 1/n`` of every model: parameter
+#: name -> ``rule(n, params)``, with ``n`` the rows (sentences for the
+#: taggers) and ``params`` those set so far; the rule's value is the default
+#: (None: the estimator's own). A model added to ``MODEL_KINDS`` whose
+#: estimator sizes a parameter from its first ``partial_fit`` chunk gets its
+#: rule here.
+SIZE_DEFAULTS = {
+    "psa": {"period": _paper_period},
+    "sbm": {"eta": _sbm_eta},
+}
+
+
+def estimator_params(model, given, n_rows, n_units=None):
+    """The parameters of the ``--model`` estimator: ``given`` (the command
+    line's), then the defaults that depend on the size of the whole data.
+
+    The L2 strength defaults to ``alpha = 1/n`` (``n`` the rows, sentences
+    for the taggers): the regularisation of ``LogisticRegression(C=1)``
+    (CRFsuite's ``c2 = 0.5``), which weakens as the data grow, where a fixed
+    ``alpha`` would over-regularise a stream of millions of rows. The other
+    size-dependent defaults are ``SIZE_DEFAULTS[model]``.
+
+    Parameters
+    ----------
+    model : str
+        The ``--model`` name (a key of ``MODEL_KINDS``).
+    given : dict
+        The parameters the command line sets (``explicit_params``).
+    n_rows : int
+        Rows (tokens) of the whole data.
+    n_units : int, default=None
+        Sentences of the whole data (the taggers).
+
+    Returns
+    -------
+    params : dict
+        The estimator's constructor parameters.
+    """
+    kind = MODEL_KINDS[model][1]
+    n = max(n_units if kind == "tagger" and n_units else n_rows, 1)
+    params = dict(given)
+    params.setdefault("random_state", 0)
+    params.setdefault("alpha", 1.0 / n)
+    for name, rule in SIZE_DEFAULTS.get(model, {}).items():
+        if name not in params:
+            value = rule(n, params)
+            if value is not None:
+                params[name] = value
+    return params
+
+
 def make_estimator(args, n, n_units=None):
     """The estimator of ``--model`` with the command line's parameters, the
-    size-dependent ones set from the whole data: ``n`` rows (tokens),
-    ``n_units`` sentences for the taggers.
+    size-dependent ones set from the whole data (``estimator_params``).
 
-    The L2 strength defaults to ``alpha = 1/n`` (sentences for the taggers):
-    the regularisation of ``LogisticRegression(C=1)`` (CRFsuite's ``c2 =
-    0.5``), which weakens as the data grow, where a fixed ``alpha`` would
-    over-regularise a stream of millions of rows.
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command line.
+    n : int
+        Rows (tokens) of the whole data.
+    n_units : int, default=None
+        Sentences of the whole data (the taggers).
 
     Returns
     -------
     est : estimator
+        The unfitted estimator.
     kind : {'linear', 'tagger'}
+        Its kind (``MODEL_KINDS``).
     """
     cls, kind = model_class(args.model), MODEL_KINDS[args.model][1]
-    params = explicit_params(args, cls)
-    params.setdefault("random_state", 0)
-    if "alpha" not in params:
-        params["alpha"] = 1.0 / max(n_units if kind == "tagger" and n_units else n, 1)
-    if args.model == "psa" and "period" not in params:
-        # the paper's guideline (Sec. 5.1.4), b ~ 0.5 |D| / 1000, from the
-        # whole file: the estimator would take |D| from the first chunk only
-        params["period"] = max(10, int(round(0.5 * n / 1000)))
-    if args.model == "sbm" and "eta" not in params and params.get("update", "paper") == "paper":
-        params["eta"] = 1.0 / n          # SBM's default eta = 1/n, n the whole data
-    return cls(**params), kind
+    return cls(**estimator_params(args.model, explicit_params(args, cls), n, n_units)), kind
 
 
 def _resolve_format(args, paths):
@@ -177,13 +249,20 @@ def _check_resumed_data(saved, scanned, featurizer):
                             f"model's {featurizer.n_features} features")
 
 
-def _at_least_two(chunks):
-    """The chunks, the first cut in two halves when it is the only one: the
-    first chunk trains (and calibrates) the model, so a file of one chunk
-    would otherwise get no progressive validation."""
+def _at_least_two(chunks, scores_chunks):
+    """The chunks, the first cut in two halves when it is the only one and
+    ``scores_chunks()`` (asked once the first chunk is read): a model that
+    scores each chunk before training on it has none before the first, so
+    that a file of one chunk would otherwise get no progressive validation.
+    (A model that does not score chunks gets the chunks as they come: the
+    second is not read ahead of the first's training.)"""
     it = iter(chunks)
     first = next(it, None)
     if first is None:
+        return
+    if not scores_chunks():
+        yield first
+        yield from it
         return
     second = next(it, None)
     chunk, block = first
@@ -200,10 +279,10 @@ def _at_least_two(chunks):
 
 def _import_in_background(name):
     """Import the module of ``--model``'s estimator on a thread, while the
-    files are scanned: scikit-learn's import (with SciPy's statistics, and
-    pandas when installed) takes about a second, as long as the scan of a
-    few million rows. ``model_class`` then finds it imported (or, after a
-    failure here, imports it again and raises)."""
+    files are scanned: scikit-learn's import (with SciPy's statistics)
+    takes about a second, as long as the scan of a few million rows.
+    ``model_class`` then finds it imported (or, after a failure here,
+    imports it again and raises)."""
     def load():
         try:
             model_class(name)
@@ -212,7 +291,139 @@ def _import_in_background(name):
     threading.Thread(target=load, name="skso-import", daemon=True).start()
 
 
+@dataclass
+class TrainingPlan:
+    """What ``skso train`` will do, decided before the first chunk: the files,
+    their format and scan, the featurizer, the classes, the resumed model.
+
+    Attributes
+    ----------
+    args : argparse.Namespace
+        The command line (``chunk_size`` and ``model`` filled in).
+    paths : list of str
+        The data files.
+    fmt : {'svmlight', 'vw', 'conll'}
+        Their format.
+    kind : {'linear', 'tagger'}
+        The kind of ``--model``.
+    saved : SavedModel or None
+        The model ``--resume`` continues.
+    scanned : ScanResult
+        The scan of the files (or what ``--classes`` gives).
+    featurizer : featurizer
+        The reader of the rows (the resumed model's, with ``--resume``).
+    classes : ndarray
+        All the labels.
+    texts : list of int
+        Bytes of text of each file (the progress's total without a scan).
+    t_scan : float
+        Seconds of the scan.
+    """
+
+    args: object
+    paths: list
+    fmt: str
+    kind: str
+    saved: object
+    scanned: ScanResult
+    featurizer: object
+    classes: np.ndarray
+    texts: list
+    t_scan: float
+
+    @property
+    def unit(self):
+        """What a unit of the data is: ``'sentences'`` (CoNLL) or ``'rows'``."""
+        return "sentences" if self.fmt == "conll" else "rows"
+
+
+@dataclass
+class TrainingResult:
+    """What the stream of chunks left: the trained estimator and its figures.
+
+    Attributes
+    ----------
+    est : estimator
+        The trained estimator.
+    kind : {'linear', 'tagger'}
+        Its kind.
+    rows, units : int
+        Rows (tokens) and rows or sentences trained on, all passes.
+    progressive : RunningLoss
+        Progressive validation's sums (pass 1).
+    seconds : float
+        Seconds of training (from the estimator's making).
+    unscored : int
+        Rows (tokens) of the first chunk that progressive validation leaves
+        out: a model that scores each chunk before training on it has none
+        before the first (0 for ``psa``, which scores each row before its
+        own update, and for a resumed model).
+    """
+
+    est: object
+    kind: str
+    rows: int
+    units: int
+    progressive: RunningLoss
+    seconds: float
+    unscored: int = 0
+
+
 def cmd_train(args, out):
+    """``skso train``: plan, stream the chunks, write the model, summarise.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``_parser.build_parser``'s ``train``).
+    out : file-like
+        Where the progress and the summary go (standard error).
+
+    Returns
+    -------
+    code : int
+        ``EXIT_OK``; bad data or command lines raise ``DataError`` /
+        ``UsageError`` (``main`` turns them into exit code 2).
+    """
+    plan = plan_training(args)
+    fb = _open_feedback(plan, out)
+    result = stream_training(plan, fb)
+    header = model_header(plan, result)
+    model = (result.est if args.keep_state else
+             deploy(result.est, result.kind, plan.featurizer.n_features))
+    save_model(args.out, model, header)
+    if not fb.quiet:
+        for line in summary_lines(plan, result, header):
+            fb.write(line)
+    return EXIT_OK
+
+
+# ---- the plan: the command line and the scan -> what to train --------------------------
+def plan_training(args):
+    """Check the command line against the data, scan the files, build the featurizer.
+
+    Every check that can fail on the command line or the data (formats,
+    the model's kind, the resumed model, a single label) runs here, before
+    any training.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command line; ``args.model`` is set from a resumed model and
+        ``args.chunk_size`` from the number of features when not given.
+
+    Returns
+    -------
+    plan : TrainingPlan
+        The files, their scan, the featurizer, the classes.
+
+    Raises
+    ------
+    UsageError
+        A command line that does not fit the data or the resumed model.
+    DataError
+        Bad data (a bad line, a single label, labels a resumed model lacks).
+    """
     if not args.resume:
         # (a resumed model's unpickling imports the same modules on this
         # thread: two threads importing one module graph could each see the
@@ -242,160 +453,308 @@ def cmd_train(args, out):
     classes = scanned.classes if saved is None else saved.estimator.classes_
     if classes.size < 2:
         raise DataError(f"the data have a single label ({classes[0]!r}): nothing to learn")
-    texts = [text_size(p) for p in paths]
+    if args.chunk_size is None:
+        args.chunk_size = max(10_000, min(100_000, featurizer.n_features // 10))
+    return TrainingPlan(args, paths, fmt, kind, saved, scanned, featurizer, classes,
+                        [text_size(p) for p in paths], t_scan)
+
+
+def _open_feedback(plan, out):
+    """The progress display, its first line written (the model and the data)."""
+    args, scanned, fmt = plan.args, plan.scanned, plan.fmt
     if scanned.n_rows:
         fb = Feedback(args.progress, scanned.n_rows * args.passes, "rows", out)
     else:
-        fb = Feedback(args.progress, sum(texts) * args.passes, "bytes", out)
-    unit = "sentences" if fmt == "conll" else "rows"
+        fb = Feedback(args.progress, sum(plan.texts) * args.passes, "bytes", out)
     size = (f"{scanned.n_rows:,} rows" if scanned.n_rows else "rows not scanned")
     fb.write(f"skso train: {args.model} ({MODEL_KINDS[args.model][0]}) on {size}"
              + (f" ({scanned.n_units:,} sentences)" if fmt == "conll" and scanned.n_rows
                 else "")
-             + f", {featurizer.n_features:,} features, {classes.size} classes, "
-               f"{fmt}; scan {t_scan:.2f}s"
-             + (f"; resuming {args.resume}" if saved is not None else ""))
-    if args.chunk_size is None:
-        args.chunk_size = max(10_000, min(100_000, featurizer.n_features // 10))
-    est = None
-    if saved is not None:
-        est = saved.estimator
-        est.set_params(**explicit_params(args, model_class(args.model)))
+             + f", {plan.featurizer.n_features:,} features, {plan.classes.size} classes, "
+               f"{fmt}; scan {plan.t_scan:.2f}s"
+             + (f"; resuming {args.resume}" if plan.saved is not None else ""))
+    return fb
+
+
+# ---- the stream: the chunks through partial_fit ---------------------------------------
+class _Stream:
+    """The running state of ``stream_training``: the estimator (made at the
+    first chunk when the rows were not scanned), the rows so far,
+    progressive validation, the PSA stream of calls."""
+
+    def __init__(self, plan, fb):
+        self.plan, self.fb = plan, fb
+        self.est, self.kind = None, plan.kind
+        if plan.saved is not None:
+            self.est = plan.saved.estimator
+            self.est.set_params(**explicit_params(plan.args, model_class(plan.args.model)))
+        self.fitted = plan.saved is not None
+        self.progressive = RunningLoss()
+        #: rows of the first chunk that progressive validation leaves out
+        #: (a model that scores chunks: none precedes the first)
+        self.unscored = 0
+        self.rows = self.units = 0
+        self.stream = None
+        self.header_written = False
+        self.t_train = fb.start = time.perf_counter()
+
+    def make_estimator(self):
+        """Make the estimator from the scanned size; the training time starts now."""
+        scanned = self.plan.scanned
+        self.est, self.kind = make_estimator(self.plan.args, scanned.n_rows, scanned.n_units)
+        self.t_train = self.fb.start = time.perf_counter()
+
+    def estimate_and_make(self, chunk, block):
+        """No scan: the rows (sentences) of the whole data estimated from the
+        first block's rows per byte, then the estimator made."""
+        scanned = self.plan.scanned
+        ratio = sum(self.plan.texts) / max(block.end, 1)
+        scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
+        scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
+        self.est, self.kind = make_estimator(self.plan.args, scanned.n_rows, scanned.n_units)
+        self.fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first chunk)")
+
+    def will_stream(self):
+        """Whether the estimator trains as a stream of calls (``_streams``),
+        asked of its class and parameters before it is made."""
+        if self.est is not None:
+            return _streams(self.est, self.kind)
+        args = self.plan.args
+        cls = model_class(args.model)
+        return (self.kind == "linear" and hasattr(cls, "_begin_stream")
+                and not explicit_params(args, cls).get("verbose", cls().verbose))
+
+    def write_table_header(self, chunk):
+        """The loss's name, what is scored, and the progressive-validation
+        table's header, once (before the first chunk, ``chunk``)."""
+        if self.header_written or self.plan.args.no_progressive:
+            return
+        what = loss_name(self.est, self.kind, self.plan.classes.size)
+        if self.stream is not None:
+            what += "; each row scored just before its own update"
+        elif self.fitted:
+            what += "; each chunk scored before training on it"
+        else:
+            what += ("; each chunk scored before training on it, "
+                     + unscored_note(chunk.n_rows, self.kind))
+        self.fb.write(f"loss: {what}")
+        self.fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
+                      f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
+                      f"{'left':>8}")
+        self.header_written = True
+
+    def train_on(self, chunk, block, p):
+        """One chunk of pass ``p``: scored (pass 1, a fitted model), trained
+        on, counted, reported."""
+        args, est, kind = self.plan.args, self.est, self.kind
+        # (a stream scores each row before its own update, the first chunk's
+        # too; chunks are scored before training on them, but no model
+        # precedes the first)
+        scored = (self.fitted or self.stream is not None) and p == 0 \
+            and not args.no_progressive
+        if not scored and p == 0 and not args.no_progressive:
+            self.unscored += chunk.n_rows
+        if scored and self.stream is None:
+            self.progressive.add(*chunk_scores(est, kind, chunk)[:3])
+        # (classes on the first call only: later calls are checked against it)
+        first = {} if self.fitted else {"classes": self.plan.classes}
+        with warnings.catch_warnings():
+            # scikit-learn's check of `classes` takes more than 20 labels
+            # for a regression target: the labels here are the data's
+            warnings.filterwarnings("ignore", message="The number of unique classes")
+            if kind == "tagger":
+                est.partial_fit(*chunk.sequences(), **first)
+            else:
+                est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
+        if scored and self.stream is not None:
+            self.progressive.add(*linear_scores_loss(est, chunk,
+                                                     self.stream.scores(chunk.n_rows))[:3])
+        self.fitted = True
+        self.rows += chunk.n_rows
+        self.units += chunk.n_units
+        fb, texts = self.fb, self.plan.texts
+        if fb.unit == "rows":
+            fb.update(self.rows, self.rows)
+        else:
+            i = self.plan.paths.index(block.path)
+            fb.update(p * sum(texts) + sum(texts[:i]) + block.end, self.rows)
+        if fb.due(self.rows) and self.progressive.last_w and not args.no_progressive:
+            _report(fb, self.progressive, self.rows, self.t_train)
+
+
+def _pass_chunks(plan, p, fitted, rng, scores_chunks):
+    """The chunks of pass ``p`` (shuffled through the buffer, if any) and the
+    reader thread that reads them (None with ``--no-reader-thread``); a
+    file of one chunk cut in two for a model that ``scores_chunks()``."""
+    args = plan.args
+    chunks = iter_chunks(plan.paths, plan.featurizer, args.chunk_size,
+                         first_chunk_size=None if fitted else args.first_chunk_size,
+                         keep_text=False)
+    if args.shuffle_buffer > 0:
+        chunks = shuffled(chunks, args.shuffle_buffer, rng)
+    # the reader thread reads, parses and shuffles (the shuffle's rng is
+    # used by it alone, one pass after the other): the same chunks in the
+    # same order as without it; a bad line raises here, before any model
+    # file is written
+    reader = None if args.no_reader_thread else ReadAhead(chunks, READ_AHEAD)
+    if reader is not None:
+        chunks = reader
+    if p == 0 and not fitted and not args.no_progressive:
+        chunks = _at_least_two(chunks, scores_chunks)
+    return chunks, reader
+
+
+def stream_training(plan, fb):
+    """Train over the chunks of the files, ``--passes`` times, with
+    progressive validation on pass 1.
+
+    Parameters
+    ----------
+    plan : TrainingPlan
+        ``plan_training``'s.
+    fb : Feedback
+        The progress display (the progressive-validation table goes there).
+
+    Returns
+    -------
+    result : TrainingResult
+        The trained estimator, the rows, progressive validation's sums.
+
+    Raises
+    ------
+    DataError
+        A bad line (raised by the reader, after the chunks before it) or a
+        row without a label.
+    """
+    args, scanned = plan.args, plan.scanned
     rng = np.random.default_rng(0 if args.random_state is None else args.random_state)
-    progressive = RunningLoss()
-    rows = units = 0
-    fitted = saved is not None
-    stream = None
-    t_train = time.perf_counter()
-    fb.start = t_train
-    header_written = False
+    s = _Stream(plan, fb)
     for p in range(args.passes):
-        chunks = iter_chunks(paths, featurizer, args.chunk_size,
-                             first_chunk_size=None if fitted else args.first_chunk_size)
-        if args.shuffle_buffer > 0:
-            chunks = shuffled(chunks, args.shuffle_buffer, rng)
-        # the reader thread reads, parses and shuffles (the shuffle's rng is
-        # used by it alone, one pass after the other): the same chunks in the
-        # same order as without it; a bad line raises here, before any model
-        # file is written
-        reader = None if args.no_reader_thread else ReadAhead(chunks, READ_AHEAD)
-        if reader is not None:
-            chunks = reader
-        if p == 0 and not fitted and not args.no_progressive:
-            chunks = _at_least_two(chunks)
+        chunks, reader = _pass_chunks(plan, p, s.fitted, rng,
+                                      lambda: not s.will_stream())
         try:
-            if est is None and scanned.n_rows:
+            if s.est is None and scanned.n_rows:
                 # (made now, the reader thread started: it parses the first
-                # chunks while the estimator's module is imported; the
-                # training time starts with the estimator)
-                est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-                t_train = fb.start = time.perf_counter()
+                # chunks while the estimator's module is imported)
+                s.make_estimator()
             for chunk, block in chunks:
                 if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
                     raise DataError(f"{block.path}, lines from {block.first_line}: a row "
                                     "without a label (training needs labels)")
-                if est is None:
-                    # no scan: the rows (sentences) of the whole data
-                    # estimated from this first block's rows per byte
-                    ratio = sum(texts) / max(block.end, 1)
-                    scanned.n_rows = max(1, int(round(chunk.n_rows * ratio)))
-                    scanned.n_units = max(1, int(round(chunk.n_units * ratio)))
-                    est, kind = make_estimator(args, scanned.n_rows, scanned.n_units)
-                    fb.write(f"(about {scanned.n_rows:,} rows, estimated from the first "
-                             "chunk)")
-                if stream is None and _streams(est, kind):
-                    stream = est._begin_stream()
-                if not header_written and not args.no_progressive:
-                    fb.write(f"loss: {loss_name(est, kind, classes.size)}")
-                    fb.write(f"{'avg loss':>10} {'since last':>10} {'avg err':>8} "
-                             f"{'since last':>10} {'rows':>11} {'rows/s':>10} {'done':>6} "
-                             f"{'left':>8}")
-                    header_written = True
-                scored = fitted and p == 0 and not args.no_progressive
-                if scored and stream is None:
-                    progressive.add(*chunk_scores(est, kind, chunk)[:3])
-                # (classes on the first call only: later calls are checked against it)
-                first = {} if fitted else {"classes": classes}
-                with warnings.catch_warnings():
-                    # scikit-learn's check of `classes` takes more than 20 labels
-                    # for a regression target: the labels here are the data's
-                    warnings.filterwarnings("ignore",
-                                            message="The number of unique classes")
-                    if kind == "tagger":
-                        est.partial_fit(*chunk.sequences(), **first)
-                    else:
-                        est.partial_fit(chunk.X, chunk.y, sample_weight=chunk.w, **first)
-                if scored and stream is not None:
-                    progressive.add(*linear_scores_loss(est, chunk,
-                                                        stream.scores(chunk.n_rows))[:3])
-                fitted = True
-                rows += chunk.n_rows
-                units += chunk.n_units
-                if fb.unit == "rows":
-                    fb.update(rows, rows)
-                else:
-                    i = paths.index(block.path)
-                    fb.update(p * sum(texts) + sum(texts[:i]) + block.end, rows)
-                if fb.due(rows) and progressive.last_w and not args.no_progressive:
-                    _report(fb, progressive, rows, t_train)
+                if s.est is None:
+                    s.estimate_and_make(chunk, block)
+                if s.stream is None and _streams(s.est, s.kind):
+                    s.stream = s.est._begin_stream()
+                s.write_table_header(chunk)
+                s.train_on(chunk, block, p)
         finally:
             if reader is not None:      # (an error in training, Ctrl-C: stop it now)
                 reader.close()
-    if stream is not None:
-        est._end_stream()
-    if progressive.last_w:           # the rows since the last report (small files too)
-        _report(fb, progressive, rows, t_train)
+    if s.stream is not None:
+        s.est._end_stream()
+    if s.progressive.last_w:           # the rows since the last report (small files too)
+        _report(fb, s.progressive, s.rows, s.t_train)
     fb.close()
-    seconds = time.perf_counter() - t_train
+    return TrainingResult(s.est, s.kind, s.rows, s.units, s.progressive,
+                          time.perf_counter() - s.t_train, s.unscored)
+
+
+# ---- the model file's header and the summary ------------------------------------------
+def model_header(plan, result):
+    """The model file's header (``_model``'s format): the estimator, its
+    parameters, the featurizer, the classes, how it was trained.
+
+    Parameters
+    ----------
+    plan : TrainingPlan
+        ``plan_training``'s.
+    result : TrainingResult
+        ``stream_training``'s.
+
+    Returns
+    -------
+    header : dict
+        Plain values only (``jsonable``).
+    """
+    args, est, progressive = plan.args, result.est, result.progressive
     params = est.get_params()
-    previous = saved.header["training"] if saved is not None else None
-    training = {"files": paths, "rows": rows, unit: units, "passes": args.passes,
-                "scanned": args.classes is None, "seconds": seconds, "scan_seconds": t_scan,
+    training = {"files": plan.paths, "rows": result.rows, plan.unit: result.units,
+                "passes": args.passes, "scanned": args.classes is None,
+                "seconds": result.seconds, "scan_seconds": plan.t_scan,
                 "alpha": jsonable(params.get("alpha")),
-                "alpha_rule": "1/n" if saved is None and not _alpha_given(args) else "given",
-                "progressive_loss": progressive.loss / progressive.w if progressive.w
-                else None,
-                "progressive_error": progressive.err / progressive.w if progressive.w
-                else None,
-                "loss": loss_name(est, kind, classes.size)}
-    if previous is not None:
-        training["resumed_from"] = {"file": args.resume, "training": previous}
-    header = {
+                "alpha_rule": ("1/n" if plan.saved is None and not _alpha_given(args)
+                               else "given"),
+                "progressive_loss": (progressive.loss / progressive.w if progressive.w
+                                     else None),
+                "progressive_error": (progressive.err / progressive.w if progressive.w
+                                      else None),
+                "progressive_rows": progressive.w, "progressive_unscored_rows": result.unscored,
+                "loss": loss_name(est, result.kind, plan.classes.size)}
+    if plan.saved is not None:
+        training["resumed_from"] = {"file": args.resume,
+                                    "training": plan.saved.header["training"]}
+    return {
         "package_version": __version__, "model": args.model,
-        "estimator": type(est).__name__, "kind": kind,
+        "estimator": type(est).__name__, "kind": result.kind,
         "params": {k: jsonable(v) for k, v in params.items()},
-        "featurizer": featurizer.to_dict(),
+        "featurizer": plan.featurizer.to_dict(),
         "classes": [jsonable(c) for c in est.classes_],
         "training": training,
         "contents": TRAINING_STATE if args.keep_state else DEPLOYMENT,
     }
-    model = est if args.keep_state else deploy(est, kind, featurizer.n_features)
-    save_model(args.out, model, header)
-    if fb.quiet:
-        return EXIT_OK
-    summary = [f"finished: {rows:,} rows in {args.passes} pass(es), {seconds:.2f}s "
-               f"({rows / max(seconds, 1e-9):,.0f} rows/s; scan {t_scan:.2f}s)"]
+
+
+def summary_lines(plan, result, header):
+    """The lines ``skso train`` ends with: rows and speed, the L2 strength
+    and where it comes from, progressive validation, the model file.
+
+    Parameters
+    ----------
+    plan : TrainingPlan
+        ``plan_training``'s.
+    result : TrainingResult
+        ``stream_training``'s.
+    header : dict
+        ``model_header``'s (the model file is written).
+
+    Returns
+    -------
+    lines : list of str
+    """
+    args, scanned, progressive = plan.args, plan.scanned, result.progressive
+    rows, seconds = result.rows, result.seconds
+    params = result.est.get_params()
+    lines = [f"finished: {rows:,} rows in {args.passes} pass(es), {seconds:.2f}s "
+             f"({rows / max(seconds, 1e-9):,.0f} rows/s; scan {plan.t_scan:.2f}s)"]
     if "alpha" in params:
-        n_reg = "sentences" if kind == "tagger" else "rows"
-        if training["alpha_rule"] == "1/n":
-            n = scanned.n_units if kind == "tagger" else scanned.n_rows
+        n_reg = "sentences" if result.kind == "tagger" else "rows"
+        if header["training"]["alpha_rule"] == "1/n":
+            n = scanned.n_units if result.kind == "tagger" else scanned.n_rows
             how = "from the scan" if args.classes is None else "estimated"
-            summary.append(f"L2: alpha = 1/n = {params['alpha']:.4g} (n = {n:,} {n_reg}, "
-                           f"{how}; --alpha sets it)")
+            lines.append(f"L2: alpha = 1/n = {params['alpha']:.4g} (n = {n:,} {n_reg}, "
+                         f"{how}; --alpha sets it)")
         else:
-            summary.append(f"L2: alpha = {params['alpha']:.4g}"
-                           + (" (the resumed model's)" if saved is not None
-                              and args.alpha is None else " (given)"))
+            lines.append(f"L2: alpha = {params['alpha']:.4g}"
+                         + (" (the resumed model's)" if plan.saved is not None
+                            and args.alpha is None else " (given)"))
     if progressive.w:
-        summary.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows): "
-                       f"average loss {progressive.loss / progressive.w:.6f}, "
-                       f"error {progressive.err / progressive.w:.4f}")
+        left_out = (f"; {unscored_note(result.unscored, result.kind)}"
+                    if result.unscored else "")
+        lines.append(f"progressive validation (pass 1, {progressive.w:,.0f} rows{left_out}): "
+                     f"average loss {progressive.loss / progressive.w:.6f}, "
+                     f"error {progressive.err / progressive.w:.4f}")
     what = ("with the training state, for --resume" if args.keep_state else
             "for prediction; --keep-state keeps the training state, for --resume")
-    summary.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes): {what}")
-    for line in summary:
-        fb.write(line)
-    return EXIT_OK
+    lines.append(f"model: {args.out} ({os.path.getsize(args.out):,} bytes): {what}")
+    return lines
+
+
+def unscored_note(n_rows, kind):
+    """What progressive validation leaves out, and why: the ``n_rows`` rows
+    (tokens) of the first chunk of a model that scores chunks."""
+    rows = "tokens" if kind == "tagger" else "rows"
+    return (f"not the first chunk's {n_rows:,} {rows}: no model precedes it (its "
+            "partial_fit starts the model: classes, step size)")
 
 
 def _streams(est, kind):
