@@ -500,7 +500,11 @@ class _BaseSequenceTagger(BaseEstimator):
             return float(self.eta0)
         st = self._state
         n = batch.n_sequences
-        rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
+        # (the sklearn-crfsuite facade sets CRFsuite's calibration parameters:
+        # eta_start, factor, n_samples, max_trials)
+        search = dict(getattr(self, "_calibration", None) or {})
+        n_samples = search.pop("n_samples", 1000)
+        rows = np.sort(st.rng.choice(n, size=min(n, n_samples), replace=False))
         sample, sample_labels = batch.sample(rows, label_idx)
         # (the trials on the sample's attributes only: the same steps)
         X_used, coef, allowed, n_used = sample_attributes(
@@ -511,7 +515,7 @@ class _BaseSequenceTagger(BaseEstimator):
         return calibrate_crf_eta0(ds, coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), lam=lam,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1=l1, allowed=allowed)
+                                  l1=l1, allowed=allowed, **search)
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
