@@ -32,7 +32,8 @@ from sklearn_secondorder.crfsuite import CRF, DEFAULT_ALGORITHM, available_algor
 from sklearn_secondorder.metrics import chunk_f1_score  # noqa: E402
 from sklearn_secondorder.sequence import ASFSequenceTagger  # noqa: E402
 
-DATA = HERE.parent.parent / "shared" / "data" / "conll2000"
+SHARED = HERE.parent.parent / "shared" / "data"
+DATA = SHARED / "conll2000"
 
 # the tutorial's features, from the tutorial example itself (one copy)
 sys.path.insert(0, str(HERE.parent / "examples"))
@@ -43,6 +44,87 @@ def read(split):
     with gzip.open(DATA / f"{split}.txt.gz", "rt") as f:
         blocks = f.read().strip().split("\n\n")
     return [[tuple(line.split()) for line in b.splitlines()] for b in blocks]
+
+
+# ---- the four sets of the default's choice -----------------------------------------
+def _blocks(path, sep=None):
+    with gzip.open(path, "rt") as f:
+        blocks = f.read().strip().split("\n\n")
+    return [[tuple(line.split(sep)) for line in b.splitlines()] for b in blocks]
+
+
+def read_conll2003(split):
+    """CoNLL-2003 English sentences of ``(word, pos, chunk, ner)`` tokens (the
+    ``-DOCSTART-`` lines dropped); the tags are IOB1, as distributed."""
+    sents = _blocks(SHARED / "conll2003" / f"eng.{split}.gz")
+    return [s for s in sents if s and s[0][0] != "-DOCSTART-"]
+
+
+def read_bc2gm(split):
+    """BC2GM sentences of ``(word, tag)`` tokens, tags ``B-GENE`` / ``I-GENE`` / ``O``."""
+    return _blocks(SHARED / "bc2gm" / f"{split}.tsv.gz", "\t")
+
+
+def word_shape(word):
+    """``Xxdd``-style shape: upper ``X``, lower ``x``, digit ``d``, others kept."""
+    return "".join("X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit()
+                   else c for c in word)
+
+
+def ner_features(words):
+    """The generic NER template of a sentence: every token's word, lowercase,
+    shape, 2- and 3-letter prefixes and suffixes, the lowercase words and shapes
+    at -2..+2, and ``bias``."""
+    n = len(words)
+    lower = [w.lower() for w in words]
+    shape = [word_shape(w) for w in words]
+    out = []
+    for i, w in enumerate(words):
+        d = {"bias": 1.0, "w": w, "lw": lower[i], "sh": shape[i], "p2": w[:2], "p3": w[:3],
+             "s2": w[-2:], "s3": w[-3:]}
+        for k in (-2, -1, 1, 2):
+            j = i + k
+            if 0 <= j < n:
+                d[f"{k:+d}:lw"] = lower[j]
+                d[f"{k:+d}:sh"] = shape[j]
+            else:
+                d[f"{k:+d}:lw"] = d[f"{k:+d}:sh"] = "BOS" if j < 0 else "EOS"
+        out.append(d)
+    return out
+
+
+def base_np(tags):
+    """Base NP: the NP chunks kept, every other chunk tag ``O``."""
+    return [t if t.endswith("-NP") else "O" for t in tags]
+
+
+def load_set(name, quick=False):
+    """``(X_train, y_train, X_test, y_test)`` of ``'chunking'``, ``'basenp'``
+    (CoNLL-2000 with the tutorial's features), ``'conll2003'`` (English NER,
+    test set testb) or ``'bc2gm'`` (gene mentions, test set test), the last
+    two with the generic NER template (``ner_features``)."""
+    if name in ("chunking", "basenp"):
+        train, test = read("train"), read("test")
+        tags = (lambda s: [t[2] for t in s]) if name == "chunking" else \
+            (lambda s: base_np([t[2] for t in s]))
+        feats = sent2features
+    elif name == "conll2003":
+        train, test = read_conll2003("train"), read_conll2003("testb")
+        tags = lambda s: [t[3] for t in s]  # noqa: E731
+        feats = lambda s: ner_features([t[0] for t in s])  # noqa: E731
+    elif name == "bc2gm":
+        train, test = read_bc2gm("train"), read_bc2gm("test")
+        tags = lambda s: [t[1] for t in s]  # noqa: E731
+        feats = lambda s: ner_features([t[0] for t in s])  # noqa: E731
+    else:
+        raise ValueError(f"unknown set {name!r}")
+    if quick:
+        train, test = train[:1500], test[:500]
+    return ([feats(s) for s in train], [tags(s) for s in train],
+            [feats(s) for s in test], [tags(s) for s in test])
+
+
+SETS = ("chunking", "basenp", "conll2003", "bc2gm")
 
 
 def measure(name, crf, Xtr, ytr, Xte, yte):
