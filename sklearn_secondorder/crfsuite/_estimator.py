@@ -284,20 +284,20 @@ default=None
         c2 = _C2 if self.c2 is None else float(self.c2)
         on_pass = pass_recorder(log, dev, classes, batch.n_sequences, alg.regularized, c1, c2,
                                 self.verbose)
-        if alg.calibration:
-            tagger._calibration = calibration_params(self, alg)
+        flat = None
         rule = stopping_rule(self, alg)
         if rule is not None:
             best = _l2sgd_rule(log, on_pass, *rule)
-            tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask, callback=best)
-            best.restore(tagger)
+            tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask, callback=best,
+                             eta0_search=calibration_params(self, alg) or None)
+            flat = best.weights
         elif alg.per_pass:
             tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask,
                              callback=on_pass)
         else:
             tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask)
             on_pass(tagger)
-        model = deployed_model(tagger, batch, classes, mask)
+        model = deployed_model(tagger, batch, classes, mask, flat)
         for attr in ("_model_", "_training_log", "estimator_"):
             self.__dict__.pop(attr, None)
         self._model_ = model
@@ -468,25 +468,21 @@ default=None
 
 def _l2sgd_rule(log, on_pass, period, delta):
     """The per-pass callback of CRFsuite's l2sgd: records the pass (``on_pass``),
-    keeps the weights of the pass with the lowest objective, and stops when
-    the objective improved by less than ``delta`` (relative) over the last
+    keeps the weights of the pass with the lowest objective (its ``weights``
+    attribute: the model CRFsuite's l2sgd returns), and stops when the
+    objective improved by less than ``delta`` (relative) over the last
     ``period`` passes (``train_l2sgd.c``: from pass ``period + 1`` on,
-    ``(loss[k - period] - loss[k]) / loss[k] < delta``). ``restore(tagger)``
-    puts the best pass's weights back, as CRFsuite's l2sgd returns them."""
-    kept = {"loss": np.inf, "w": None}
+    ``(loss[k - period] - loss[k]) / loss[k] < delta``)."""
+    best = [np.inf]
 
     def callback(t):
         on_pass(t)
         losses = [rec["loss"] for rec in log.iterations]
         loss = losses[-1]
-        if loss < kept["loss"]:
-            kept["loss"], kept["w"] = loss, t.flat_weights_
+        if loss < best[0]:
+            best[0], callback.weights = loss, t.flat_weights_
         k = len(losses)
         return k > period and (losses[k - 1 - period] - loss) / loss < delta
 
-    def restore(t):
-        if kept["w"] is not None:
-            t._model = kept["w"]
-
-    callback.restore = restore
+    callback.weights = None
     return callback
