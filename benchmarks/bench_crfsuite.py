@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
@@ -146,8 +148,8 @@ def measure(name, crf, Xtr, ytr, Xte, yte):
     return row
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def tutorial_main(argv=None):
+    ap = argparse.ArgumentParser(description="the tutorial flow on CoNLL-2000")
     ap.add_argument("--quick", action="store_true", help="2000 training sentences")
     ap.add_argument("--rounds", type=int, default=2, help="timing rounds of the sweep")
     ap.add_argument("--psa-seeds", type=int, default=10,
@@ -237,5 +239,197 @@ def main(argv=None):
     return 0
 
 
+# ---- the four sets: sklearn-crfsuite's CRF() beside ours ---------------------------
+def _f1(yte, pred):
+    return 100 * chunk_f1_score(yte, [list(p) for p in pred])
+
+
+def timed_fit(est, Xtr, ytr):
+    """``est.fit``: its wall and CPU seconds (input conversion included)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    est.fit(Xtr, ytr)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def four_sets_row(label, est, data, peer=None):
+    Xtr, ytr, Xte, yte = data
+    wall, cpu = timed_fit(est, Xtr, ytr)
+    row = {"model": label, "f1": _f1(yte, est.predict(Xte)), "wall": wall, "cpu": cpu}
+    log = getattr(est, "training_log_", None)
+    kept = getattr(est, "estimator_", None)
+    row["iters"] = (getattr(kept, "n_iter_", None) if kept is not None
+                    else getattr(est, "n_iter_", None) or (len(log.iterations) if log else None))
+    ratio = ""
+    if peer is not None:
+        ratio = (f"  F1 {row['f1'] - peer['f1']:+6.2f}  wall {wall / peer['wall']:.3f}x  "
+                 f"CPU {cpu / peer['cpu']:.3f}x")
+    print(f"  {label:<44} F1 {row['f1']:6.2f}  fit {wall:7.1f} s wall {cpu:7.1f} s CPU  "
+          f"iterations {row['iters']}{ratio}", flush=True)
+    return row
+
+
+def asf_passes(data, max_passes, random_state=0, feedback_average="period"):
+    """Test F1 after every pass of ``CRF(algorithm='asf')`` (CRFsuite's objective
+    and features, ``c2=1``): one fit, its model scored after each pass (the
+    extension protocol's per-pass callback), as ``max_iterations=k`` gives."""
+    from sklearn_secondorder.crfsuite._features import feature_mask
+    from sklearn_secondorder.crfsuite._log import dev_set
+    from sklearn_secondorder.crfsuite._params import tagger_params
+    from sklearn_secondorder.crfsuite._registry import get_algorithm
+    from sklearn_secondorder.sequence import viterbi_labels
+    from sklearn_secondorder.sequence._input import read_sequences
+
+    Xtr, ytr, Xte, yte = data
+    crf = CRF(algorithm="asf", random_state=random_state)
+    alg, cls = get_algorithm("asf")
+    tagger = cls()
+    batch = read_sequences(tagger, Xtr, ytr, fitting=True, first=True)
+    tagger.set_params(**tagger_params(crf, alg, tagger, batch.n_sequences),
+                      feedback_average=feedback_average)
+    classes = np.unique(batch.labels)
+    label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
+    mask = feature_mask(batch, label_idx, classes.size, min_freq=0.0, all_states=False,
+                        all_transitions=False)
+    ds, _, offsets = dev_set(Xte, yte, tagger.vocabulary_, classes, batch.n_features)
+    f1 = []
+
+    def score(t):
+        lab = classes[viterbi_labels(ds, t.flat_weights_, classes.size)]
+        f1.append(_f1(yte, [lab[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]))
+        return False
+
+    tagger.fit_batch(batch, n_passes=max_passes, allowed=mask, callback=score)
+    return f1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
+    ap.add_argument("--quick", action="store_true", help="1500 training / 500 test sentences")
+    ap.add_argument("--sweep", type=int, default=40,
+                    help="passes of CRF(algorithm='asf') scored one by one (0: none)")
+    ap.add_argument("--sweep-seeds", type=int, default=3,
+                    help="random_state 0..N-1 of the sweep (the shuffles)")
+    ap.add_argument("--tutorial", action="store_true",
+                    help="the earlier run instead: the tutorial flow on CoNLL-2000 only")
+    args, rest = ap.parse_known_args(argv)
+    if args.tutorial:
+        return tutorial_main(rest)
+    if not SHARED.exists():
+        print(f"skipped: {SHARED} is absent")
+        return 0
+    import platform
+    from importlib.metadata import version
+
+    import sklearn_crfsuite
+
+    from sklearn_secondorder.sequence import PSASequenceTagger
+    print(f"sklearn-crfsuite {version('sklearn-crfsuite')}, python-crfsuite "
+          f"{version('python-crfsuite')}, python {platform.python_version()}; "
+          f"our CRF() trains {DEFAULT_ALGORITHM!r}; one thread each")
+    summary = []
+    for name in args.sets.split(","):
+        data = load_set(name, args.quick)
+        print(f"\n{name}: {len(data[0])} training / {len(data[2])} test sentences "
+              "(features built before the timings)", flush=True)
+        peer = four_sets_row("sklearn-crfsuite CRF()", sklearn_crfsuite.CRF(), data)
+        rows = [peer,
+                four_sets_row(f"ours CRF() ({DEFAULT_ALGORITHM})",
+                              CRF(keep_training_state=True), data, peer),
+                four_sets_row("ours CRF(algorithm='lbfgs')",
+                              CRF(algorithm="lbfgs", keep_training_state=True), data, peer),
+                four_sets_row("ASFSequenceTagger(random_state=0)",
+                              ASFSequenceTagger(random_state=0), data, peer),
+                four_sets_row("PSASequenceTagger(random_state=0)",
+                              PSASequenceTagger(random_state=0), data, peer)]
+        summary.append((name, rows))
+        for seed in range(args.sweep_seeds if args.sweep else 0):
+            f1 = asf_passes(data, args.sweep, random_state=seed)
+            print(f"  CRF(algorithm='asf', random_state={seed}) F1 after passes 1..{args.sweep}: "
+                  + " ".join(f"{v:.2f}" for v in f1), flush=True)
+
+    print("\nTargets (against sklearn-crfsuite's CRF() in this run): ours CRF() within 0.3 F1 "
+          "in <= 0.25x its fit time; ours lbfgs within 0.05 F1")
+    print(f"  {'set':<10} {'peer F1':>8} {'peer s':>7} {'CRF() F1':>9} {'gap':>6} {'wall':>7} "
+          f"{'CPU':>7} {'lbfgs F1':>9} {'gap':>6} {'wall':>7}")
+    for name, rows in summary:
+        peer, ours, lb = rows[0], rows[1], rows[2]
+        print(f"  {name:<10} {peer['f1']:8.2f} {peer['wall']:7.1f} {ours['f1']:9.2f} "
+              f"{ours['f1'] - peer['f1']:+6.2f} {ours['wall'] / peer['wall']:6.3f}x "
+              f"{ours['cpu'] / peer['cpu']:6.3f}x {lb['f1']:9.2f} {lb['f1'] - peer['f1']:+6.2f} "
+              f"{lb['wall'] / peer['wall']:6.3f}x")
+    return 0
+
+
+def per_pass(argv=None):
+    """F1 and objective pass by pass on one set: ASF (the period's average and
+    all iterates'), PSA, and L-BFGS's objective by iteration."""
+    ap = argparse.ArgumentParser(description="per-pass F1 and objective of ASF, PSA, L-BFGS")
+    ap.add_argument("--set", default="bc2gm")
+    ap.add_argument("--passes", type=int, default=10)
+    args = ap.parse_args(argv)
+    from sklearn_secondorder._core._crf_infer import objective
+    from sklearn_secondorder._core._weights import ScaledWeights
+    from sklearn_secondorder.crfsuite._features import feature_mask
+    from sklearn_secondorder.crfsuite._log import dev_set
+    from sklearn_secondorder.crfsuite._params import tagger_params
+    from sklearn_secondorder.crfsuite._registry import get_algorithm
+    from sklearn_secondorder.sequence import viterbi_labels
+    from sklearn_secondorder.sequence._input import read_sequences
+
+    Xtr, ytr, Xte, yte = load_set(args.set)
+    n = len(Xtr)
+    print(f"{args.set}: {n} training sentences; CRFsuite's objective -sum log p + c2 ||w||^2, "
+          "c2 = 1, CRFsuite's features (test F1, objective on the training set)")
+
+    def run(alg_name, label, **extra):
+        crf = CRF(algorithm=alg_name)
+        alg, cls = get_algorithm(alg_name)
+        tagger = cls()
+        batch = read_sequences(tagger, Xtr, ytr, fitting=True, first=True)
+        tagger.set_params(**tagger_params(crf, alg, tagger, batch.n_sequences), **extra)
+        classes = np.unique(batch.labels)
+        label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
+        mask = feature_mask(batch, label_idx, classes.size, min_freq=0.0, all_states=False,
+                            all_transitions=False)
+        ds, _, offsets = dev_set(Xte, yte, tagger.vocabulary_, classes, batch.n_features)
+        train = []
+        out = []
+
+        def score(t):
+            w = t.flat_weights_
+            if not train:
+                train.append(batch.sequence_data(t.n_attributes_, label_idx))
+            obj = n * objective(train[0], ScaledWeights(w.copy(), classes.size), t.alpha, 1)
+            lab = classes[viterbi_labels(ds, w, classes.size)]
+            out.append((_f1(yte, [lab[offsets[i]:offsets[i + 1]]
+                                  for i in range(len(offsets) - 1)]), obj))
+            return False
+
+        tagger.fit_batch(batch, n_passes=args.passes, allowed=mask, callback=score)
+        print(f"  {label:<44} eta0 {tagger.eta0_:.3g}")
+        print("    F1        " + " ".join(f"{f:8.2f}" for f, _ in out))
+        print("    objective " + " ".join(f"{o:8.0f}" for _, o in out), flush=True)
+        return tagger
+
+    print("  passes      " + " ".join(f"{k:8d}" for k in range(1, args.passes + 1)))
+    eta0 = run("asf", "ASF: the period's average, best step (now)").eta0_
+    run("asf", "ASF: all iterates' average, best step", feedback_average="all")
+    run("asf", "ASF: the period's average, half step", eta0=eta0 / 2)
+    run("asf", "ASF: all iterates' average, half step (before)", feedback_average="all",
+        eta0=eta0 / 2)
+    run("psa", "PSA")
+    lb = CRF(algorithm="lbfgs", keep_training_state=True)
+    wall, _ = timed_fit(lb, Xtr, ytr)
+    loss = lb.estimator_.loss_
+    marks = [k for k in (10, 20, 50, 100, 200, 300) if k <= len(loss)]
+    print(f"  L-BFGS to CRFsuite's stopping rule: {len(loss)} iterations, F1 "
+          f"{_f1(yte, lb.predict(Xte)):.2f}, objective {loss[-1]:.0f} ({wall:.0f} s); "
+          "objective after " + ", ".join(f"{k}: {loss[k - 1]:.0f}" for k in marks))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "per-pass":
+        sys.exit(per_pass(sys.argv[2:]))
     sys.exit(main())

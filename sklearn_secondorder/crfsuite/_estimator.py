@@ -88,7 +88,8 @@ default=None
         'lbfgs' has no limit (CRFsuite's ``INT_MAX``: its ``epsilon`` /
         ``period`` / ``delta`` rule stops it), 'l2sgd' at most 1000 (its
         ``period`` / ``delta`` rule stops it), 'ap', 'pa', 'arow' 100; 'asf'
-        10 and 'psa' 1 (this package's trainers).
+        28 (``CRF()``'s default, see ``algorithm``) and 'psa' 1 (this
+        package's trainers).
     num_memories, epsilon, period, delta, linesearch, max_linesearch : default=None
         CRFsuite's L-BFGS parameters ('lbfgs', CRFsuite's defaults 6, 1e-5,
         10, 1e-5, 'MoreThuente', 20; ``epsilon`` also 'ap', 'pa', 'arow',
