@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
@@ -32,7 +34,8 @@ from sklearn_secondorder.crfsuite import CRF, DEFAULT_ALGORITHM, available_algor
 from sklearn_secondorder.metrics import chunk_f1_score  # noqa: E402
 from sklearn_secondorder.sequence import ASFSequenceTagger  # noqa: E402
 
-DATA = HERE.parent.parent / "shared" / "data" / "conll2000"
+SHARED = HERE.parent.parent / "shared" / "data"
+DATA = SHARED / "conll2000"
 
 # the tutorial's features, from the tutorial example itself (one copy)
 sys.path.insert(0, str(HERE.parent / "examples"))
@@ -43,6 +46,87 @@ def read(split):
     with gzip.open(DATA / f"{split}.txt.gz", "rt") as f:
         blocks = f.read().strip().split("\n\n")
     return [[tuple(line.split()) for line in b.splitlines()] for b in blocks]
+
+
+# ---- the four sets of the default's choice -----------------------------------------
+def _blocks(path, sep=None):
+    with gzip.open(path, "rt") as f:
+        blocks = f.read().strip().split("\n\n")
+    return [[tuple(line.split(sep)) for line in b.splitlines()] for b in blocks]
+
+
+def read_conll2003(split):
+    """CoNLL-2003 English sentences of ``(word, pos, chunk, ner)`` tokens (the
+    ``-DOCSTART-`` lines dropped); the tags are IOB1, as distributed."""
+    sents = _blocks(SHARED / "conll2003" / f"eng.{split}.gz")
+    return [s for s in sents if s and s[0][0] != "-DOCSTART-"]
+
+
+def read_bc2gm(split):
+    """BC2GM sentences of ``(word, tag)`` tokens, tags ``B-GENE`` / ``I-GENE`` / ``O``."""
+    return _blocks(SHARED / "bc2gm" / f"{split}.tsv.gz", "\t")
+
+
+def word_shape(word):
+    """``Xxdd``-style shape: upper ``X``, lower ``x``, digit ``d``, others kept."""
+    return "".join("X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit()
+                   else c for c in word)
+
+
+def ner_features(words):
+    """The generic NER template of a sentence: every token's word, lowercase,
+    shape, 2- and 3-letter prefixes and suffixes, the lowercase words and shapes
+    at -2..+2, and ``bias``."""
+    n = len(words)
+    lower = [w.lower() for w in words]
+    shape = [word_shape(w) for w in words]
+    out = []
+    for i, w in enumerate(words):
+        d = {"bias": 1.0, "w": w, "lw": lower[i], "sh": shape[i], "p2": w[:2], "p3": w[:3],
+             "s2": w[-2:], "s3": w[-3:]}
+        for k in (-2, -1, 1, 2):
+            j = i + k
+            if 0 <= j < n:
+                d[f"{k:+d}:lw"] = lower[j]
+                d[f"{k:+d}:sh"] = shape[j]
+            else:
+                d[f"{k:+d}:lw"] = d[f"{k:+d}:sh"] = "BOS" if j < 0 else "EOS"
+        out.append(d)
+    return out
+
+
+def base_np(tags):
+    """Base NP: the NP chunks kept, every other chunk tag ``O``."""
+    return [t if t.endswith("-NP") else "O" for t in tags]
+
+
+def load_set(name, quick=False):
+    """``(X_train, y_train, X_test, y_test)`` of ``'chunking'``, ``'basenp'``
+    (CoNLL-2000 with the tutorial's features), ``'conll2003'`` (English NER,
+    test set testb) or ``'bc2gm'`` (gene mentions, test set test), the last
+    two with the generic NER template (``ner_features``)."""
+    if name in ("chunking", "basenp"):
+        train, test = read("train"), read("test")
+        tags = (lambda s: [t[2] for t in s]) if name == "chunking" else \
+            (lambda s: base_np([t[2] for t in s]))
+        feats = sent2features
+    elif name == "conll2003":
+        train, test = read_conll2003("train"), read_conll2003("testb")
+        tags = lambda s: [t[3] for t in s]  # noqa: E731
+        feats = lambda s: ner_features([t[0] for t in s])  # noqa: E731
+    elif name == "bc2gm":
+        train, test = read_bc2gm("train"), read_bc2gm("test")
+        tags = lambda s: [t[1] for t in s]  # noqa: E731
+        feats = lambda s: ner_features([t[0] for t in s])  # noqa: E731
+    else:
+        raise ValueError(f"unknown set {name!r}")
+    if quick:
+        train, test = train[:1500], test[:500]
+    return ([feats(s) for s in train], [tags(s) for s in train],
+            [feats(s) for s in test], [tags(s) for s in test])
+
+
+SETS = ("chunking", "basenp", "conll2003", "bc2gm")
 
 
 def measure(name, crf, Xtr, ytr, Xte, yte):
@@ -64,8 +148,8 @@ def measure(name, crf, Xtr, ytr, Xte, yte):
     return row
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def tutorial_main(argv=None):
+    ap = argparse.ArgumentParser(description="the tutorial flow on CoNLL-2000")
     ap.add_argument("--quick", action="store_true", help="2000 training sentences")
     ap.add_argument("--rounds", type=int, default=2, help="timing rounds of the sweep")
     ap.add_argument("--psa-seeds", type=int, default=10,
@@ -155,5 +239,197 @@ def main(argv=None):
     return 0
 
 
+# ---- the four sets: sklearn-crfsuite's CRF() beside ours ---------------------------
+def _f1(yte, pred):
+    return 100 * chunk_f1_score(yte, [list(p) for p in pred])
+
+
+def timed_fit(est, Xtr, ytr):
+    """``est.fit``: its wall and CPU seconds (input conversion included)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    est.fit(Xtr, ytr)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def four_sets_row(label, est, data, peer=None):
+    Xtr, ytr, Xte, yte = data
+    wall, cpu = timed_fit(est, Xtr, ytr)
+    row = {"model": label, "f1": _f1(yte, est.predict(Xte)), "wall": wall, "cpu": cpu}
+    log = getattr(est, "training_log_", None)
+    kept = getattr(est, "estimator_", None)
+    row["iters"] = (getattr(kept, "n_iter_", None) if kept is not None
+                    else getattr(est, "n_iter_", None) or (len(log.iterations) if log else None))
+    ratio = ""
+    if peer is not None:
+        ratio = (f"  F1 {row['f1'] - peer['f1']:+6.2f}  wall {wall / peer['wall']:.3f}x  "
+                 f"CPU {cpu / peer['cpu']:.3f}x")
+    print(f"  {label:<44} F1 {row['f1']:6.2f}  fit {wall:7.1f} s wall {cpu:7.1f} s CPU  "
+          f"iterations {row['iters']}{ratio}", flush=True)
+    return row
+
+
+def asf_passes(data, max_passes, random_state=0, feedback_average="period"):
+    """Test F1 after every pass of ``CRF(algorithm='asf')`` (CRFsuite's objective
+    and features, ``c2=1``): one fit, its model scored after each pass (the
+    extension protocol's per-pass callback), as ``max_iterations=k`` gives."""
+    from sklearn_secondorder.crfsuite._features import feature_mask
+    from sklearn_secondorder.crfsuite._log import dev_set
+    from sklearn_secondorder.crfsuite._params import tagger_params
+    from sklearn_secondorder.crfsuite._registry import get_algorithm
+    from sklearn_secondorder.sequence import viterbi_labels
+    from sklearn_secondorder.sequence._input import read_sequences
+
+    Xtr, ytr, Xte, yte = data
+    crf = CRF(algorithm="asf", random_state=random_state)
+    alg, cls = get_algorithm("asf")
+    tagger = cls()
+    batch = read_sequences(tagger, Xtr, ytr, fitting=True, first=True)
+    tagger.set_params(**tagger_params(crf, alg, tagger, batch.n_sequences),
+                      feedback_average=feedback_average)
+    classes = np.unique(batch.labels)
+    label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
+    mask = feature_mask(batch, label_idx, classes.size, min_freq=0.0, all_states=False,
+                        all_transitions=False)
+    ds, _, offsets = dev_set(Xte, yte, tagger.vocabulary_, classes, batch.n_features)
+    f1 = []
+
+    def score(t):
+        lab = classes[viterbi_labels(ds, t.flat_weights_, classes.size)]
+        f1.append(_f1(yte, [lab[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]))
+        return False
+
+    tagger.fit_batch(batch, n_passes=max_passes, allowed=mask, callback=score)
+    return f1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
+    ap.add_argument("--quick", action="store_true", help="1500 training / 500 test sentences")
+    ap.add_argument("--sweep", type=int, default=40,
+                    help="passes of CRF(algorithm='asf') scored one by one (0: none)")
+    ap.add_argument("--sweep-seeds", type=int, default=3,
+                    help="random_state 0..N-1 of the sweep (the shuffles)")
+    ap.add_argument("--tutorial", action="store_true",
+                    help="the earlier run instead: the tutorial flow on CoNLL-2000 only")
+    args, rest = ap.parse_known_args(argv)
+    if args.tutorial:
+        return tutorial_main(rest)
+    if not SHARED.exists():
+        print(f"skipped: {SHARED} is absent")
+        return 0
+    import platform
+    from importlib.metadata import version
+
+    import sklearn_crfsuite
+
+    from sklearn_secondorder.sequence import PSASequenceTagger
+    print(f"sklearn-crfsuite {version('sklearn-crfsuite')}, python-crfsuite "
+          f"{version('python-crfsuite')}, python {platform.python_version()}; "
+          f"our CRF() trains {DEFAULT_ALGORITHM!r}; one thread each")
+    summary = []
+    for name in args.sets.split(","):
+        data = load_set(name, args.quick)
+        print(f"\n{name}: {len(data[0])} training / {len(data[2])} test sentences "
+              "(features built before the timings)", flush=True)
+        peer = four_sets_row("sklearn-crfsuite CRF()", sklearn_crfsuite.CRF(), data)
+        rows = [peer,
+                four_sets_row(f"ours CRF() ({DEFAULT_ALGORITHM})",
+                              CRF(keep_training_state=True), data, peer),
+                four_sets_row("ours CRF(algorithm='lbfgs')",
+                              CRF(algorithm="lbfgs", keep_training_state=True), data, peer),
+                four_sets_row("ASFSequenceTagger(random_state=0)",
+                              ASFSequenceTagger(random_state=0), data, peer),
+                four_sets_row("PSASequenceTagger(random_state=0)",
+                              PSASequenceTagger(random_state=0), data, peer)]
+        summary.append((name, rows))
+        for seed in range(args.sweep_seeds if args.sweep else 0):
+            f1 = asf_passes(data, args.sweep, random_state=seed)
+            print(f"  CRF(algorithm='asf', random_state={seed}) F1 after passes 1..{args.sweep}: "
+                  + " ".join(f"{v:.2f}" for v in f1), flush=True)
+
+    print("\nTargets (against sklearn-crfsuite's CRF() in this run): ours CRF() within 0.3 F1 "
+          "in <= 0.25x its fit time; ours lbfgs within 0.05 F1")
+    print(f"  {'set':<10} {'peer F1':>8} {'peer s':>7} {'CRF() F1':>9} {'gap':>6} {'wall':>7} "
+          f"{'CPU':>7} {'lbfgs F1':>9} {'gap':>6} {'wall':>7}")
+    for name, rows in summary:
+        peer, ours, lb = rows[0], rows[1], rows[2]
+        print(f"  {name:<10} {peer['f1']:8.2f} {peer['wall']:7.1f} {ours['f1']:9.2f} "
+              f"{ours['f1'] - peer['f1']:+6.2f} {ours['wall'] / peer['wall']:6.3f}x "
+              f"{ours['cpu'] / peer['cpu']:6.3f}x {lb['f1']:9.2f} {lb['f1'] - peer['f1']:+6.2f} "
+              f"{lb['wall'] / peer['wall']:6.3f}x")
+    return 0
+
+
+def per_pass(argv=None):
+    """F1 and objective pass by pass on one set: ASF (the period's average and
+    all iterates'), PSA, and L-BFGS's objective by iteration."""
+    ap = argparse.ArgumentParser(description="per-pass F1 and objective of ASF, PSA, L-BFGS")
+    ap.add_argument("--set", default="bc2gm")
+    ap.add_argument("--passes", type=int, default=10)
+    args = ap.parse_args(argv)
+    from sklearn_secondorder._core._crf_infer import objective
+    from sklearn_secondorder._core._weights import ScaledWeights
+    from sklearn_secondorder.crfsuite._features import feature_mask
+    from sklearn_secondorder.crfsuite._log import dev_set
+    from sklearn_secondorder.crfsuite._params import tagger_params
+    from sklearn_secondorder.crfsuite._registry import get_algorithm
+    from sklearn_secondorder.sequence import viterbi_labels
+    from sklearn_secondorder.sequence._input import read_sequences
+
+    Xtr, ytr, Xte, yte = load_set(args.set)
+    n = len(Xtr)
+    print(f"{args.set}: {n} training sentences; CRFsuite's objective -sum log p + c2 ||w||^2, "
+          "c2 = 1, CRFsuite's features (test F1, objective on the training set)")
+
+    def run(alg_name, label, **extra):
+        crf = CRF(algorithm=alg_name)
+        alg, cls = get_algorithm(alg_name)
+        tagger = cls()
+        batch = read_sequences(tagger, Xtr, ytr, fitting=True, first=True)
+        tagger.set_params(**tagger_params(crf, alg, tagger, batch.n_sequences), **extra)
+        classes = np.unique(batch.labels)
+        label_idx = np.searchsorted(classes, batch.labels).astype(np.int32)
+        mask = feature_mask(batch, label_idx, classes.size, min_freq=0.0, all_states=False,
+                            all_transitions=False)
+        ds, _, offsets = dev_set(Xte, yte, tagger.vocabulary_, classes, batch.n_features)
+        train = []
+        out = []
+
+        def score(t):
+            w = t.flat_weights_
+            if not train:
+                train.append(batch.sequence_data(t.n_attributes_, label_idx))
+            obj = n * objective(train[0], ScaledWeights(w.copy(), classes.size), t.alpha, 1)
+            lab = classes[viterbi_labels(ds, w, classes.size)]
+            out.append((_f1(yte, [lab[offsets[i]:offsets[i + 1]]
+                                  for i in range(len(offsets) - 1)]), obj))
+            return False
+
+        tagger.fit_batch(batch, n_passes=args.passes, allowed=mask, callback=score)
+        print(f"  {label:<44} eta0 {tagger.eta0_:.3g}")
+        print("    F1        " + " ".join(f"{f:8.2f}" for f, _ in out))
+        print("    objective " + " ".join(f"{o:8.0f}" for _, o in out), flush=True)
+        return tagger
+
+    print("  passes      " + " ".join(f"{k:8d}" for k in range(1, args.passes + 1)))
+    eta0 = run("asf", "ASF: the period's average, best step (now)").eta0_
+    run("asf", "ASF: all iterates' average, best step", feedback_average="all")
+    run("asf", "ASF: the period's average, half step", eta0=eta0 / 2)
+    run("asf", "ASF: all iterates' average, half step (before)", feedback_average="all",
+        eta0=eta0 / 2)
+    run("psa", "PSA")
+    lb = CRF(algorithm="lbfgs", keep_training_state=True)
+    wall, _ = timed_fit(lb, Xtr, ytr)
+    loss = lb.estimator_.loss_
+    marks = [k for k in (10, 20, 50, 100, 200, 300) if k <= len(loss)]
+    print(f"  L-BFGS to CRFsuite's stopping rule: {len(loss)} iterations, F1 "
+          f"{_f1(yte, lb.predict(Xte)):.2f}, objective {loss[-1]:.0f} ({wall:.0f} s); "
+          "objective after " + ", ".join(f"{k}: {loss[k - 1]:.0f}" for k in marks))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "per-pass":
+        sys.exit(per_pass(sys.argv[2:]))
     sys.exit(main())

@@ -466,3 +466,54 @@ def test_held_edge_cases():
     empty.insert_blocks(0, 2, period=2)
     assert_array_equal(empty.widths, [3, 3]) and np.all(empty.last == 4)
     assert_allclose(empty.step_sizes, 0.1, rtol=1e-7) and np.all(empty.weights == 0)
+
+
+def _numpy_asf(X, offsets, labels, A, L, *, eta0, alpha, n_epochs, feedback_average):
+    """ASF with explicit iterates: a constant step, feedback after passes 1, 3,
+    6, 10, ...; the feedback (and the model) is the average of all iterates
+    since the start (``'all'``, the paper's Eq. 2) or of the period's: the
+    point fed back and the iterates since (``'period'``)."""
+    from sklearn_secondorder._core._crf_infer import loglik_gradient
+    w = np.zeros((A + L + 1) * L)
+    iterates = []
+    for epoch in range(1, n_epochs + 1):
+        for s in range(len(offsets) - 1):
+            sub = to_data(X[offsets[s]:offsets[s + 1]],
+                          np.array([0, offsets[s + 1] - offsets[s]]),
+                          labels[offsets[s]:offsets[s + 1]])
+            _, g = loglik_gradient(sub, ScaledWeights(w.copy(), L))
+            w = (1 - eta0 * alpha) * w + eta0 * g
+            iterates.append(w.copy())
+        if is_feedback_pass(epoch):
+            w = np.mean(iterates, axis=0)
+            if feedback_average == "period":
+                iterates = [w]
+    return np.mean(iterates, axis=0) if iterates else w
+
+
+@pytest.mark.parametrize("feedback_average", ["period", "all"])
+def test_asf_tagger_feedback_average_matches_numpy(feedback_average):
+    """ASFSequenceTagger's feedback and model: the average of the period's
+    iterates (the default) or of all since the start, as the NumPy
+    reference; ``fit`` and ``fit`` + ``partial_fit`` reach the same model."""
+    from sklearn_secondorder import ASFSequenceTagger
+    rng = np.random.default_rng(11)
+    A, L = 5, 3
+    X, offsets, labels = make_problem(rng, n_seq=6, n_attr=A, n_labels=L)
+    Xs = [X[offsets[s]:offsets[s + 1]].toarray() for s in range(len(offsets) - 1)]
+    ys = [labels[offsets[s]:offsets[s + 1]].tolist() for s in range(len(offsets) - 1)]
+    assert sorted(set(labels.tolist())) == list(range(L))
+    params = dict(eta0=0.3, alpha=0.05, shuffle=False, feedback_average=feedback_average)
+    for n_epochs in (1, 2, 3, 5, 7):
+        ref = _numpy_asf(X, offsets, labels, A, L, eta0=0.3, alpha=0.05, n_epochs=n_epochs,
+                         feedback_average=feedback_average)
+        tagger = ASFSequenceTagger(max_iter=n_epochs, **params).fit(Xs, ys)
+        assert_allclose(tagger.flat_weights_, ref, rtol=1e-9, atol=1e-12)
+    stepwise = ASFSequenceTagger(max_iter=2, **params).fit(Xs, ys)
+    for _ in range(5):
+        stepwise.partial_fit(Xs, ys)
+    assert_allclose(stepwise.flat_weights_, tagger.flat_weights_, rtol=1e-9, atol=1e-12)
+    if feedback_average == "period":      # (the two differ once a period has ended)
+        other = _numpy_asf(X, offsets, labels, A, L, eta0=0.3, alpha=0.05, n_epochs=7,
+                           feedback_average="all")
+        assert np.abs(other - tagger.flat_weights_).max() > 1e-3

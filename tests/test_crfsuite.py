@@ -666,3 +666,139 @@ def test_tutorial_example_skips_cleanly_without_data(tmp_path, capsys, monkeypat
     # the tutorial's CRF, as far as this installation has its algorithm and L1
     crf = module.available(module.sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1))
     assert crf.algorithm in (None, "lbfgs") and crf.c2 == 0.1
+
+
+# ---- CRFsuite's defaults, algorithm by algorithm -----------------------------------
+def _conll2000_slice(n_train, n_test):
+    """CoNLL-2000 with a few of the tutorial's features (``shared_data`` skips)."""
+    from conftest import shared_data
+
+    def read(split, n):
+        with gzip.open(shared_data(f"conll2000/{split}.txt.gz"), "rt") as f:
+            sents = [[tuple(line.split()) for line in b.splitlines()]
+                     for b in f.read().strip().split("\n\n")[:n]]
+        X = [[{"bias": 1.0, "w": s[i][0].lower(), "t": s[i][0].istitle(), "p": s[i][1],
+               "s3": s[i][0][-3:], "-1p": s[i - 1][1] if i else "BOS",
+               "+1p": s[i + 1][1] if i + 1 < len(s) else "EOS",
+               "-1w": s[i - 1][0].lower() if i else "BOS"}
+              for i in range(len(s))] for s in sents]
+        return X, [[t[2] for t in s] for s in sents]
+
+    return (*read("train", n_train), *read("test", n_test))
+
+
+def _crfsuite_defaults(algorithm):
+    """CRFsuite's own defaults of ``algorithm``, with the facade's names."""
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    trainer = pycrfsuite.Trainer(algorithm=algorithm, verbose=False)
+    names = {"type": "pa_type", **{f"calibration.{k}": f"calibration_{k}" for k in
+                                   ("eta", "rate", "samples", "candidates", "max_trials")}}
+    return {names.get(p, p): trainer.get(p) for p in trainer.params()
+            if not p.startswith("feature.")}
+
+
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "pa", "arow"])
+def test_defaults_are_crfsuites(algorithm):
+    """Every parameter left None trains with CRFsuite's default of that
+    algorithm (read from CRFsuite itself): the tagger's parameter, or the
+    facade's stopping rule / calibration."""
+    from sklearn_secondorder.crfsuite._params import calibration_params, stopping_rule
+    from sklearn_secondorder.crfsuite._registry import get_algorithm
+    theirs = _crfsuite_defaults(algorithm)
+    X, y = toy(20, seed=3)
+    crf = CRF(algorithm=algorithm, keep_training_state=True)
+    tagger = crf.fit(X, y).estimator_
+    alg, _ = get_algorithm(algorithm)
+    ours = {f: tagger.get_params()[t] for f, t in alg.params.items()
+            if not f.startswith("all_possible")}
+    if alg.stopping:
+        ours["period"], ours["delta"] = stopping_rule(crf, alg)
+    keys = dict(eta_start="calibration_eta", factor="calibration_rate",
+                n_samples="calibration_samples", max_trials="calibration_max_trials")
+    ours.update({keys[k]: v for k, v in calibration_params(crf, alg).items()})
+    if alg.regularized:
+        n = len(X)
+        assert tagger.alpha == pytest.approx((theirs.pop("c1", 0.0) + 2 * theirs.pop("c2")) / n)
+    # calibration.candidates: the search walks while the objective improves
+    theirs.pop("calibration_candidates", None)
+    assert ours == pytest.approx(theirs), algorithm
+
+
+def test_lbfgs_default_stops_where_crfsuites_does():
+    """CRF(algorithm='lbfgs') and sklearn-crfsuite's CRF() (c2 aside): no iteration
+    limit, the same epsilon / period / delta stop after the same iterations,
+    at the same objective and F1."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    Xtr, ytr, Xte, yte = _conll2000_slice(300, 300)
+    # (a small c2: more than 100 iterations)
+    ref = sklearn_crfsuite.CRF(c2=0.02).fit(Xtr, ytr)
+    ours = CRF(algorithm="lbfgs", c2=0.02, keep_training_state=True).fit(Xtr, ytr)
+    n_ref = len(ref.training_log_.iterations)
+    assert n_ref > 100          # (past the limit the facade had)
+    # the same rule stops both: the iterates agree to rounding, which the
+    # delta test on a flat objective may see a few iterations apart
+    assert abs(ours.estimator_.n_iter_ - n_ref) <= max(3, 0.05 * n_ref)
+    assert ours.estimator_.stop_reason_ in ("converged", "delta")
+    assert_allclose(ours.training_log_.last_iteration["loss"],
+                    ref.training_log_.last_iteration["loss"], rtol=1e-5)
+    f1 = [metrics.flat_f1_score(yte, m.predict(Xte), average="weighted") for m in (ours, ref)]
+    assert f1[0] == pytest.approx(f1[1], abs=5e-4)       # (a token or two of 300 sentences)
+
+
+def test_l2sgd_default_stops_as_crfsuites():
+    """CRF(algorithm='l2sgd') and sklearn-crfsuite's l2sgd at their defaults:
+    up to 1000 passes, stopped by the period / delta rule (well before 1000),
+    the best pass kept, the same objective to 1% and the same token F1 to
+    0.5 points (the shuffles and the step-size searches differ)."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    Xtr, ytr, Xte, yte = _conll2000_slice(300, 300)
+    ref = sklearn_crfsuite.CRF(algorithm="l2sgd").fit(Xtr, ytr)
+    ours = CRF(algorithm="l2sgd").fit(Xtr, ytr)
+    losses = [r["loss"] for r in ours.training_log_]
+    k = len(losses)
+    assert 10 < k < 1000 and 10 < len(ref.training_log_.iterations) < 1000
+    # it stopped at the first pass where the rule holds
+    rel = [(losses[j - 10] - losses[j]) / losses[j] for j in range(10, k)]
+    assert rel[-1] < 1e-6 and all(r >= 1e-6 for r in rel[:-1])
+    best = min(r["loss"] for r in ref.training_log_.iterations)
+    assert min(losses) == pytest.approx(best, rel=0.01)
+    f1 = [metrics.flat_f1_score(yte, m.predict(Xte), average="weighted") for m in (ours, ref)]
+    assert f1[0] == pytest.approx(f1[1], abs=0.005)
+    with pytest.raises(ValueError, match="period must be an int >= 1"):
+        CRF(algorithm="l2sgd", period=0).fit(Xtr[:5], ytr[:5])
+    with pytest.raises(ValueError, match="calibration_rate must be a finite number > 1"):
+        CRF(algorithm="l2sgd", calibration_rate=1.0).fit(Xtr[:5], ytr[:5])
+    with pytest.raises(ValueError, match="does not use calibration_candidates"):
+        CRF(algorithm="l2sgd", calibration_candidates=5).fit(Xtr[:5], ytr[:5])
+
+
+def test_l2sgd_keeps_the_best_pass_and_takes_the_calibration():
+    """The deployed weights are those of the pass with the lowest objective
+    (CRFsuite's l2sgd), and the calibration arguments reach the search."""
+    X, y = toy(60, seed=8)
+    crf = CRF(algorithm="l2sgd", max_iterations=15, keep_training_state=True,
+              calibration_eta=0.05, calibration_rate=3.0, calibration_samples=20,
+              calibration_max_trials=4).fit(X, y)
+    losses = [r["loss"] for r in crf.training_log_]
+    best = int(np.argmin(losses))
+    norm = np.sqrt(sum(w * w for w in crf.state_features_.values())
+                   + sum(w * w for w in crf.transition_features_.values()))
+    assert norm == pytest.approx(crf.training_log_[best]["feature_norm"], rel=1e-9)
+    # the search's first candidate is calibration_eta, then by factor 3 (halved at the end)
+    ratio = np.log(2 * crf.estimator_.eta0_ / 0.05) / np.log(3.0)
+    assert ratio == pytest.approx(round(ratio))
+    assert crf.estimator_.eta0_ != CRF(algorithm="l2sgd", max_iterations=1,
+                                       keep_training_state=True).fit(X, y).estimator_.eta0_
+
+
+@pytest.mark.parametrize("algorithm", ["ap", "pa", "arow"])
+def test_online_defaults_run_crfsuites_100_passes(algorithm):
+    """ap / pa / arow at their defaults: CRFsuite's 100 passes (epsilon 0 never
+    stops them), and a token F1 within a point of CRFsuite's."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    Xtr, ytr, Xte, yte = _conll2000_slice(200, 300)
+    ref = sklearn_crfsuite.CRF(algorithm=algorithm).fit(Xtr, ytr)
+    ours = CRF(algorithm=algorithm, keep_training_state=True).fit(Xtr, ytr)
+    assert len(ref.training_log_.iterations) == 100 == ours.estimator_.n_iter_
+    f1 = [metrics.flat_f1_score(yte, m.predict(Xte), average="weighted") for m in (ours, ref)]
+    assert f1[0] == pytest.approx(f1[1], abs=0.01)

@@ -9,7 +9,7 @@ from ..sequence._input import KIND_DICTS, read_sequences
 from ._features import deployed_model, feature_mask
 from ._log import TrainingLog, dev_set, pass_recorder
 from ._model import CRFModel, Tagger
-from ._params import _C1, _C2, tagger_params
+from ._params import _C1, _C2, calibration_params, stopping_rule, tagger_params
 from ._registry import get_algorithm
 
 #: The algorithm used when ``algorithm`` is None (see the class docstring).
@@ -84,17 +84,33 @@ default=None
         L2 coefficient (CRFsuite's objective). None is 1.
     max_iterations : int, default=None
         Passes (iterations for 'lbfgs') over the training data. None is the
-        algorithm's default (10 for 'asf' and 'l2sgd', 1 for 'psa', 100 for
-        'lbfgs', 'ap', 'pa', 'arow').
+        algorithm's default, CRFsuite's where CRFsuite has the algorithm:
+        'lbfgs' has no limit (CRFsuite's ``INT_MAX``: its ``epsilon`` /
+        ``period`` / ``delta`` rule stops it), 'l2sgd' at most 1000 (its
+        ``period`` / ``delta`` rule stops it), 'ap', 'pa', 'arow' 100; 'asf'
+        28 (``CRF()``'s default, see ``algorithm``) and 'psa' 1 (this
+        package's trainers).
     num_memories, epsilon, period, delta, linesearch, max_linesearch : default=None
-        CRFsuite's L-BFGS parameters ('lbfgs'; ``epsilon`` also 'ap', 'pa',
-        'arow'); giving one to an algorithm that does not take it is a
-        ValueError, never silently ignored.
-    calibration_eta, calibration_rate, calibration_samples, calibration_candidates, \
-calibration_max_trials : default=None
-        CRFsuite's l2sgd calibration parameters (the taggers' ``eta0='auto'``
-        uses CRFsuite's defaults and does not take them); a ValueError when
-        given.
+        CRFsuite's L-BFGS parameters ('lbfgs', CRFsuite's defaults 6, 1e-5,
+        10, 1e-5, 'MoreThuente', 20; ``epsilon`` also 'ap', 'pa', 'arow',
+        default 0). 'l2sgd' takes ``period`` and ``delta`` (defaults 10 and
+        1e-6), CRFsuite's stopping rule: stop after the first pass whose
+        objective improved by less than ``delta`` (relative) on the one
+        ``period`` passes before, and keep the weights of the pass with the
+        lowest objective. Giving one to an algorithm that does not take it
+        is a ValueError, never silently ignored.
+    calibration_eta, calibration_rate, calibration_samples : default=None
+        CRFsuite's l2sgd step-size calibration ('l2sgd'): the first step
+        tried (0.1), the factor between candidates (2), the sequences of the
+        sample (1000); the trials each way are ``calibration_max_trials``.
+        The search walks while the objective after a trial pass improves and
+        halves the best step (Bottou's recipe).
+    calibration_candidates : None, default=None
+        CRFsuite's number of steps tried each way; the search above walks
+        while the objective improves instead, so anything but None is a
+        ValueError.
+    calibration_max_trials : int, default=None
+        The trials each way of the calibration above ('l2sgd'); None is 20.
     pa_type, c, error_sensitive, averaging, variance, gamma : default=None
         CRFsuite's PA ('pa') and AROW ('arow') parameters; a ValueError when
         given to another algorithm.
@@ -269,13 +285,20 @@ calibration_max_trials : default=None
         c2 = _C2 if self.c2 is None else float(self.c2)
         on_pass = pass_recorder(log, dev, classes, batch.n_sequences, alg.regularized, c1, c2,
                                 self.verbose)
-        if alg.per_pass:
+        flat = None
+        rule = stopping_rule(self, alg)
+        if rule is not None:
+            best = _l2sgd_rule(log, on_pass, *rule)
+            tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask, callback=best,
+                             eta0_search=calibration_params(self, alg) or None)
+            flat = best.weights
+        elif alg.per_pass:
             tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask,
                              callback=on_pass)
         else:
             tagger.fit_batch(batch, n_passes=tagger.max_iter, allowed=mask)
             on_pass(tagger)
-        model = deployed_model(tagger, batch, classes, mask)
+        model = deployed_model(tagger, batch, classes, mask, flat)
         for attr in ("_model_", "_training_log", "estimator_"):
             self.__dict__.pop(attr, None)
         self._model_ = model
@@ -442,3 +465,25 @@ calibration_max_trials : default=None
         state = super().__getstate__().copy()
         state.pop("_tagger", None)        # (rebuilt on demand, as sklearn-crfsuite's)
         return state
+
+
+def _l2sgd_rule(log, on_pass, period, delta):
+    """The per-pass callback of CRFsuite's l2sgd: records the pass (``on_pass``),
+    keeps the weights of the pass with the lowest objective (its ``weights``
+    attribute: the model CRFsuite's l2sgd returns), and stops when the
+    objective improved by less than ``delta`` (relative) over the last
+    ``period`` passes (``train_l2sgd.c``: from pass ``period + 1`` on,
+    ``(loss[k - period] - loss[k]) / loss[k] < delta``)."""
+    best = [np.inf]
+
+    def callback(t):
+        on_pass(t)
+        losses = [rec["loss"] for rec in log.iterations]
+        loss = losses[-1]
+        if loss < best[0]:
+            best[0], callback.weights = loss, t.flat_weights_
+        k = len(losses)
+        return k > period and (losses[k - 1 - period] - loss) / loss < delta
+
+    callback.weights = None
+    return callback

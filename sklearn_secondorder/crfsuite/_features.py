@@ -46,11 +46,15 @@ def feature_mask(batch, label_idx, n_labels, *, min_freq, all_states, all_transi
     return np.concatenate([state.ravel(), trans.ravel(), np.ones(L, dtype=np.uint8)])
 
 
-def deployed_model(tagger, batch, classes, mask):
+def deployed_model(tagger, batch, classes, mask, flat=None):
     """The compact model: labels in first-appearance order, the attributes
-    with a non-zero weight, the weights that exist."""
+    with a non-zero weight, the weights that exist (of ``flat``, weights in
+    the tagger's flat layout, when given: l2sgd's best pass; else the
+    tagger's)."""
     A, L = tagger.n_attributes_, classes.size
-    flat = np.asarray(tagger.flat_weights_, dtype=np.float64)
+    if flat is None:
+        flat = tagger.flat_weights_
+    flat = np.asarray(flat, dtype=np.float64)
     W = flat[:A * L].reshape(A, L)
     T = flat[A * L:A * L + L * L].reshape(L, L)
     _, first = np.unique(batch.labels, return_index=True)

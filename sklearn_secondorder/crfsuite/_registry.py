@@ -57,6 +57,20 @@ class Algorithm:
         ``'all'``: every (attribute, label) pair and transition exists (a
         trainer that takes no mask); ``min_freq`` or an explicit
         ``all_possible_*=False`` is a ValueError.
+    defaults : dict
+        CRFsuite's default of a facade parameter where it differs from the
+        tagger's own (``max_iterations`` of 'lbfgs' and 'l2sgd'): a facade
+        parameter left None takes it, so ``CRF(algorithm=name)`` trains as
+        CRFsuite's trainer of that name does.
+    stopping : dict
+        Facade parameters the facade itself honours between passes (CRFsuite's
+        l2sgd rule: ``period``, ``delta``), with their CRFsuite defaults; the
+        pass-by-pass training stops by that rule and keeps the pass of the
+        lowest objective, as CRFsuite's l2sgd does (``_estimator``).
+    calibration : dict
+        CRFsuite's step-size calibration parameters the tagger's ``eta0='auto'``
+        takes (``calibration_eta`` ...), facade name -> (keyword of
+        ``calibrate_crf_eta0``, CRFsuite's default).
     summary : str
         One line for the error message and the docs.
     """
@@ -68,7 +82,14 @@ class Algorithm:
     fixed: dict = field(default_factory=dict)
     per_pass: bool = True
     features: str = "mask"
+    defaults: dict = field(default_factory=dict)
+    stopping: dict = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)
     summary: str = ""
+
+    def takes(self):
+        """The facade parameters this algorithm honours (besides ``c1``, ``c2``)."""
+        return set(self.params) | set(self.stopping) | set(self.calibration)
 
     def tagger_class(self):
         """The tagger class, or None when it cannot be imported (not there yet)."""
@@ -166,20 +187,34 @@ def penalty_params(name, c1, c2, n_sequences, tagger_params):
     return out
 
 
+#: The passes of 'asf' when ``max_iterations`` is None: CRF()'s default
+#: (the end of ASF's 7th period; chosen on four sets, see CRF's docstring)
+ASF_PASSES = 28
+
 register_algorithm(Algorithm(
     name="asf", tagger="sklearn_secondorder.sequence:ASFSequenceTagger",
-    params={"max_iterations": "max_iter"},
-    summary="averaged SGD with feedback (Sun et al. 2010); max_iterations passes, "
-            "10 by default"))
+    params={"max_iterations": "max_iter"}, defaults={"max_iterations": ASF_PASSES},
+    summary=f"averaged SGD with feedback (Sun et al. 2010); max_iterations passes, "
+            f"{ASF_PASSES} by default"))
 register_algorithm(Algorithm(
     name="psa", tagger="sklearn_secondorder.sequence:PSASequenceTagger",
     params={"max_iterations": "max_iter"},
     summary="periodic step-size adaptation (Hsu et al. 2009); one pass by default"))
+#: CRFsuite's largest ``max_iterations`` (its lbfgs default, C's INT_MAX): no
+#: limit, the stopping rule ends the training
+INT_MAX = 2 ** 31 - 1
+
 register_algorithm(Algorithm(
     name="l2sgd", tagger="sklearn_secondorder.sequence:SGDSequenceTagger",
     params={"max_iterations": "max_iter"}, fixed={"average": False},
+    defaults={"max_iterations": 1000},
+    stopping={"period": 10, "delta": 1e-6},
+    calibration={"calibration_eta": ("eta_start", 0.1), "calibration_rate": ("factor", 2.0),
+                 "calibration_samples": ("n_samples", 1000),
+                 "calibration_max_trials": ("max_trials", 20)},
     summary="CRFsuite's l2sgd: SGD with eta = 1 / (alpha (t0 + t)), t0 from a calibrated "
-            "eta0 (Bottou); max_iterations passes, 10 by default"))
+            "eta0 (Bottou); up to max_iterations passes (1000), stopping when the objective "
+            "improved by less than delta (1e-6) over period (10) passes"))
 
 # CRFsuite's own trainers: the taggers generate CRFsuite's features
 # themselves and run all their iterations in one call (one log record)
@@ -191,8 +226,9 @@ register_algorithm(Algorithm(
             "epsilon": "epsilon", "period": "period", "delta": "delta",
             "linesearch": "linesearch", "max_linesearch": "max_linesearch",
             **_CRFSUITE_FEATURES},
-    features="tagger", per_pass=False,
-    summary="CRFsuite's lbfgs: L-BFGS, OWL-QN when c1 > 0; max_iterations 100 by default"))
+    features="tagger", per_pass=False, defaults={"max_iterations": INT_MAX},
+    summary="CRFsuite's lbfgs: L-BFGS, OWL-QN when c1 > 0; no iteration limit by default "
+            "(CRFsuite's), stopping by epsilon / period / delta"))
 register_algorithm(Algorithm(
     name="ap", tagger="sklearn_secondorder.sequence:AveragedPerceptronSequenceTagger",
     params={"max_iterations": "max_iter", "epsilon": "epsilon", **_CRFSUITE_FEATURES},

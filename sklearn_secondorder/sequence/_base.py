@@ -239,7 +239,7 @@ class _BaseSequenceTagger(BaseEstimator):
             self._model = self._final_flat()
         return self
 
-    def fit_batch(self, batch, *, n_passes, allowed=None, callback=None):
+    def fit_batch(self, batch, *, n_passes, allowed=None, callback=None, eta0_search=None):
         """Fit on sequences already read into a batch, for ``n_passes`` passes.
 
         ``fit`` without the reading: for extensions such as the
@@ -263,6 +263,12 @@ class _BaseSequenceTagger(BaseEstimator):
             ``callback(self)`` after every pass, with ``flat_weights_``,
             ``t_`` and ``n_iter_`` current; training stops when it returns
             True.
+        eta0_search : dict, default=None
+            With ``eta0='auto'``, the step-size search's settings (CRFsuite's
+            calibration parameters, given by the facade): ``eta_start`` (the
+            first step tried, 0.1), ``factor`` (between candidates, 2),
+            ``n_samples`` (sequences of the sample, 1000), ``max_trials``
+            (each way, 20). None: those defaults.
 
         Returns
         -------
@@ -273,10 +279,15 @@ class _BaseSequenceTagger(BaseEstimator):
             raise ValueError(f"n_passes must be a positive integer, got {n_passes!r}.")
         # (the trainers with their own _fit_batch, L-BFGS and the online ones,
         # set up their feature set themselves and run all their passes at once)
-        if (allowed is not None or callback is not None) and \
+        if (allowed is not None or callback is not None or eta0_search is not None) and \
                 type(self)._fit_batch is not _BaseSequenceTagger._fit_batch:
             raise TypeError(f"{type(self).__name__} trains in one call on its own feature "
-                            "set: it takes no allowed mask and no per-pass callback.")
+                            "set: it takes no allowed mask and no per-pass callback "
+                            "(nor eta0_search).")
+        unknown = set(eta0_search or ()) - {"eta_start", "factor", "n_samples", "max_trials"}
+        if unknown:
+            raise TypeError(f"eta0_search takes eta_start, factor, n_samples, max_trials; "
+                            f"got {', '.join(sorted(unknown))}.")
         if batch.kind == KIND_DICTS:
             known = len(getattr(self, "vocabulary_", None) or ())
         else:
@@ -284,8 +295,12 @@ class _BaseSequenceTagger(BaseEstimator):
         if getattr(self, "_kind", None) != batch.kind or known != batch.n_features:
             raise ValueError("the batch was not read by this tagger: read it with "
                              "read_sequences(tagger, X, y, fitting=True, first=True).")
-        return self._fit_prepared(batch, n_epochs=n_passes, allowed=allowed,
-                                  callback=callback)
+        self._eta0_search = dict(eta0_search or {})
+        try:
+            return self._fit_prepared(batch, n_epochs=n_passes, allowed=allowed,
+                                      callback=callback)
+        finally:
+            del self._eta0_search
 
     def partial_fit_batch(self, batch, *, n_passes=1):
         """Continue training on sequences already read into a batch.
@@ -500,7 +515,10 @@ class _BaseSequenceTagger(BaseEstimator):
             return float(self.eta0)
         st = self._state
         n = batch.n_sequences
-        rows = np.sort(st.rng.choice(n, size=min(n, 1000), replace=False))
+        # (fit_batch's eta0_search: CRFsuite's calibration parameters)
+        search = dict(getattr(self, "_eta0_search", None) or {})
+        n_samples = search.pop("n_samples", 1000)
+        rows = np.sort(st.rng.choice(n, size=min(n, n_samples), replace=False))
         sample, sample_labels = batch.sample(rows, label_idx)
         # (the trials on the sample's attributes only: the same steps)
         X_used, coef, allowed, n_used = sample_attributes(
@@ -511,7 +529,7 @@ class _BaseSequenceTagger(BaseEstimator):
         return calibrate_crf_eta0(ds, coef, n_states=self._n_states(),
                                   n_latent=self._n_latent(), lam=lam,
                                   fit_intercept=self.fit_intercept, averaged=self._averaged,
-                                  l1=l1, allowed=allowed)
+                                  l1=l1, allowed=allowed, **search)
 
     # ---- fitting ------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
