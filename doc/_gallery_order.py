@@ -5,6 +5,7 @@ qualified name (a string keeps the configuration picklable).
 """
 ORDER = [
     "plot_single_pass_curves.py",
+    "plot_regression_unscaled.py",
     "plot_out_of_core_text.py",
     "plot_alpha_and_c.py",
     "plot_sgdqn_vs_sgd.py",
