@@ -22,7 +22,8 @@ from sklearn_secondorder import PlainSGDRegressor, PSARegressor
 from sklearn_secondorder._core._dataset import RowDataset
 from sklearn_secondorder._core._lazy_steps import LazyStepState, PSAOptions
 from sklearn_secondorder._core._losses import REGRESSION_LOSSES
-from sklearn_secondorder._core._psa_fast import psa_epochs
+from sklearn_secondorder._core._psa_fast import SHARED_ROUND_ROWS, psa_epochs
+from sklearn_secondorder._threads import ThreadRunner
 from sklearn_secondorder.linear._psa_regressor import column_rms
 from sklearn_secondorder.linear._regression import ColumnCentring, _losses_of
 
@@ -124,6 +125,27 @@ def test_psa_regression_passes_match_the_numpy_oracle(name, dense):
                n_epochs=2, shuffle=False, bound_steps=True, eager=False)
     assert state.t == t
     assert_allclose(state.weights, th, rtol=1e-5, atol=1e-8)
+    assert_allclose(state.step_sizes.ravel(), eta_ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_shared_regression_pass_is_the_round_delayed_algorithm(n_threads):
+    # the threads' shared pass: each row scored (and its bound's h summed)
+    # at the weights of its round's start, stepped in order
+    X, y, sw = _problem(n=400)
+    d = X.shape[1]
+    eta = np.append(0.05 / np.square(column_rms(X)), 0.05)
+    loss = _loss("squared_error")
+    state = LazyStepState.zeros(d + 1, 1, 0.05)
+    state.set_weights(np.zeros(d + 1), eta)
+    with ThreadRunner(n_threads) as runner:
+        psa_epochs(RowDataset(X, y, sw), state, PSAOptions(lam=0.01, period=7), loss=loss,
+                   n_epochs=2, shuffle=False, threads=runner, eager=False, bound_steps=True)
+    th, eta_ref, t, _ = numpy_linear_psa(
+        X, y, sw, K=1, loss=loss, alpha=0.01, eta0=0.05, b=7, n_epochs=2, eta_init=eta,
+        bound_steps=True, round_rows=n_threads * SHARED_ROUND_ROWS)
+    assert state.t == t
+    assert_allclose(state.weights, th, rtol=0, atol=1e-5 * np.abs(th).max())
     assert_allclose(state.step_sizes.ravel(), eta_ref, rtol=1e-5)
 
 
