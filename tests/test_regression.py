@@ -385,3 +385,31 @@ def test_diamonds_unscaled_one_pass_near_ridge(target):
     assert np.sqrt(np.mean((psa.predict(Xte) - yte) ** 2)) < 1.08 * ridge_rmse
     plain = PlainSGDRegressor(random_state=0).fit(Xtr, ytr)
     assert np.sqrt(np.mean((plain.predict(Xte) - yte) ** 2)) < 1.5 * ridge_rmse
+
+
+@pytest.mark.parametrize("cls", REGRESSORS)
+def test_stopping_rule_early_stopping_and_verbose(cls, capsys):
+    X, y = _data_for(cls, 2000)
+    est = cls(max_iter=50, tol=1e-3, n_iter_no_change=2, random_state=0, verbose=1).fit(X, y)
+    assert est.n_iter_ < 50
+    assert f"-- {cls.__name__} pass 1: rows 2000" in capsys.readouterr().out
+    es = cls(max_iter=50, tol=1e-4, early_stopping=True, validation_fraction=0.2,
+             n_iter_no_change=2, random_state=0).fit(X, y)
+    assert es.n_iter_ < 50 and es.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("cls", REGRESSORS)
+def test_coef_init_and_warm_start(cls):
+    X, y = _data_for(cls, 1000)
+    est = cls(random_state=0, alpha=1e-8, max_iter=5).fit(X, y)
+    # started at the fitted model, a pass with tiny steps stays there
+    again = cls(random_state=0, alpha=1e-8, eta0=1e-9).fit(
+        X, y, coef_init=est.coef_, intercept_init=est.intercept_)
+    assert_allclose(again.predict(X), est.predict(X), rtol=1e-5)
+    warm = clone(est).set_params(warm_start=True, eta0=1e-9)
+    warm.coef_, warm.intercept_ = est.coef_, est.intercept_
+    warm.n_features_in_ = est.n_features_in_
+    warm.fit(X, y)
+    assert_allclose(warm.predict(X), est.predict(X), rtol=1e-5)
+    with pytest.raises(ValueError, match="coef_init"):
+        cls().fit(X, y, coef_init=np.zeros(3))
