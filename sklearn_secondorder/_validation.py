@@ -14,7 +14,7 @@ import numpy as np
 import sklearn
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
-from sklearn.model_selection import StratifiedShuffleSplit
+from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
@@ -356,17 +356,20 @@ def warn_if_worse_than_constant(est, loss, constant_loss, accuracy, majority):
         stacklevel=user_stacklevel())
 
 
-def validation_split(y, sample_weight, validation_fraction, random_state):
+def validation_split(y, sample_weight, validation_fraction, random_state, stratify=True):
     """The held-out rows of ``early_stopping``: a mask, as scikit-learn's
-    ``SGDClassifier`` (``StratifiedShuffleSplit`` with ``random_state``)."""
+    ``SGDClassifier`` (``StratifiedShuffleSplit`` with ``random_state``) or,
+    with ``stratify=False``, ``SGDRegressor`` (``ShuffleSplit``)."""
     n = y.shape[0]
-    cv = StratifiedShuffleSplit(test_size=validation_fraction, random_state=random_state)
+    split = StratifiedShuffleSplit if stratify else ShuffleSplit
+    cv = split(test_size=validation_fraction, random_state=random_state)
     try:
         idx_train, idx_val = next(cv.split(np.zeros((n, 1)), y))
     except ValueError as exc:
         raise ValueError(
             f"early_stopping cannot split {n} samples with validation_fraction="
-            f"{validation_fraction!r} into stratified training and validation sets "
+            f"{validation_fraction!r} into {'stratified ' if stratify else ''}training and "
+            "validation sets "
             f"({exc}). Change validation_fraction, give more samples, or set "
             "early_stopping=False.") from exc
     if idx_train.size == 0 or idx_val.size == 0:

@@ -74,7 +74,8 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         every worker continues one ``start_model`` made on the first
         partition's first ``n_calibration_rows`` rows, so that all share its
         centred columns and step sizes, and the mix, of the same rule as the
-        classifier's, is the model of the averaged weights) or sequence taggers (``SGDSequenceTagger``,
+        classifier's, is the model of the averaged weights) or sequence
+        taggers (``SGDSequenceTagger``,
         ``ASFSequenceTagger``, ``PSASequenceTagger``,
         ``AveragedPerceptronSequenceTagger``, ``PassiveAggressiveSequenceTagger``,
         ``AROWSequenceTagger``). It is cloned.

@@ -19,6 +19,10 @@ class LinearDeploymentMixin:
     """``sparsify``, ``densify`` and ``strip_training_state`` of the linear
     models (see the module docstring)."""
 
+    #: ``coef_``'s dimensions: 2 (classifiers: a row per class or problem),
+    #: 1 (regressors: ``(n_features,)``)
+    _coef_ndim = 2
+
     def densify(self):
         """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array.
 
@@ -31,7 +35,8 @@ class LinearDeploymentMixin:
         """
         check_is_fitted(self)
         if sp.issparse(self.coef_):
-            self.coef_ = np.ascontiguousarray(self.coef_.toarray())
+            dense = self.coef_.toarray()
+            self.coef_ = np.ascontiguousarray(dense.ravel() if self._coef_ndim == 1 else dense)
         return self
 
     def sparsify(self):

@@ -170,13 +170,6 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
         "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
         "psa_beta": [Interval(Real, 0, 1, closed="neither")],
         "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
-        "n_jobs": [Interval(Integral, None, -1, closed="right"),
-                   Interval(Integral, 1, None, closed="left"), None],
-        "verbose": ["verbose"],
-        "tol": [Interval(Real, 0, None, closed="left"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         **PENALTY_CONSTRAINTS,
     }
 

@@ -28,12 +28,12 @@ from sklearn.utils import column_or_1d
 from sklearn.utils.extmath import safe_sparse_dot
 
 from .._compat import _check_sample_weight, _fit_context, check_is_fitted, validate_data
-from .._penalty import split_alpha
 from .._threads import check_n_jobs
 from .._validation import (
     check_available_memory,
     check_not_stripped,
     user_stacklevel,
+    validation_split,
     warn_if_implausible,
 )
 from ._base import LinearModelBase
@@ -141,6 +141,7 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
 
     _parameter_constraints: dict = {**LinearModelBase._parameter_constraints}
     _private_state = ("_states", "_centring")
+    _coef_ndim = 1
 
     # ---- fitting --------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -277,26 +278,9 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         return sample_weight
 
     def _validation_split(self, y, sample_weight):
-        """The held-out rows of ``early_stopping``: ``validation_fraction``
-        of them at random (``ShuffleSplit`` with ``random_state``, as
-        ``SGDRegressor``)."""
-        from sklearn.model_selection import ShuffleSplit
-
-        n = y.shape[0]
-        cv = ShuffleSplit(test_size=self.validation_fraction, random_state=self.random_state)
-        idx_train, idx_val = next(cv.split(np.zeros((n, 1))))
-        if idx_train.size == 0 or idx_val.size == 0:
-            raise ValueError(
-                f"Splitting {n} samples into a train set and a validation set with "
-                f"validation_fraction={self.validation_fraction!r} led to an empty set "
-                f"({idx_train.size} and {idx_val.size} samples). Please either change "
-                "validation_fraction, increase number of samples, or disable early_stopping.")
-        if not np.any(sample_weight[idx_val]):
-            raise ValueError("The sample weights for validation set are all zero, consider "
-                             "using a different random state.")
-        mask = np.zeros(n, dtype=bool)
-        mask[idx_val] = True
-        return mask
+        """The held-out rows of ``early_stopping``, at random (as ``SGDRegressor``)."""
+        return validation_split(y, sample_weight, self.validation_fraction,
+                                self.random_state, stratify=False)
 
     def _problem_count(self):
         return 1, 1
@@ -358,17 +342,10 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
             "Lower eta0 or increase alpha; features on extreme scales can be brought "
             "closer with StandardScaler or MaxAbsScaler.")
 
-    def _problem_objective(self, state, X, y, sample_weight):
-        scores = self._problem_scores(state, X)[:, 0]
-        coef, _ = self._final_weights(state)
+    def _mean_loss(self, scores, y, sample_weight):
         total = float(np.sum(sample_weight))
-        loss = (float(np.sum(sample_weight * _losses_of(self._loss_object(1), scores, y)))
-                / total if total > 0 else 0.0)
-        lam, l1 = split_alpha(self)
-        penalty = 0.5 * lam * float(np.sum(np.square(coef)))
-        if l1:
-            penalty += l1 * float(np.sum(np.abs(coef)))
-        return loss, penalty
+        losses = _losses_of(self._loss_object(1), np.ravel(scores), y)
+        return float(np.sum(sample_weight * losses)) / total if total > 0 else 0.0
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """The R^2 of one problem on held-out rows (``early_stopping``'s score,
@@ -426,21 +403,6 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
                           reset=False)
         coef = self.coef_.T if sp.issparse(self.coef_) else self.coef_
         return np.ravel(safe_sparse_dot(X, coef, dense_output=True)) + self.intercept_[0]
-
-    def densify(self):
-        """Convert a sparse ``coef_`` (see ``sparsify``) back to a dense array.
-
-        ``coef_`` is then of shape (n_features,) again.
-
-        Returns
-        -------
-        self : object
-            The estimator, with a dense ``coef_``.
-        """
-        check_is_fitted(self)
-        if sp.issparse(self.coef_):
-            self.coef_ = np.ascontiguousarray(self.coef_.toarray().ravel())
-        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

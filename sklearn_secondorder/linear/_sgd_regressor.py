@@ -1,5 +1,5 @@
 """PlainSGDRegressor: plain and averaged SGD for linear regression."""
-from numbers import Integral, Real
+from numbers import Real
 
 from .._compat import Interval, StrOptions
 from .._core._losses import REGRESSION_LOSSES
@@ -153,13 +153,6 @@ default='invscaling'
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "power_t": [Interval(Real, None, None, closed="neither")],
         "average": ["boolean"],
-        "n_jobs": [Interval(Integral, None, -1, closed="right"),
-                   Interval(Integral, 1, None, closed="left"), None],
-        "verbose": ["verbose"],
-        "tol": [Interval(Real, 0, None, closed="left"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         **PENALTY_CONSTRAINTS,
     }
 

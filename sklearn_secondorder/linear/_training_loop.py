@@ -283,12 +283,17 @@ class TrainingLoopMixin:
         split by ``penalty`` / ``l1_ratio``, ``_penalty.split_alpha``)."""
         scores = self._problem_scores(state, X)
         coef, _ = self._final_weights(state)
-        loss = mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
+        loss = self._mean_loss(scores, y, sample_weight)
         lam, l1 = split_alpha(self)
         penalty = 0.5 * lam * float(np.sum(np.square(coef)))
         if l1:
             penalty += l1 * float(np.sum(np.abs(coef)))
         return loss, penalty
+
+    def _mean_loss(self, scores, y, sample_weight):
+        """``sum_i s_i loss_i / sum_i s_i`` of one problem's ``scores``
+        (``mean_margin_loss``)."""
+        return mean_margin_loss(getattr(self, "loss", "log_loss"), scores, y, sample_weight)
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """Weighted accuracy of one problem on its targets (+-1 or indices)."""
