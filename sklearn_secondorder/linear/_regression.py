@@ -215,8 +215,9 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         return self._partial_fit_rows(X, y, sample_weight, None, first)
 
     def start_model(self, X, y, sample_weight=None):
-        """A model of zero weights started on these rows, as a first
-        ``partial_fit`` would start it, without training on them.
+        """A model of zero weights started on these rows, not trained on them.
+
+        The model a first ``partial_fit`` on them would start from.
 
         The centred columns and their means, the step sizes (``eta0='auto'``
         calibrated, PSA's per-column scales and period) are those of ``X``;
