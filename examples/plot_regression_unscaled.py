@@ -115,15 +115,25 @@ with warnings.catch_warnings():
             with np.errstate(over="ignore", invalid="ignore"):
                 curves[label].append(rmse(model.predict(prep(Xt))))
 
-fig, ax = plt.subplots(figsize=(7, 4))
-for label, values in curves.items():
-    ax.plot(seen, np.nan_to_num(values, nan=1e300, posinf=1e300), label=label)
-ax.axhline(rmse(ridge.predict(Xt)), color="k", lw=1, ls="--", label="Ridge (exact)")
-ax.set_yscale("log")
-ax.set_xlabel("training rows seen")
-ax.set_ylabel("test RMSE (log scale)")
-ax.set_title(f"{name}: the test RMSE as the rows are seen")
-ax.legend(fontsize=8)
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+ridge_rmse = rmse(ridge.predict(Xt))
+for ax, log in zip(axes, (True, False)):
+    for color, (label, values) in zip(("C0", "C1", "C2"), curves.items()):
+        if log or "raw columns" not in label or label.startswith("PSA"):
+            ax.plot(seen, np.nan_to_num(values, nan=1e300, posinf=1e300), label=label,
+                    color=color)
+    ax.axhline(ridge_rmse, color="k", lw=1, ls="--", label="Ridge (exact)")
+    ax.set_xlabel("training rows seen")
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylabel("test RMSE (log scale)")
+        ax.set_title("all three", fontsize=10)
+    else:
+        ax.set_ylim(0.95 * ridge_rmse, 1.5 * ridge_rmse)
+        ax.set_ylabel("test RMSE")
+        ax.set_title("close up: the two that learn", fontsize=10)
+    ax.legend(fontsize=8)
+fig.suptitle(f"{name}: the test RMSE as the rows are seen")
 fig.tight_layout()
 plt.show()
 for label, values in curves.items():
