@@ -12,7 +12,8 @@ from ._compat import Interval, StrOptions
 
 PENALTY_CONSTRAINTS = {
     "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
-    "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+    # (None: scikit-learn's "not used", allowed unless penalty='elasticnet')
+    "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
 }
 
 
@@ -24,6 +25,8 @@ def l1_share(estimator):
     if penalty == "l1":
         return 1.0
     if penalty == "elasticnet":
+        if estimator.l1_ratio is None:
+            raise ValueError("l1_ratio must be set when penalty is 'elasticnet'")
         return float(estimator.l1_ratio)
     return 0.0
 

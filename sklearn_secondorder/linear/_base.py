@@ -45,6 +45,7 @@ from .._compat import (
     validate_data,
     with_unique_labels,
 )
+from .._penalty import l1_share
 from .._threads import check_n_jobs
 from .._validation import (
     check_classes_arg,
@@ -225,6 +226,7 @@ class LinearModelBase(LinearDeploymentMixin, TrainingLoopMixin, BaseEstimator):
         """
         self._more_validate_params()
         check_n_jobs(getattr(self, "n_jobs", None))
+        l1_share(self)                      # (l1_ratio=None with 'elasticnet')
         init = coef_init is not None or intercept_init is not None
         # SGDClassifier's warm start: the fitted coefficients become
         # coef_init / intercept_init (read now: a refused call keeps them)
@@ -257,11 +259,13 @@ class LinearModelBase(LinearDeploymentMixin, TrainingLoopMixin, BaseEstimator):
         with unfit_on_error(self, self._private_state):
             self._set_targets(targets)
             self._reset_state(X.shape[1])
-            X = self._training_rows(X, sample_weight, reset=True)
             if validation is not None:
                 Xv, yv, swv = X[validation], y[validation], sample_weight[validation]
                 X, y, sample_weight = X[~validation], y[~validation], sample_weight[~validation]
-                validation = (Xv, yv, swv)
+            # (the held-out rows take no part in what the training rows set up)
+            X = self._training_rows(X, sample_weight, reset=True)
+            if validation is not None:
+                validation = (self._training_rows(Xv, swv, reset=False), yv, swv)
             if init:
                 self._start_from(X, y, sample_weight, *init)
             converged, scale_warned = self._fit_epochs(
@@ -270,6 +274,14 @@ class LinearModelBase(LinearDeploymentMixin, TrainingLoopMixin, BaseEstimator):
             self._warn_if_worse_than_constant(X, y, sample_weight)
         self._warn_unconverged(converged)
         return self
+
+    def _check_partial_fit_params(self):
+        """What ``partial_fit`` refuses whatever its rows: early stopping (as
+        ``SGDClassifier``, it needs ``fit``'s held-out rows), an elastic net
+        without ``l1_ratio``."""
+        if getattr(self, "early_stopping", False):
+            raise ValueError("early_stopping should be False with partial_fit")
+        l1_share(self)
 
     def _partial_fit_rows(self, X, y, sample_weight, targets, first):
         """``partial_fit``'s pass once its parameters are checked: the rows
@@ -438,6 +450,7 @@ class LinearClassifierBase(LinearPredictionMixin, ClassifierMixin, LinearModelBa
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
         self._more_validate_params(for_partial_fit=True)
+        self._check_partial_fit_params()
         check_n_jobs(getattr(self, "n_jobs", None))
         if first:
             if classes is None:

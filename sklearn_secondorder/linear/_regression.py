@@ -209,6 +209,7 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
             # have been set since, and a bad one must not touch the state)
             self._validate_params()
         self._more_validate_params(for_partial_fit=True)
+        self._check_partial_fit_params()
         check_n_jobs(getattr(self, "n_jobs", None))
         if not first:
             self._check_state_params()

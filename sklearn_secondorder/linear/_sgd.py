@@ -24,6 +24,7 @@ class SGDKernelMixin:
     #: Whether a step moves its row's prediction at most to the target
     #: (the regressors: ``_core._numeric.bound_step``).
     _bound_steps = False
+    _warn_single_pass = True
 
     def _schedule(self):
         """The kernel's schedule of ``learning_rate``."""
@@ -178,7 +179,8 @@ class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
         ``max_iter`` passes: these methods are built to get near the optimum
         in a fixed, small number of passes, and a ``ConvergenceWarning`` on
         every default fit would say nothing. A ``ConvergenceWarning`` is
-        raised when ``tol`` is set, ``max_iter > 1`` and the passes ran out.
+        raised when ``tol`` is set and the passes ran out (one pass included,
+        as ``SGDClassifier``: the rule needs ``n_iter_no_change`` passes).
         ``partial_fit`` always makes one pass.
     n_iter_no_change : int, default=5
         Passes without improvement before stopping (with ``tol`` set).

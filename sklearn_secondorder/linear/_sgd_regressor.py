@@ -70,7 +70,8 @@ class PlainSGDRegressor(SGDKernelMixin, LinearRegressorBase):
     tol : float or None, default=None
         Stopping criterion (scikit-learn's rule, on the training objective at
         the end of each pass or the validation R^2); None makes exactly
-        ``max_iter`` passes.
+        ``max_iter`` passes. With ``tol`` set, a ``ConvergenceWarning`` says
+        that the passes ran out (one pass included, as ``SGDRegressor``).
     shuffle : bool, default=True
         Shuffle the rows before each pass.
     verbose : int, default=0
@@ -151,7 +152,8 @@ default='invscaling'
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "learning_rate": [StrOptions({"invscaling", "constant", "optimal", "adaptive"})],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "power_t": [Interval(Real, None, None, closed="neither")],
+        # (a negative power_t, deprecated by SGDRegressor, grows the steps)
+        "power_t": [Interval(Real, 0, None, closed="left")],
         "average": ["boolean"],
         **PENALTY_CONSTRAINTS,
     }

@@ -101,6 +101,10 @@ class TrainingLoopMixin:
         self.n_iter_ = int(max(r[0] for r in runs))
         if monitor and stop and self.tol is not None and n_epochs > 1:
             converged = all(r[1] for r in runs)
+        elif stop and self.tol is not None and n_epochs == 1:
+            # (one pass cannot meet the rule: n_iter_no_change passes without
+            # improvement; scikit-learn's SGD warns then too)
+            converged = False
         self.t_ = int(max(s.t for s in self._states))
         used = sample_weight[sample_weight > 0]
         stream = getattr(self, "_stream", None)
@@ -302,9 +306,15 @@ class TrainingLoopMixin:
                 else scores.argmax(axis=1).astype(np.float64))
         return float(np.average(pred == y, weights=sample_weight))
 
+    #: Whether one pass (``max_iter=1``) with ``tol`` set warns too, as
+    #: scikit-learn's SGD does (the plain SGD drop-ins), not only several
+    #: (the methods built for one pass).
+    _warn_single_pass = False
+
     def _warn_unconverged(self, converged):
-        """scikit-learn's ``ConvergenceWarning`` (``max_iter > 1``, ``tol`` set)."""
-        if not converged and self.max_iter > 1:
+        """scikit-learn's ``ConvergenceWarning`` (``tol`` set, ``max_iter > 1``
+        or ``_warn_single_pass``)."""
+        if not converged and (self.max_iter > 1 or self._warn_single_pass):
             warnings.warn(
                 f"{type(self).__name__}: maximum number of passes (max_iter="
                 f"{self.max_iter}) reached before convergence (tol={self.tol}, "
