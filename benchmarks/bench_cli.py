@@ -57,6 +57,8 @@ Usage::
         # only skso psa on the large file without and with the reader thread
         # (and with it and --jobs 2)
         # (--repeats runs of each, alternated), the file kept for the next run
+    python benchmarks/bench_cli.py --memory --big-rows 3550000 --folder /tmp/skso-big
+        # only the peak RSS of skso psa and VW on the large file and its tenth
 """
 import argparse
 import gzip
@@ -235,6 +237,57 @@ def print_reader_thread(runs):
               f"(target >= 1.3, more with --jobs 2); {load()}")
 
 
+def memory_runs(big, folder, repeats, vw):
+    """Peak RSS of ``skso train --model psa`` (defaults; with the reader
+    thread and with ``--no-reader-thread``) and of VW's training, on the
+    large file and on its first tenth, alternated ``repeats`` times."""
+    tenth = folder / "conll_big_tenth.svm"
+    if not tenth.exists():
+        with open(big["train"], "rb") as f, open(tenth, "wb") as g:
+            for _, line in zip(range(big["n_train"] // 10), f):
+                g.write(line)
+    files = [("file", big["train"]), ("tenth", tenth)]
+    if vw:
+        for _, path in files:
+            if not path.with_suffix(".vw").exists():
+                to_vw(path, path.with_suffix(".vw"))
+    runs = []
+    for _ in range(repeats):
+        for which, path in files:
+            for extra in ([], ["--no-reader-thread"]):
+                wall, rss, _, _ = measured(
+                    [PY, "-m", "sklearn_secondorder", "train", str(path), "--model", "psa",
+                     "--out", str(folder / "m.skso"), "--progress", "none", *extra], folder)
+                runs.append({"tool": "skso psa" + (", 1 thread" if extra else ""),
+                             "data": which, "rss_mb": rss, "wall_s": wall})
+            if vw:
+                wall, rss, _, _ = measured(
+                    [PY, "-m", "vowpalwabbit", "-d", str(path.with_suffix(".vw")),
+                     "--loss_function", "logistic", "-b", "20", "--quiet", "-f",
+                     str(folder / "vw.model")], folder)
+                runs.append({"tool": "vw", "data": which, "rss_mb": rss, "wall_s": wall})
+    return runs
+
+
+def print_memory(runs, n_rows):
+    """The peak RSS of each tool on the file and its tenth (the largest of
+    the runs), and the ratios: the targets are <= 300 MB for skso with the
+    reader thread, and the file within 10% of its tenth."""
+    peak = {}
+    for r in runs:
+        key = (r["tool"], r["data"])
+        peak[key] = max(peak.get(key, 0), r["rss_mb"])
+    print(f"\npeak RSS (MB, the largest of {len(runs) // len(peak)} runs), "
+          f"{n_rows:,} rows and the first tenth:")
+    for tool in dict.fromkeys(t for t, _ in peak):
+        f, t = peak[(tool, "file")], peak[(tool, "tenth")]
+        print(f"  {tool:20s} file {f:6.0f}  tenth {t:6.0f}  file / tenth {f / t:.3f}")
+    if ("vw", "file") in peak:
+        s, v = peak[("skso psa", "file")], peak[("vw", "file")]
+        print(f"  skso psa / vw on the file: {s / v:.2f}x")
+    print(f"  targets: skso psa <= 300 MB, file / tenth <= 1.10; {load()}")
+
+
 def vw_run(train_vw, test_vw, n, folder, label, l2=None):
     model, preds = folder / "vw.model", folder / "vw.pred"
     extra = [] if l2 is None else ["--l2", repr(l2)]
@@ -369,6 +422,10 @@ def main():
                          "and with the reader thread (--no-reader-thread), and with it and "
                          "--jobs 2, alternated "
                          "--repeats times, with the machine's load")
+    ap.add_argument("--memory", action="store_true",
+                    help="only the peak RSS: skso psa (with and without the reader thread) "
+                         "and VW on the large file and on its first tenth, alternated "
+                         "--repeats times")
     ap.add_argument("--repeats", type=int, default=2,
                     help="runs of each, with --reader-thread, and of skso psa against VW "
                          "alternated on the large file (default 2; best of them)")
@@ -382,6 +439,15 @@ def main():
         args.folder.mkdir(parents=True, exist_ok=True)
         args.keep = True
     folder = args.folder or Path(tempfile.mkdtemp(prefix="skso-bench-"))
+    if args.memory:
+        try:
+            big = big_file(folder, args.big_rows)
+            runs = memory_runs(big, folder, args.repeats, have_vw())
+        finally:
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+        print_memory(runs, big["n_train"])
+        return
     if args.reader_thread:
         try:
             big = big_file(folder, args.big_rows)
