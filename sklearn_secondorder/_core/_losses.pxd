@@ -22,14 +22,18 @@ cdef class ModifiedHuber(Loss):
 cdef class SquaredError(Loss):
     pass
 
-cdef class Huber(Loss):
+cdef class EpsilonLoss(Loss):
+    # a regression loss with a threshold in the target's units
     cdef readonly double epsilon
 
-cdef class EpsilonInsensitive(Loss):
-    cdef readonly double epsilon
+cdef class Huber(EpsilonLoss):
+    pass
 
-cdef class SquaredEpsilonInsensitive(Loss):
-    cdef readonly double epsilon
+cdef class EpsilonInsensitive(EpsilonLoss):
+    pass
+
+cdef class SquaredEpsilonInsensitive(EpsilonLoss):
+    pass
 
 cdef class Quantile(Loss):
     cdef readonly double quantile

@@ -154,11 +154,18 @@ cdef class SquaredError(Loss):
         return 1.0
 
 
-cdef class Huber(Loss):
-    """Huber: ``r^2 / 2`` for ``|r| <= epsilon``, else ``epsilon |r| - epsilon^2 / 2``."""
+cdef class EpsilonLoss(Loss):
+    """Base of the losses with a threshold ``epsilon`` (the target's units)."""
 
     def __init__(self, double epsilon=0.1):
         self.epsilon = epsilon
+
+    def __reduce__(self):
+        return (type(self), (self.epsilon,))
+
+
+cdef class Huber(EpsilonLoss):
+    """Huber: ``r^2 / 2`` for ``|r| <= epsilon``, else ``epsilon |r| - epsilon^2 / 2``."""
 
     cdef double loss(self, double p, double y) noexcept nogil:
         cdef double r = p - y, a = fabs(r)
@@ -177,15 +184,9 @@ cdef class Huber(Loss):
     cdef double curvature(self, double p, double y) noexcept nogil:
         return 1.0 if fabs(p - y) <= self.epsilon else 0.0
 
-    def __reduce__(self):
-        return (type(self), (self.epsilon,))
 
-
-cdef class EpsilonInsensitive(Loss):
+cdef class EpsilonInsensitive(EpsilonLoss):
     """``max(0, |p - y| - epsilon)`` (the SVR loss)."""
-
-    def __init__(self, double epsilon=0.1):
-        self.epsilon = epsilon
 
     cdef double loss(self, double p, double y) noexcept nogil:
         cdef double z = fabs(p - y) - self.epsilon
@@ -199,15 +200,9 @@ cdef class EpsilonInsensitive(Loss):
             return -1.0
         return 0.0
 
-    def __reduce__(self):
-        return (type(self), (self.epsilon,))
 
-
-cdef class SquaredEpsilonInsensitive(Loss):
+cdef class SquaredEpsilonInsensitive(EpsilonLoss):
     """``max(0, |p - y| - epsilon)^2``."""
-
-    def __init__(self, double epsilon=0.1):
-        self.epsilon = epsilon
 
     cdef double loss(self, double p, double y) noexcept nogil:
         cdef double z = fabs(p - y) - self.epsilon
@@ -223,9 +218,6 @@ cdef class SquaredEpsilonInsensitive(Loss):
 
     cdef double curvature(self, double p, double y) noexcept nogil:
         return 2.0 if fabs(p - y) > self.epsilon else 0.0
-
-    def __reduce__(self):
-        return (type(self), (self.epsilon,))
 
 
 cdef class Quantile(Loss):
