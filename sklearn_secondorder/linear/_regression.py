@@ -74,14 +74,18 @@ class ColumnCentring:
         columns = np.flatnonzero(counts >= DENSE_COLUMN_SHARE * n)
         if not columns.size:
             return cls(columns, np.zeros(0))
-        if sp.issparse(X) and np.all(sample_weight == sample_weight[0]) and \
-                columns.size <= _FEW_COLUMNS:
+        masks = _column_masks(X, columns)
+        if masks is not None and np.all(sample_weight == sample_weight[0]):
             # (a few columns' sums by masks: cheaper than slicing them out)
-            means = np.array([X.data[X.indices == c].sum() for c in columns]) / n
+            means = np.array([np.sum(X.data, where=m) for m in masks]) / n
         else:
             means = np.ravel(X[:, columns].T @ sample_weight) / total
         keep = means != 0
-        return cls(columns[keep], means[keep])
+        centring = cls(columns[keep], means[keep])
+        if masks is not None:
+            # (for transform(X) of the same X, which follows)
+            centring._masks = (X, [m for m, k in zip(masks, keep) if k])
+        return centring
 
     def __bool__(self):
         return bool(self.columns.size)
@@ -102,15 +106,18 @@ class ColumnCentring:
             out[:, self.columns] -= self.means.astype(out.dtype)
             return out
         n = X.shape[0]
-        if X.has_canonical_format and self.columns.size <= _FEW_COLUMNS:
-            masks = [X.indices == c for c in self.columns]
-            if all(np.count_nonzero(m) == n for m in masks):
-                # every row holds the centred columns: only their values move
-                check_available_memory(X.data.nbytes, "a centred copy of X")
-                data = X.data.copy()
-                for mask, mean in zip(masks, self.means):
-                    np.subtract(data, data.dtype.type(mean), out=data, where=mask)
-                return sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape)
+        fitted_on, masks = vars(self).pop("_masks", (None, None))
+        if fitted_on is not X:
+            masks = _column_masks(X, self.columns)
+        if masks is not None and all(np.count_nonzero(m) == n for m in masks):
+            # every row holds the centred columns once: only their values move
+            check_available_memory(X.data.nbytes, "a centred copy of X")
+            data = X.data.copy()
+            for mask, mean in zip(masks, self.means):
+                np.subtract(data, data.dtype.type(mean), out=data, where=mask)
+            out = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape)
+            out.has_canonical_format = True         # (X's structure, checked)
+            return out
         check_available_memory((X.nnz + n * self.columns.size) * (X.dtype.itemsize + 4),
                                "a centred copy of X")
         block = X[:, self.columns].toarray() - self.means
@@ -124,6 +131,14 @@ class ColumnCentring:
         out = (rest + shifted).tocsr()
         out.sum_duplicates()
         return out
+
+
+def _column_masks(X, columns):
+    """For a CSR ``X`` in canonical format and a few ``columns``, each one's
+    mask over ``X.indices``; else None."""
+    if not sp.issparse(X) or columns.size > _FEW_COLUMNS or not X.has_canonical_format:
+        return None
+    return [X.indices == c for c in columns]
 
 
 def stored_counts(X):
