@@ -48,9 +48,23 @@ tokens. Converged ``LogisticRegression`` with the same L2 gives each
 set's reference accuracy (on the CoNLL file: ``C`` = the replication count
 on the distinct rows, the same objective; ``--no-converged`` skips it).
 
+Regression (``--regression``: this part alone): flights'
+(``../shared/data/regression``) 80/20 split (``random_state=0``, as
+``_datasets.flights``), written as VW files with namespaces for the carrier
+(and carrier x hour), the route (origin, destination, the pair, the
+distance / 1000), the time (month, day, hour) and the aircraft (tail number,
+flight number), the label the arrival delay in minutes. ``skso train --model
+psa-regressor --hash-bits 20`` (otherwise its defaults) against ``vw -b 20``
+(one pass, its defaults), squared loss: test RMSE; both with the quantile
+loss (``--loss quantile``, ``--loss_function quantile``, the median): test
+MAE, beside the training median's. Rows/s of the whole command and of the
+streaming, and the CPU time (user + system) of each command.
+
 Usage::
 
-    python benchmarks/bench_cli.py                  # a9a, a9a x 10, w8a, CoNLL tokens x 15
+    python benchmarks/bench_cli.py                  # a9a, a9a x 10, w8a, CoNLL tokens x 15,
+                                                    # flights (regression)
+    python benchmarks/bench_cli.py --regression     # only the regression part
     python benchmarks/bench_cli.py --big-rows 0     # skip the large file
     python benchmarks/bench_cli.py --no-tagger      # skip the tagger model files
     python benchmarks/bench_cli.py --reader-thread --folder /tmp/skso-big
@@ -408,6 +422,130 @@ def startup(module, folder):
     return min(measured([PY, "-c", f"import {module}"], folder)[0] for _ in range(3))
 
 
+# ---- regression: flights, skso psa-regressor against Vowpal Wabbit ---------------------
+def measured_cpu(cmd, cwd):
+    """``measured`` with the command's CPU time: (wall s, CPU s (user +
+    system), peak RSS MB, stdout, stderr)."""
+    out, err, res = Path(cwd) / ".out", Path(cwd) / ".err", Path(cwd) / ".res"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with open(out, "w") as fo, open(err, "w") as fe:
+        t = time.perf_counter()
+        p = subprocess.run([TIME, "-f", "%U %S %M", "-o", str(res), *map(str, cmd)],
+                           stdout=fo, stderr=fe, cwd=cwd, env=env)
+        wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{err.read_text()[-2000:]}")
+    user, system, rss = res.read_text().split()[-3:]
+    return wall, float(user) + float(system), int(rss) / 1024, out.read_text(), err.read_text()
+
+
+def flights_vw(folder):
+    """flights' training and test rows as VW files with namespaces (the
+    module docstring): the paths, the rows and the test labels."""
+    from _datasets import flights_frame
+    from sklearn.model_selection import train_test_split
+
+    df = flights_frame()
+    train, test = train_test_split(df, test_size=0.2, random_state=0)
+    out = {}
+    for name, part in (("train", train), ("test", test)):
+        def col(c, part=part):
+            return part[c].astype(str)
+        lines = (part["arr_delay"].map(repr)
+                 + " |carrier c_" + col("carrier") + " ch_" + col("carrier_hour")
+                 + " |route o_" + col("origin") + " d_" + col("dest") + " r_" + col("route")
+                 + " dist:" + (part["distance"] / 1000.0).map(repr)
+                 + " |time m" + col("month") + " d" + col("day") + " h" + col("hour")
+                 + " |aircraft t_" + col("tailnum") + " f" + col("flight"))
+        path = folder / f"flights_{name}.vw"
+        path.write_text("\n".join(lines) + "\n")
+        out[name], out[f"n_{name}"] = path, len(part)
+        out[f"y_{name}"] = part["arr_delay"].to_numpy(float)
+    return out
+
+
+def skso_regression_run(data, folder, loss=None):
+    """``skso train --model psa-regressor --hash-bits 20`` (``--loss``), then
+    ``skso evaluate`` on the test rows."""
+    path = folder / "flights.skso"
+    extra = [] if loss is None else ["--loss", loss]
+    wall, cpu, rss, _, err = measured_cpu(
+        [PY, "-m", "sklearn_secondorder", "train", str(data["train"]), "--model",
+         "psa-regressor", "--hash-bits", "20", "--out", str(path), "--progress", "lines",
+         *extra], folder)
+    res = json.loads(measured_cpu([PY, "-m", "sklearn_secondorder", "evaluate", str(path),
+                                   str(data["test"]), "--json"], folder)[3])
+    tr = json.loads(measured_cpu([PY, "-m", "sklearn_secondorder", "info", str(path),
+                                  "--json"], folder)[3])["training"]
+    return {"tool": "skso psa-regressor" + ("" if loss is None else f" --loss {loss}"),
+            "rows": data["n_train"], "wall_s": wall, "cpu_s": cpu, "rss_mb": rss,
+            "stream_s": tr["seconds"] + tr["scan_seconds"], "rmse": res["rmse"],
+            "mae": res["mae"], "progressive": tr["progressive_loss"],
+            "log": err.strip().splitlines()}
+
+
+def vw_regression_run(data, folder, start, loss=None):
+    """``vw -b 20`` one pass (``--loss_function``), then its predictions of
+    the test rows; its progressive 'average loss' from its report."""
+    model, preds = folder / "flights.vw.model", folder / "flights.vw.pred"
+    extra = [] if loss is None else ["--loss_function", loss]
+    wall, cpu, rss, _, err = measured_cpu([PY, "-m", "vowpalwabbit", "-d", str(data["train"]),
+                                           "-b", "20", "-f", str(model), *extra], folder)
+    measured_cpu([PY, "-m", "vowpalwabbit", "-t", "-i", str(model), "-d", str(data["test"]),
+                  "-p", str(preds), "--quiet"], folder)
+    r = np.loadtxt(preds, usecols=0) - data["y_test"]
+    progressive = next((float(ln.split("=")[1]) for ln in err.splitlines()
+                        if ln.startswith("average loss")), float("nan"))
+    return {"tool": "vw -b 20" + ("" if loss is None else f" --loss_function {loss}"),
+            "rows": data["n_train"], "wall_s": wall, "cpu_s": cpu, "rss_mb": rss,
+            "stream_s": max(wall - start, 1e-3), "rmse": float(np.sqrt(np.mean(r * r))),
+            "mae": float(np.mean(np.abs(r))), "progressive": progressive}
+
+
+def regression_part(folder, vw, repeats=1):
+    """flights: skso psa-regressor and Vowpal Wabbit, squared and quantile
+    losses, alternated ``repeats`` times (the fastest run of each kept: the
+    models are the same each time); prints the table and the ratios (same
+    run)."""
+    data = flights_vw(folder)
+    start = {"skso": startup("sklearn_secondorder.cli._train", folder)}
+    if vw:
+        start["vw"] = startup("vowpalwabbit", folder)
+    best = {}
+    for k in range(repeats):
+        for loss in (None, "quantile"):
+            r = skso_regression_run(data, folder, loss)
+            log = r.pop("log")
+            if k == 0:
+                print("\n".join(log))
+            runs = [r] + ([vw_regression_run(data, folder, start["vw"], loss)] if vw else [])
+            for r in runs:
+                if r["tool"] not in best or r["wall_s"] < best[r["tool"]]["wall_s"]:
+                    best[r["tool"]] = r
+    rows = list(best.values())
+    median = np.median(data["y_train"])
+    median_mae = float(np.mean(np.abs(data["y_test"] - median)))
+    print(f"\nflights ({data['n_train']:,} training rows, {data['n_test']:,} test rows; "
+          f"fastest of {repeats} alternated run(s) each; {load()}); start-up (python -c "
+          "'import ...', best of 3): " + ", ".join(f"{k} {v:.2f}s" for k, v in start.items()))
+    print(f"{'tool':38s} {'wall s':>7s} {'CPU s':>6s} {'rows/s':>9s} {'stream s':>8s} "
+          f"{'rows/s':>9s} {'RSS MB':>7s} {'progr.':>9s} {'RMSE':>7s} {'MAE':>7s}")
+    for r in rows:
+        print(f"{r['tool']:38s} {r['wall_s']:7.2f} {r['cpu_s']:6.2f} "
+              f"{r['rows'] / r['wall_s']:9,.0f} {r['stream_s']:8.2f} "
+              f"{r['rows'] / r['stream_s']:9,.0f} {r['rss_mb']:7.0f} {r['progressive']:9.4g} "
+              f"{r['rmse']:7.3f} {r['mae']:7.3f}")
+    print(f"the training median's test MAE: {median_mae:.3f}")
+    if vw:
+        (s2, v2), (sq, vq) = rows[:2], rows[2:]
+        for what, a, b, fig in (("squared", s2, v2, "rmse"), ("quantile", sq, vq, "mae")):
+            print(f"  {what}: skso / vw test {fig.upper()} {a[fig] / b[fig]:.3f} (target <= 1); "
+                  f"rows/s skso / vw: whole command {b['wall_s'] / a['wall_s']:.2f}x, "
+                  f"streaming {b['stream_s'] / a['stream_s']:.2f}x (target >= 1); CPU s "
+                  f"skso / vw {a['cpu_s'] / b['cpu_s']:.2f}x")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--big-rows", type=int, default=3_000_000,
@@ -428,7 +566,11 @@ def main():
                          "--repeats times")
     ap.add_argument("--repeats", type=int, default=2,
                     help="runs of each, with --reader-thread, and of skso psa against VW "
-                         "alternated on the large file (default 2; best of them)")
+                         "alternated on the large file, and with --regression (default 2; "
+                         "best of them)")
+    ap.add_argument("--regression", action="store_true",
+                    help="only the regression part (flights: skso psa-regressor against VW, "
+                         "alternated --repeats times)")
     ap.add_argument("--folder", type=Path,
                     help="the data folder (default: a temporary one, deleted afterwards): "
                          "files already there are reused, and it is kept")
@@ -462,6 +604,13 @@ def main():
     vw = have_vw()
     if not vw:
         print("vowpalwabbit is not installed (pip install vowpalwabbit): no VW rows")
+    if args.regression:
+        try:
+            regression_part(folder, vw, args.repeats)
+        finally:
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+        return
     rows = []
     try:
         a9a, a9a_t = folder / "a9a.svm", folder / "a9a.t.svm"
@@ -516,6 +665,8 @@ def main():
         lr = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(Xw, yw)
         w8a_lr_acc = 100 * lr.score(Xwt, ywt)
         tagger = None if args.no_tagger else tagger_model_files(folder)
+        if (DATA / "regression" / "flights.csv.gz").exists():
+            regression_part(folder, vw)
         big_lr_acc = None
         if args.big_rows > 0 and not args.no_converged:
             # the replicated file's objective, mean log-loss + 1/(2N) ||w||^2

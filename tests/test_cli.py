@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,23 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
-from sklearn.metrics import accuracy_score, f1_score, log_loss
+from sklearn.metrics import (
+    accuracy_score,
+    f1_score,
+    log_loss,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+)
 from sklearn.utils import murmurhash3_32
 
-from sklearn_secondorder import PlainSGDClassifier, PSAClassifier, PSASequenceTagger
+from sklearn_secondorder import (
+    PlainSGDClassifier,
+    PlainSGDRegressor,
+    PSAClassifier,
+    PSARegressor,
+    PSASequenceTagger,
+)
 from sklearn_secondorder._core._hashing import hash_strings, murmurhash3_bytes
 from sklearn_secondorder._core._text_readers import parse_svmlight, parse_vw, scan_svmlight
 from sklearn_secondorder.cli import MODEL_FORMAT_VERSION, load_model, main, save_model
@@ -1158,3 +1172,293 @@ def test_the_skso_program_does_not_import_pandas(tmp_path, binary_file):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "None"]
     assert load_model(tmp_path / "m.skso").header["training"]["rows"] == 700
+
+
+# ---- regression: psa-regressor and sgd-regressor ----------------------------------------
+def make_regression_rows(n=600, d=20, seed=0):
+    """Sparse rows with one dense column far from 0 (the regressors centre
+    it) and a real target far from 0, rounded so that the files' text holds
+    them exactly."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=0.25, random_state=rng, format="csr").tolil()
+    X[:, 0] = np.round(100 + 5 * rng.randn(n), 2)[:, None]
+    X = X.tocsr()
+    X.data = np.where(X.indices == 0, X.data, np.round(X.data * 2 - 1, 3))
+    X.eliminate_zeros()
+    coef = np.append(0.5, 10 * rng.randn(d - 1))
+    y = np.round(X @ coef + rng.randn(n), 3)
+    return X, y
+
+
+@pytest.fixture
+def regression_file(tmp_path):
+    X, y = make_regression_rows()
+    path = tmp_path / "reg.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return path, X, y
+
+
+def _replay_chunks(ref, X, y, bounds, w=None):
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        ref.partial_fit(X[a:b], y[a:b], sample_weight=None if w is None else w[a:b])
+    return ref
+
+
+@pytest.mark.parametrize("model, cls, extra", [
+    ("psa-regressor", PSARegressor, []),
+    ("sgd-regressor", PlainSGDRegressor, ["--loss", "huber", "--param", "epsilon=2.5",
+                                          "--param", "average=True"]),
+])
+def test_regressor_train_equals_partial_fit_over_the_same_chunks(tmp_path, regression_file,
+                                                                 model, cls, extra):
+    path, X, y = regression_file
+    out = tmp_path / "m.skso"
+    r = skso("train", path, "--model", model, "--out", out, "--chunk-size", 150,
+             "--first-chunk-size", 150, "--progress", "none", "--keep-state", *extra)
+    assert r.returncode == 0, r.stderr
+    saved = load_model(out)
+    est = saved.estimator
+    assert type(est) is cls and saved.header["kind"] == "regressor"
+    assert saved.header["classes"] == []
+    # the classifiers' size-dependent defaults: alpha = 1/n, PSA's period
+    # max(10, 0.5 n / 1000) from the scanned 600 rows
+    assert est.alpha == 1 / 600
+    if model == "psa-regressor":
+        assert est.period == 10
+    else:
+        assert (est.loss, est.epsilon, est.average) == ("huber", 2.5, True)
+    ref = _replay_chunks(clone(est), X, y, [0, 150, 300, 450, 600])
+    assert_allclose(est.coef_, ref.coef_, rtol=1e-12, atol=1e-12)
+    assert_allclose(est.intercept_, ref.intercept_, rtol=1e-12)
+    if model == "psa-regressor":
+        assert est.score(X, y) > 0.9
+
+
+def test_psa_regressor_progressive_loss_is_each_rows_before_its_update(tmp_path,
+                                                                      regression_file):
+    # the stream records each row's prediction before its update: the
+    # reference starts the model on the first chunk as its first partial_fit
+    # does (centring, step sizes), then replays the rows one by one,
+    # predicting each before training on it
+    path, X, y = regression_file
+    out = tmp_path / "m.skso"
+    r = skso("train", path, "--model", "psa-regressor", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines", "--param", "shuffle=False")
+    assert r.returncode == 0, r.stderr
+    saved = load_model(out)
+    ref = clone(saved.estimator).start_model(X[:200], y[:200])
+    errors = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (one row's plausibility check)
+        for i in range(600):
+            errors.append(ref.predict(X[i:i + 1])[0] - y[i])
+            ref.partial_fit(X[i:i + 1], y[i:i + 1])
+    mse = float(np.mean(np.square(errors)))
+    tr = saved.header["training"]
+    assert tr["progressive_rows"] == 600 and tr["progressive_unscored_rows"] == 0
+    assert_allclose(tr["progressive_loss"], mse, rtol=1e-9)
+    assert tr["progressive_error"] is None
+    assert_allclose(saved.estimator.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    lines = r.stderr.splitlines()
+    assert lines[1] == "loss: squared error (p - y)^2; each row scored just before its own update"
+    assert lines[2].split() == ["avg", "loss", "since", "last", "rows", "rows/s", "done", "left"]
+    table = [ln.split() for ln in lines[3:] if ln.strip()[0].isdigit()]
+    assert float(table[-1][0]) == pytest.approx(mse, rel=1e-5) and len(table[-1]) == 6
+    assert (f"progressive validation (pass 1, 600 rows): average loss {mse:.6g} (squared "
+            f"error; RMSE {np.sqrt(mse):.6g})") in r.stderr
+
+
+def test_sgd_regressor_progressive_loss_is_the_trained_loss_before_each_chunk(
+        tmp_path, regression_file):
+    path, X, y = regression_file
+    out = tmp_path / "m.skso"
+    r = skso("train", path, "--model", "sgd-regressor", "--out", out, "--chunk-size", 100,
+             "--first-chunk-size", 200, "--progress", "lines", "--loss", "quantile",
+             "--param", "quantile=0.8")
+    assert r.returncode == 0, r.stderr
+    saved = load_model(out)
+    ref = clone(saved.estimator)
+    losses = []
+    bounds = [0, 200, 300, 400, 500, 600]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if k:
+            res = y[a:b] - ref.predict(X[a:b])      # the pinball loss at 0.8
+            losses.append(np.where(res >= 0, 0.8 * res, -0.2 * res))
+        ref.partial_fit(X[a:b], y[a:b])
+    tr = saved.header["training"]
+    assert tr["progressive_rows"] == 400 and tr["progressive_unscored_rows"] == 200
+    assert_allclose(tr["progressive_loss"], np.concatenate(losses).mean(), rtol=1e-10)
+    assert "loss: quantile (pinball) loss at quantile=0.8; each chunk scored" in r.stderr
+    assert "avg err" not in r.stderr and "error" not in r.stderr.lower()
+    assert "partial_fit starts the model: centred columns, step sizes" in r.stderr
+    assert (f"average loss {tr['progressive_loss']:.6g} (quantile)") in r.stderr
+
+
+def _regression_vw(path, X, y, w):
+    """Rows of ``X`` in a 'num' namespace, a word in a 'cat' namespace,
+    weights and tags; the reference hashes them as Vowpal Wabbit does."""
+    lines = []
+    for i in range(X.shape[0]):
+        row = X[i]
+        feats = " ".join(f"f{j}:{v:g}" for j, v in zip(row.indices, row.data))
+        lines.append(f"{y[i]:g} {w[i]:g} 'r{i}|num {feats} |cat c{i % 5}")
+    path.write_text("\n".join(lines) + "\n")
+    hn, hc = mh(b"num"), mh(b"cat")
+    Xh = sp.lil_matrix((X.shape[0], 1024))
+    for i in range(X.shape[0]):
+        row = X[i]
+        for j, v in zip(row.indices, row.data):
+            Xh[i, mh(f"f{j}".encode(), hn) & 1023] += v
+        Xh[i, mh(f"c{i % 5}".encode(), hc) & 1023] += 1
+    return Xh.tocsr()
+
+
+@pytest.mark.parametrize("model", ["psa-regressor", "sgd-regressor"])
+def test_regressor_on_vw_with_weights_and_its_deployment_model(tmp_path, model):
+    X, y = make_regression_rows(n=400, d=12, seed=1)
+    w = np.random.RandomState(0).choice([0.5, 1.0, 2.0], size=400)
+    path = tmp_path / "train.vw"
+    Xh = _regression_vw(path, X, y, w)
+    full, small = tmp_path / "full.skso", tmp_path / "small.skso"
+    common = ("--model", model, "--hash-bits", 10, "--chunk-size", 100, "--first-chunk-size",
+              100, "--progress", "none")
+    code, _, err = run("train", path, "--out", full, "--keep-state", *common)
+    assert code == 0, err
+    r = skso("train", path, "--out", small, *common)
+    assert r.returncode == 0, r.stderr
+    saved = load_model(full)
+    assert saved.header["featurizer"] == {"format": "vw", "n_features": 1024, "hash_bits": 10}
+    ref = _replay_chunks(clone(saved.estimator), Xh, y, [0, 100, 200, 300, 400], w)
+    assert_allclose(saved.estimator.coef_, ref.coef_, rtol=1e-12, atol=1e-12)
+    # the deployment model: no training state, sparse weights (17 of 1024
+    # hashed columns), the same predictions, a smaller file
+    dep = load_model(small)
+    assert dep.contents == "deployment" and not hasattr(dep.estimator, "_states")
+    assert sp.issparse(dep.estimator.coef_)
+    assert dep.estimator.coef_.nnz == np.count_nonzero(saved.estimator.coef_) <= 17
+    assert_allclose(dep.estimator.predict(Xh), saved.estimator.predict(Xh), rtol=1e-12)
+    assert small.stat().st_size < full.stat().st_size / 2
+    r = skso("predict", small, path)
+    assert r.returncode == 0, r.stderr
+    assert_array_equal(np.array(r.stdout.split(), dtype=float), dep.estimator.predict(Xh))
+
+
+def test_regressor_predict_evaluate_info(tmp_path, regression_file):
+    path, X, y = regression_file
+    out = tmp_path / "m.skso"
+    r = skso("train", path, "--model", "psa-regressor", "--out", out, "--progress", "none")
+    assert r.returncode == 0, r.stderr
+    est = load_model(out).estimator
+    test = tmp_path / "test.svm"
+    X_test, y_test = make_regression_rows(n=300, seed=5)
+    dump_svmlight_file(X_test, y_test, str(test), zero_based=False)
+    # predict: the loaded model's values, one per line, read back exactly
+    r = skso("predict", out, test, "--chunk-size", 64)
+    assert r.returncode == 0, r.stderr
+    pred = np.array(r.stdout.splitlines(), dtype=float)
+    assert_array_equal(pred, est.predict(X_test))
+    # evaluate: RMSE, MAE, R^2 of those values
+    r = skso("evaluate", out, test, "--json", "--chunk-size", 128)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert set(res) == {"rows", "rmse", "mae", "r2"} and res["rows"] == 300
+    assert res["rmse"] == pytest.approx(np.sqrt(mean_squared_error(y_test, pred)), rel=1e-12)
+    assert res["mae"] == pytest.approx(mean_absolute_error(y_test, pred), rel=1e-12)
+    assert res["r2"] == pytest.approx(r2_score(y_test, pred), rel=1e-12)
+    code, text, _ = run("evaluate", out, test)
+    assert [ln.split()[0] for ln in text.splitlines()] == ["rows", "rmse", "mae", "r2"]
+    assert float(text.splitlines()[1].split()[1]) == pytest.approx(res["rmse"], abs=1e-6)
+    # info: a regressor, its loss
+    r = skso("info", out)
+    assert r.returncode == 0, r.stderr
+    assert ("task             regression (a real-valued target), loss squared error "
+            "(p - y)^2") in r.stdout
+    assert "PSARegressor" in r.stdout and "classes" not in r.stdout
+    info = json.loads(run("info", out, "--json")[1])
+    assert (info["task"], info["loss"], info["model"]) == ("regression", "squared_error",
+                                                           "psa-regressor")
+    # no probabilities
+    code, _, err = run("predict", out, test, "--proba")
+    assert code == 2 and "is a regressor: it predicts values" in err
+
+
+def test_regressor_evaluate_reports_the_trained_loss(tmp_path, regression_file):
+    path, X, y = regression_file
+    out = tmp_path / "m.skso"
+    code, _, err = run("train", path, "--model", "sgd-regressor", "--out", out, "--progress",
+                       "none", "--loss", "epsilon_insensitive", "--param", "epsilon=1.5")
+    assert code == 0, err
+    est = load_model(out).estimator
+    code, text, err = run("evaluate", out, path, "--json")
+    assert code == 0, err
+    res = json.loads(text)
+    pred = est.predict(X)
+    assert res["loss"] == pytest.approx(np.maximum(np.abs(pred - y) - 1.5, 0).mean(),
+                                        rel=1e-12)
+    assert res["loss_name"] == "epsilon_insensitive loss (epsilon=1.5)"
+    assert res["r2"] == pytest.approx(r2_score(y, pred), rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["psa-regressor", "sgd-regressor"])
+def test_regressor_resume_continues_the_model(tmp_path, model):
+    X, y = make_regression_rows(n=600, seed=3)
+    first, second = tmp_path / "a.svm", tmp_path / "b.svm"
+    dump_svmlight_file(X[:400], y[:400], str(first), zero_based=False)
+    dump_svmlight_file(X[400:], y[400:], str(second), zero_based=False)
+    a, b = tmp_path / "a.skso", tmp_path / "b.skso"
+    code, _, err = run("train", first, "--model", model, "--out", a, "--keep-state",
+                       "--chunk-size", 200, "--first-chunk-size", 200, "--progress", "none")
+    assert code == 0, err
+    r = skso("train", second, "--resume", a, "--out", b, "--chunk-size", 100,
+             "--progress", "lines")
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stderr and "(the resumed model's)" in r.stderr
+    ref = _replay_chunks(load_model(a).estimator, X[400:], y[400:], [0, 100, 200])
+    resumed = load_model(b)
+    assert resumed.contents == "deployment"
+    assert resumed.header["training"]["resumed_from"]["training"]["rows"] == 400
+    assert_allclose(resumed.estimator.predict(X), ref.predict(X), rtol=1e-12)
+    # a deployment model cannot be continued
+    code, _, err = run("train", second, "--resume", b, "--out", tmp_path / "c.skso")
+    assert code == 2 and "a deployment model" in err
+
+
+@pytest.mark.parametrize("labels, argv, message", [
+    ("classes", ["--model", "psa-regressor"],
+     "reg.svm: the labels are only -1 and 1, class labels: --model psa-regressor learns a "
+     "real-valued target; train a classifier (psa, sgdqn, sbm, sgd)"),
+    ("real", ["--model", "psa"],
+     "reg.svm: the labels are real numbers (e.g. {}), not classes: --model psa is a "
+     "classifier; train a regressor (psa-regressor, sgd-regressor)"),
+    ("real", ["--model", "sgd", "--classes", "1,2", "--n-features", "20"],
+     "reg.svm: the labels are real numbers (e.g. {}), not classes: --model sgd is a "
+     "classifier; train a regressor (psa-regressor, sgd-regressor)"),
+    ("real", ["--model", "sgd-regressor", "--classes", "1,2"],
+     "--classes: --model sgd-regressor learns a real-valued target, which has no classes "
+     "(the files are scanned for their rows)"),
+])
+def test_labels_of_the_other_kind_are_said_in_one_line(tmp_path, labels, argv, message):
+    X, y = make_regression_rows(n=300)
+    if labels == "classes":
+        y = np.where(y > np.median(y), 1.0, -1.0)
+    path = tmp_path / "reg.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    out = tmp_path / "m.skso"
+    r = skso("train", "reg.svm", *argv, "--out", out, "--progress", "none", cwd=tmp_path)
+    assert r.returncode == 2
+    # (the example is the smallest of the first block's non-integer labels)
+    example = min((v for v in y if v != np.floor(v)), default=0)
+    assert r.stderr.splitlines() == [f"skso train: error: {message.format(f'{example:g}')}"]
+    assert not out.exists()
+
+
+def test_a_resumed_regressor_refuses_class_labels(tmp_path, regression_file):
+    path, X, y = regression_file
+    a = tmp_path / "a.skso"
+    code, _, err = run("train", path, "--model", "psa-regressor", "--out", a, "--keep-state",
+                       "--progress", "none")
+    assert code == 0, err
+    classes = tmp_path / "classes.svm"
+    dump_svmlight_file(X, (y > 50).astype(float), str(classes), zero_based=False)
+    code, _, err = run("train", classes, "--resume", a, "--out", tmp_path / "b.skso")
+    assert code == 2 and "the labels are only 0 and 1, class labels" in err

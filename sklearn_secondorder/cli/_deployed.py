@@ -223,7 +223,7 @@ def deploy(est, kind, n_features):
     ----------
     est : estimator
         The trained estimator (a linear model is changed in place).
-    kind : {'linear', 'tagger'}
+    kind : {'linear', 'regressor', 'tagger'}
         The kind of ``--model``.
     n_features : int
         The columns of the data.
@@ -239,6 +239,8 @@ def deploy(est, kind, n_features):
     est.strip_training_state()
     coef = np.asarray(est.coef_)
     # CSR costs an index (4 bytes) beside each float64, and a row pointer
-    if 12 * np.count_nonzero(coef) + 8 * (coef.shape[0] + 1) < 8 * coef.size:
+    # per row (a regressor's coef_ of shape (n_features,) is one row)
+    n_rows = coef.shape[0] if coef.ndim == 2 else 1
+    if 12 * np.count_nonzero(coef) + 8 * (n_rows + 1) < 8 * coef.size:
         est.sparsify()
     return est

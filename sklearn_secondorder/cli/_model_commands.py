@@ -3,7 +3,9 @@
 Each reads a model file (``_model``); ``predict`` and ``evaluate`` stream a
 data file in chunks through the estimator's ``predict`` /
 ``predict_proba`` / ``predict_marginals`` with the featurizer the model
-records. ``predict`` writes its output file in full or not at all.
+records. ``predict`` writes its output file in full or not at all. A
+regressor's predictions are its values; its figures RMSE, MAE and R^2
+(``RegressionFigures``).
 """
 import json
 import os
@@ -18,7 +20,7 @@ from ._featurizers import featurizer_from_dict
 from ._files import DataError, describe_format, detect_format
 from ._model import DEPLOYMENT, TRAINING_STATE, create_beside, jsonable, load_model
 from ._parser import EXIT_OK, UsageError, check_input_path
-from ._progress import chunk_scores, has_proba
+from ._progress import chunk_scores, has_proba, regression_loss_name, regression_losses
 from ._stream import iter_chunks
 
 
@@ -53,7 +55,9 @@ def check_model_data(model, path):
     except DataError:
         return
     if found != fmt:
-        what = "a sequence tagger" if fmt == "conll" else "a linear model"
+        what = ("a sequence tagger" if fmt == "conll" else
+                "a linear regressor" if model.header.get("kind") == "regressor" else
+                "a linear model")
         raise DataError(f"{path}: the file holds {_holds(found)}, but the model "
                         f"({model.header['estimator']}, {what}) reads {_holds(fmt)}")
 
@@ -136,6 +140,16 @@ def cmd_predict(args, stdout):
     est, kind = model.estimator, model.header["kind"]
     featurizer = featurizer_from_dict(model.header["featurizer"])
     feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
+    if kind == "regressor":
+        if args.proba:
+            raise UsageError(f"--proba: the model ({model.header['estimator']}) is a "
+                             "regressor: it predicts values, not probabilities")
+        with _AtomicOutput(args.out, stdout) as f:
+            for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
+                feature_range.check(block)
+                # (repr: the shortest text that reads back as the same float)
+                f.write("\n".join(map(repr, est.predict(chunk.X).tolist())) + "\n")
+        return EXIT_OK
     classes = est.classes_
     if args.proba and kind == "linear" and not has_proba(est):
         raise UsageError(f"--proba: the model ({model.header['estimator']}, loss "
@@ -194,6 +208,64 @@ class _Confusion:
         return np.divide(2 * tp, den, out=np.zeros_like(tp), where=den > 0), den > 0
 
 
+class RegressionFigures:
+    """RMSE, MAE and R^2 of a regressor's predictions, summed chunk by chunk.
+
+    The sum of squares about the mean (R^2's denominator) is merged from the
+    chunks' own (Chan, Golub and LeVeque's pairwise update), not taken as
+    ``sum y^2 - n mean^2``, which cancels on targets far from 0. R^2 is
+    scikit-learn's ``r2_score``: 1 for a perfect fit of a constant target,
+    else 0 when the target is constant.
+    """
+
+    def __init__(self):
+        self.n = 0
+        self.mean = self.m2 = self.sse = self.sae = self.loss = 0.0
+
+    def add(self, y, pred, losses):
+        """A chunk's targets ``y``, predictions ``pred`` and losses."""
+        r = pred - y
+        self.sse += float(np.dot(r, r))
+        self.sae += float(np.abs(r).sum())
+        self.loss += float(losses.sum())
+        n_b, mean_b = y.size, float(y.mean())
+        m2_b = float(np.square(y - mean_b).sum())
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        self.m2 += m2_b + delta * delta * self.n * n_b / n
+        self.mean += delta * n_b / n
+        self.n = n
+
+    def result(self):
+        """``{'rows', 'rmse', 'mae', 'r2'}`` and the mean loss."""
+        n = max(self.n, 1)
+        if self.m2 > 0:
+            r2 = 1.0 - self.sse / self.m2
+        else:
+            r2 = 1.0 if self.sse == 0 else 0.0
+        return {"rows": self.n, "rmse": float(np.sqrt(self.sse / n)), "mae": self.sae / n,
+                "r2": r2}, self.loss / n
+
+
+def _evaluate_regressor(args, model, featurizer, feature_range):
+    """``skso evaluate``'s figures of a regressor."""
+    est = model.estimator
+    figures = RegressionFigures()
+    for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
+        feature_range.check(block)
+        if chunk.y is None or np.isnan(chunk.y).any():
+            raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
+                            "labels (evaluate needs every row's label)")
+        # (unweighted figures, as the classifiers')
+        pred = est.predict(chunk.X)
+        figures.add(chunk.y, pred, regression_losses(est, pred, chunk.y))
+    res, mean_loss = figures.result()
+    if est.loss != "squared_error":       # (the squared error is the RMSE's square)
+        res["loss"] = mean_loss
+        res["loss_name"] = regression_loss_name(est)
+    return res
+
+
 def cmd_evaluate(args, stdout):
     model = _load(args.model)
     _check_data(args.data)
@@ -201,6 +273,9 @@ def cmd_evaluate(args, stdout):
     est, kind = model.estimator, model.header["kind"]
     featurizer = featurizer_from_dict(model.header["featurizer"])
     feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
+    if kind == "regressor":
+        return _print_figures(args, stdout, _evaluate_regressor(args, model, featurizer,
+                                                                feature_range))
     conf = _Confusion(est.classes_)
     loss_sum = weight = 0.0
     n_rows = n_sent = 0
@@ -241,6 +316,10 @@ def cmd_evaluate(args, stdout):
             res["positive_class"] = jsonable(est.classes_[1])
             res["f1"] = float(f1[pos])
         res["f1_macro"] = float(f1[present].mean()) if present.any() else 0.0
+    return _print_figures(args, stdout, res)
+
+
+def _print_figures(args, stdout, res):
     if args.json:
         stdout.write(json.dumps(res) + "\n")
     else:
@@ -272,6 +351,11 @@ CONTENTS = {
 }
 
 
+#: ``header["kind"]`` -> what ``skso info`` says the model does.
+TASKS = {"linear": "classification", "regressor": "regression",
+         "tagger": "sequence labelling"}
+
+
 def cmd_info(args, stdout):
     model = _load(args.model)
     h, est = model.header, model.estimator
@@ -286,6 +370,11 @@ def cmd_info(args, stdout):
         "n_weights": n_weights, "stored_weights": stored, "nonzero_weights": nonzero,
         "training": h.get("training", {}),
     }
+    kind = h.get("kind", "linear")
+    res["task"] = TASKS.get(kind, kind)
+    if kind == "regressor":
+        res["loss"] = est.loss
+        res["loss_description"] = regression_loss_name(est)
     if args.json:
         stdout.write(json.dumps(res, default=repr) + "\n")
         return EXIT_OK
@@ -294,7 +383,12 @@ def cmd_info(args, stdout):
     for k in ("bytes", "format_version", "package_version", "estimator", "model",
               "data_format", "n_features", "n_weights", "stored_weights", "nonzero_weights"):
         stdout.write(f"{k:16s} {res[k]}\n")
-    stdout.write(f"{'classes':16s} {' '.join(map(format_label, h['classes']))}\n")
+    if kind == "regressor":
+        stdout.write(f"{'task':16s} regression (a real-valued target), loss "
+                     f"{res['loss_description']}\n")
+    else:
+        stdout.write(f"{'task':16s} {res['task']}\n")
+        stdout.write(f"{'classes':16s} {' '.join(map(format_label, h['classes']))}\n")
     feat = {k: v for k, v in h["featurizer"].items() if k != "template"}
     stdout.write(f"{'featurizer':16s} {json.dumps(feat)}\n")
     if "template" in h["featurizer"]:

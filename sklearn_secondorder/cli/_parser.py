@@ -1,7 +1,8 @@
 """The ``skso`` command line: its ``--model`` names, exit codes and argument parser.
 
 ``MODEL_KINDS`` maps a ``--model`` name to its estimator's class name and
-kind (``model_class`` imports the class); ``build_parser`` builds the
+kind (``model_class`` imports the class; ``ROW_KINDS`` are the kinds that
+learn from rows); ``build_parser`` builds the
 ``argparse`` parser of ``train``, ``predict``, ``evaluate`` and ``info``;
 ``UsageError`` is a bad command line (exit code 2). This module imports
 neither NumPy nor scikit-learn, so that a bad command line fails at once.
@@ -17,16 +18,27 @@ FORMATS = ("svmlight", "vw", "conll")
 #: The built-in CoNLL templates (``_templates.BUILTIN_TEMPLATES``).
 TEMPLATE_NAMES = ("chunking", "words")
 
-#: ``--model`` name -> (estimator class name, kind).
+#: ``--model`` name -> (estimator class name, kind): ``'linear'`` (a
+#: classifier of rows), ``'regressor'`` (a real-valued target of rows) or
+#: ``'tagger'`` (labels of the tokens of CoNLL sentences).
 MODEL_KINDS = {
     "psa": ("PSAClassifier", "linear"),
     "sgdqn": ("SGDQNLinearSVC", "linear"),
     "sbm": ("SBMLogisticRegression", "linear"),
     "sgd": ("PlainSGDClassifier", "linear"),
+    "psa-regressor": ("PSARegressor", "regressor"),
+    "sgd-regressor": ("PlainSGDRegressor", "regressor"),
     "psa-tagger": ("PSASequenceTagger", "tagger"),
     "asf-tagger": ("ASFSequenceTagger", "tagger"),
     "sgd-tagger": ("SGDSequenceTagger", "tagger"),
 }
+
+#: The kinds of model that learn from rows (svmlight or Vowpal Wabbit files).
+ROW_KINDS = ("linear", "regressor")
+
+#: The regressors' losses (``--loss``), as ``PSARegressor``'s ``loss``.
+REGRESSION_LOSS_NAMES = ("squared_error", "huber", "epsilon_insensitive",
+                         "squared_epsilon_insensitive", "quantile")
 
 
 #: ``skso train --help``'s explanation of the progress table.
@@ -35,19 +47,21 @@ the progress table (progressive validation of pass 1, a line at doubling row
 counts and at every tenth of the run; --no-progressive leaves it out):
   avg loss    the average loss of the rows scored so far, each scored by the
               model before training on it (the 'loss:' line above the table
-              names the loss: log-loss, the model's hinge-type loss, or for
-              the taggers -log p(labels | sentence) per token)
+              names the loss: log-loss, the model's hinge-type loss, for
+              the taggers -log p(labels | sentence) per token, for the
+              regressors the squared error (p - y)^2 or the loss trained)
   since last  the average loss of the rows scored since the line before
   avg err     the error rate so far: the fraction of the rows scored whose
-              predicted label is wrong (taggers: of the tokens)
+              predicted label is wrong (taggers: of the tokens; the
+              regressors have no such column)
   since last  the error rate since the line before
   rows        the rows trained on so far (taggers: tokens)
   rows/s      rows trained per second, since the training started
   done        the fraction of the run done: of the scanned rows (with
               --classes, which skips the scan: of the bytes of the files)
   left        the time left at this speed
-psa scores each row just before its own update (Vowpal Wabbit's progressive
-validation); the other models score each chunk before training on it, which
+psa and psa-regressor score each row just before its own update (Vowpal
+Wabbit's progressive validation); the other models score each chunk before training on it, which
 leaves out the first chunk (no model precedes it: the table's 'loss:' line
 and the summary say how many rows)."""
 
@@ -183,8 +197,10 @@ def build_parser():
     tr.add_argument("data", nargs="+", help="data files (plain or gzip)")
     tr.add_argument("--model", choices=sorted(MODEL_KINDS),
                     help="the estimator: psa=PSAClassifier, sgdqn=SGDQNLinearSVC, "
-                         "sbm=SBMLogisticRegression, sgd=PlainSGDClassifier, and the "
-                         "sequence taggers (CoNLL data); required unless --resume")
+                         "sbm=SBMLogisticRegression, sgd=PlainSGDClassifier (class labels); "
+                         "psa-regressor=PSARegressor, sgd-regressor=PlainSGDRegressor "
+                         "(real-valued labels); and the sequence taggers (CoNLL data); "
+                         "required unless --resume")
     tr.add_argument("--out", "-o", required=True,
                     help="the model file to write (its folder is checked before any work)")
     tr.add_argument("--keep-state", action="store_true",
@@ -217,18 +233,22 @@ def build_parser():
                           "LogisticRegression(C=1) and of CRFsuite's c2=0.5, so that it "
                           "weakens as the data grow; with --classes n is estimated from the "
                           "first chunk)")
-    est.add_argument("--loss", help="loss (linear models with a loss parameter)")
+    est.add_argument("--loss", help="loss (linear models with a loss parameter; the "
+                                    f"regressors': {', '.join(REGRESSION_LOSS_NAMES)}, "
+                                    "with --param epsilon=... or --param quantile=...)")
     est.add_argument("--eta0", help="initial step size, or 'auto'")
     est.add_argument("--period", type=int,
-                     help="PSA's period b (default for psa: the paper's 0.5 n / 1000, at "
-                          "least 10, with n the rows of the whole data)")
+                     help="PSA's period b (default for psa and psa-regressor: the "
+                          "paper's 0.5 n / 1000, at least 10, with n the rows of the whole "
+                          "data)")
     est.add_argument("--random-state", type=int, default=None,
                      help="seed of the estimator and the shuffle buffer (default 0)")
     est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="any other constructor parameter, e.g. --param psa_kappa=0.5 "
                           "(repeatable; VALUE read as a Python literal)")
     tr.add_argument("--classes", metavar="LABELS",
-                    help="all the labels, comma-separated: skips the pre-scan of the files "
+                    help="all the labels, comma-separated (classifiers and taggers): skips "
+                         "the pre-scan of the files "
                          "(the rows are then estimated from the first chunk; svmlight also "
                          "needs --n-features, and indices are one-based unless --zero-based)")
     tr.add_argument("--n-features", type=_positive_int,
@@ -246,12 +266,13 @@ def build_parser():
                          "model either way), for debugging and profiling")
     tr.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                     help="threads for learning: the estimator's n_jobs (psa, sgdqn, sgd, "
-                         "psa-tagger, asf-tagger, sgd-tagger; -1: all the cores; default: "
-                         "the estimator's). The reader thread comes on top")
+                         "psa-regressor, sgd-regressor, psa-tagger, asf-tagger, sgd-tagger; "
+                         "-1: all the cores; default: the estimator's). The reader thread comes "
+                         "on top")
 
     pr = sub.add_parser("predict", help="predict the labels of a data file",
-                        description="One label per line (taggers: per token, a blank line "
-                                    "between sentences).")
+                        description="One label per line (regressors: the predicted value; "
+                                    "taggers: per token, a blank line between sentences).")
     pr.add_argument("model", help="a model file written by 'skso train'")
     pr.add_argument("data", help="a data file in the model's format")
     pr.add_argument("--out", "-o", help="output file (default: standard output)")
@@ -264,8 +285,8 @@ def build_parser():
 
     ev = sub.add_parser("evaluate", help="score a model on a labelled data file",
                         description="Accuracy, log-loss (probabilistic models) and F1; for "
-                                    "taggers token accuracy and conlleval chunk "
-                                    "precision / recall / F1.")
+                                    "regressors RMSE, MAE and R^2; for taggers token "
+                                    "accuracy and conlleval chunk precision / recall / F1.")
     ev.add_argument("model", help="a model file written by 'skso train'")
     ev.add_argument("data", help="a labelled data file in the model's format")
     ev.add_argument("--json", action="store_true", help="print one JSON object")

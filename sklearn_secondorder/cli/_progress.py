@@ -5,7 +5,7 @@ the fraction done and the time left; ``RunningLoss`` the running averages of
 progressive validation (VW's "average loss" and "since last");
 ``chunk_scores`` the loss and error of a labelled chunk under the current
 model, before training on it (and the per-chunk scores ``skso evaluate``
-sums).
+sums); a regressor's loss is ``regression_losses``' and it has no error.
 """
 import sys
 import time
@@ -166,8 +166,44 @@ MARGIN_LOSSES = {
 }
 
 
+def regression_losses(est, pred, y):
+    """Each row's loss of a regressor's predictions ``pred`` of ``y``: the
+    squared error ``(p - y)^2`` (Vowpal Wabbit's squared loss: its mean is
+    the MSE) for ``loss='squared_error'``, else the loss trained (Huber's,
+    the epsilon-insensitive ones, the quantile's pinball loss) as
+    ``SGDRegressor`` and Vowpal Wabbit write it."""
+    r = pred - y
+    loss = est.loss
+    if loss == "squared_error":
+        return r * r
+    a = np.abs(r)
+    if loss == "huber":
+        eps = est.epsilon
+        return np.where(a <= eps, 0.5 * r * r, eps * a - 0.5 * eps * eps)
+    if loss == "epsilon_insensitive":
+        return np.maximum(0.0, a - est.epsilon)
+    if loss == "squared_epsilon_insensitive":
+        return np.square(np.maximum(0.0, a - est.epsilon))
+    if loss == "quantile":
+        q = est.quantile
+        return np.where(r <= 0, -q * r, (1.0 - q) * r)
+    raise ValueError(f"unknown regression loss {loss!r}")
+
+
+def regression_loss_name(est):
+    """What ``regression_losses`` of ``est`` is, in words."""
+    loss = est.loss
+    if loss == "squared_error":
+        return "squared error (p - y)^2"
+    if loss == "quantile":
+        return f"quantile (pinball) loss at quantile={est.quantile:g}"
+    return f"{loss} loss (epsilon={est.epsilon:g})"
+
+
 def loss_name(est, kind, n_classes):
     """What the loss column of ``est`` is (printed above the table)."""
+    if kind == "regressor":
+        return regression_loss_name(est)
     if kind == "tagger":
         return "-log p(labels | sentence), per token"
     if has_proba(est):
@@ -184,13 +220,15 @@ def chunk_scores(est, kind, chunk, tagger=None):
     The loss is the model's own: the log-loss when the model has
     probabilities, else its margin loss (``MARGIN_LOSSES``; one-vs-rest:
     summed over the classes); for a tagger ``-log p(labels | sentence)``
-    (the weight is then the tokens: the average is per token).
+    (the weight is then the tokens: the average is per token); for a
+    regressor ``regression_losses`` (its error sum is 0: it has none, and
+    ``y_pred`` the predicted values).
 
     Parameters
     ----------
     est : estimator
         The model (a tagger, a ``CompactTagger``, or a linear estimator).
-    kind : {'linear', 'tagger'}
+    kind : {'linear', 'regressor', 'tagger'}
         The kind of model.
     chunk : Chunk
         Labelled rows.
@@ -211,7 +249,27 @@ def chunk_scores(est, kind, chunk, tagger=None):
         if known.all():
             loss = tagger.neg_log_likelihood(chunk.X, chunk.offsets, chunk.y)
         return float(loss), float(err.sum()), float(w.sum()), pred, None
+    if kind == "regressor":
+        return regression_scores_loss(est, chunk, est.predict(chunk.X))
     return linear_scores_loss(est, chunk, est.decision_function(chunk.X))
+
+
+def row_scores_loss(est, kind, chunk, scores):
+    """``chunk_scores`` of a model of rows whose scores of the chunk's rows
+    are ``scores`` (each row's before its own update, in a stream of
+    calls: ``PSAClassifier._begin_stream``): a regressor's predicted values,
+    a classifier's decision scores."""
+    if kind == "regressor":
+        return regression_scores_loss(est, chunk, scores)
+    return linear_scores_loss(est, chunk, scores)
+
+
+def regression_scores_loss(est, chunk, pred):
+    """``chunk_scores`` of a regressor whose predictions of the chunk's rows
+    are ``pred``."""
+    w = np.ones(chunk.n_rows) if chunk.w is None else chunk.w
+    loss = regression_losses(est, np.asarray(pred, dtype=np.float64), chunk.y) * w
+    return float(loss.sum()), 0.0, float(w.sum()), pred, None
 
 
 def linear_scores_loss(est, chunk, scores):

@@ -30,7 +30,8 @@ from ._templates import BUILTIN_TEMPLATES, parse_template
 
 @dataclass
 class ScanResult:
-    """What training needs to know of the whole data before the first chunk."""
+    """What training needs to know of the whole data before the first chunk
+    (``labels``: the scan's ``LabelNote``, None without a scan)."""
 
     n_rows: int
     n_units: int
@@ -38,16 +39,56 @@ class ScanResult:
     min_index: int = -1
     max_index: int = -1
     n_columns: int = 0
+    labels: object = None
 
 
-def scan(paths, fmt, *, featurizer=None, read_ahead=False):
+class LabelNote:
+    """What the scan notes of the numeric labels beyond their set: the first
+    that is not an integer (a regression target), and whether the set grew
+    past ``max_labels``.
+
+    The set stops growing past ``max_labels`` (a regressor needs only to
+    know whether the labels are two classes), and past 20 labels once a
+    non-integer one is seen (the file is not one of class labels): a real
+    target of millions of distinct values is then not held whole.
+    """
+
+    def __init__(self, max_labels=None):
+        self.max_labels = max_labels
+        self.real = None        # (path, the first non-integer label) or None
+        self.many = False       # the set stopped growing
+
+    def note(self, labels, path):
+        """This note, having seen ``labels`` (of ``path``)."""
+        self.add(None, np.unique(labels), path)
+        return self
+
+    def add(self, classes, u, path):
+        """``classes`` united with a block's distinct labels ``u`` (of ``path``)."""
+        if u.dtype.kind != "f":
+            return u if classes is None else np.union1d(classes, u)
+        if self.real is None:
+            frac = u[np.isfinite(u) & (u != np.floor(u))]
+            if frac.size:
+                self.real = (str(path), float(frac[0]))
+        cap = self.max_labels if self.real is None else min(20, self.max_labels or 20)
+        if classes is not None and cap is not None and classes.size > cap:
+            self.many = True
+            return classes
+        return u if classes is None else np.union1d(classes, u)
+
+
+def scan(paths, fmt, *, featurizer=None, read_ahead=False, max_labels=None):
     """Rows, classes (and svmlight's index range / CoNLL's columns) of the files.
 
     Compiled scans for svmlight and VW (no feature parsing); CoNLL files are
     split into columns (the label column is what is needed). With
     ``read_ahead``, a reader thread reads the next blocks of the file while
-    two are scanned at once (the compiled scans release the GIL).
+    two are scanned at once (the compiled scans release the GIL). The
+    result's ``labels`` (``LabelNote``) says whether a label is not an
+    integer; ``max_labels`` bounds the classes collected.
     """
+    note = LabelNote(max_labels)
     n_rows = n_units = 0
     lo, hi, n_columns = -1, -1, 0
     classes = None
@@ -63,7 +104,7 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
             try:
                 n_rows, n_units, lo, hi, classes = _scan_blocks(
                     None, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
-                    results=results)
+                    results=results, note=note)
             finally:
                 results.close()
             continue
@@ -74,13 +115,13 @@ def scan(paths, fmt, *, featurizer=None, read_ahead=False):
         try:
             n_rows, n_units, lo, hi, classes = _scan_blocks(
                 blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
-                concurrent=read_ahead and fmt != "conll")
+                concurrent=read_ahead and fmt != "conll", note=note)
         finally:
             if read_ahead:
                 blocks.close()
     if n_rows == 0:
         raise DataError(f"{', '.join(map(str, paths))}: no data rows")
-    return ScanResult(n_rows, n_units, classes, lo, hi, n_columns)
+    return ScanResult(n_rows, n_units, classes, lo, hi, n_columns, note)
 
 
 _SCANNERS = {"svmlight": scan_svmlight, "vw": scan_vw}
@@ -183,9 +224,11 @@ def _scanned(blocks, scanner, concurrent):
 
 
 def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes,
-                 concurrent=False, results=None):
+                 concurrent=False, results=None, note=None):
     """``scan``'s loop over the blocks of one file (or the ``(block,
-    scanned)`` pairs of ``results``): the running totals."""
+    scanned)`` pairs of ``results``): the running totals (the label set
+    grown by ``note``, a ``LabelNote``)."""
+    note = LabelNote() if note is None else note
     scanner = _SCANNERS.get(fmt)
     if results is None:
         results = (_scanned(blocks, scanner, concurrent) if scanner is not None
@@ -216,8 +259,7 @@ def _scan_blocks(blocks, path, fmt, featurizer, n_rows, n_units, lo, hi, classes
             fields, offsets = featurizer.split(block, labelled=True)
             labels = np.char.decode(fields[:, -1], "utf-8")
             units = offsets.size - 1
-        u = np.unique(labels)
-        classes = u if classes is None else np.union1d(classes, u)
+        classes = note.add(classes, np.unique(labels), path)
         n_rows += labels.size
         n_units += units
     return n_rows, n_units, lo, hi, classes
