@@ -99,15 +99,20 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
         sq = sq + (1.0 if fit_intercept else 0.0)
         if np.any(sq > 0):
             largest = 1.0 / float(np.median(sq[sq > 0]))
+    held = None
     if scored is not None:
         X_scored = X[scored]
         if column_scale is not None:
             X_scored = ((X_scored @ sp.diags(1.0 / column_scale)).tocsr()
                         if sp.issparse(X_scored) else X_scored / column_scale)
+        # (both halves restricted to the columns either uses, as _sample_columns)
+        both, coef = _sample_columns(
+            sp.vstack([X_sample, X_scored], format="csr") if sp.issparse(X_sample)
+            else X_sample, coef, n_outputs)
+        if sp.issparse(both):
+            X_sample, X_scored = both[:X_sample.shape[0]], both[X_sample.shape[0]:]
         held = RowDataset(X_scored, y[scored], sample_weight[scored])
     else:
-        held = None
-    if held is None:
         X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
     def objective(eta, scored=held):
