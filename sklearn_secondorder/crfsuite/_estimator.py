@@ -58,20 +58,24 @@ default=None
         ``min_freq``, and run in one call: one ``training_log_`` record).
         None is ``'asf'`` for 28 passes (``max_iterations=None``), chosen on
         four sets with CRFsuite's defaults (``c1=0``, ``c2=1``) against
-        sklearn-crfsuite's ``CRF()`` (L-BFGS to CRFsuite's stopping rule):
-        CoNLL-2000 chunking and base NP with the tutorial's features,
-        CoNLL-2003 English NER (testb) and BC2GM gene mentions with a
-        generic NER template (``benchmarks/bench_crfsuite.py``,
-        ``benchmarks/RESULTS.md``). Test F1 after 28 passes with
-        ``random_state`` 0 / 1 / 2 against sklearn-crfsuite's: chunking
-        92.94 / 92.94 / 92.86 (92.92), base NP {BASENP} (92.89), CoNLL-2003
-        {CONLL} ({CONLLPEER}), BC2GM {BC2GM} ({BC2GMPEER}); ``fit`` in
-        {RATIOS} of its time (wall; CPU {CPURATIOS}), input conversion
-        included. 28 passes is the end of ASF's 7th period; after 10 passes
-        BC2GM is still 0.4-0.5 F1 short. ``'lbfgs'`` gives sklearn-crfsuite's
-        own model (within {LBGAP} F1) in {LBRATIOS} of its time; ``'psa'`` is
-        faster still but 0.9-2.5 F1 short after one pass; ``'ap'`` and
-        ``'pa'`` take no ``c1`` / ``c2`` (not a likelihood).
+        sklearn-crfsuite's ``CRF()`` (L-BFGS to CRFsuite's stopping rule),
+        in one run of ``benchmarks/bench_crfsuite.py``
+        (``benchmarks/RESULTS.md``): CoNLL-2000 chunking and base NP with the
+        tutorial's features, CoNLL-2003 English NER (testb) and BC2GM gene
+        mentions with a generic NER template. Test F1 after 28 passes with
+        ``random_state`` 0 / 1 / 2, sklearn-crfsuite's in brackets: chunking
+        92.94 / 92.94 / 92.86 (92.92), base NP 92.97 / 92.88 / 93.01
+        (92.89), CoNLL-2003 81.66 / 81.45 / 81.48 (81.43), BC2GM 71.70 /
+        71.49 / 71.76 (71.30); ``fit`` in 0.19x, 0.15x, 0.19x, 0.03x of its
+        wall time (0.10x, 0.10x, 0.18x, 0.05x of its CPU time), input
+        conversion included. 28 passes is the end of ASF's 7th period (the
+        model a whole period's average); after 10 passes BC2GM is 0.4-0.5
+        short (70.76-70.88), and from pass 25 to 40 CoNLL-2003 varies
+        between 81.03 and 81.85 with the pass and the shuffle. ``'lbfgs'``
+        gives sklearn-crfsuite's own model (within 0.04 F1 on the four) in
+        0.46x-1.10x of its wall time; one pass of PSA
+        (``PSASequenceTagger()``) is faster still but 0.7-1.9 F1 short; ``'ap'`` and ``'pa'`` take no ``c1`` /
+        ``c2`` (not a likelihood).
     min_freq : float, default=None
         Drop the features whose frequency (the sum of the attribute's values
         over the tokens of the label; for a transition the number of
