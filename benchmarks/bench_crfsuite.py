@@ -324,9 +324,10 @@ def main(argv=None):
                     help="random_state 0..N-1 of the sweep (the shuffles)")
     ap.add_argument("--tutorial", action="store_true",
                     help="the earlier run instead: the tutorial flow on CoNLL-2000 only")
-    args, rest = ap.parse_known_args(argv)
-    if args.tutorial:
-        return tutorial_main(rest)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--tutorial" in argv:      # (the earlier run parses its own arguments)
+        return tutorial_main([a for a in argv if a != "--tutorial"])
+    args = ap.parse_args(argv)
     if not SHARED.exists():
         print(f"skipped: {SHARED} is absent")
         return 0
