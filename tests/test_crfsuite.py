@@ -802,3 +802,17 @@ def test_online_defaults_run_crfsuites_100_passes(algorithm):
     assert len(ref.training_log_.iterations) == 100 == ours.estimator_.n_iter_
     f1 = [metrics.flat_f1_score(yte, m.predict(Xte), average="weighted") for m in (ours, ref)]
     assert f1[0] == pytest.approx(f1[1], abs=0.01)
+
+
+def test_default_trains_asf_28_passes_to_crfsuites_f1():
+    """CRF() is ASF for 28 passes (max_iterations None), near sklearn-crfsuite's
+    CRF() (L-BFGS to convergence) on a slice of CoNLL-2000."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    Xtr, ytr, Xte, yte = _conll2000_slice(400, 300)
+    ref = sklearn_crfsuite.CRF().fit(Xtr, ytr)
+    ours = CRF(keep_training_state=True).fit(Xtr, ytr)
+    assert isinstance(ours.estimator_, ASFSequenceTagger)
+    assert ours.estimator_.n_iter_ == 28 == len(ours.training_log_)
+    assert ours.estimator_.feedback_average == "period"
+    f1 = [metrics.flat_f1_score(yte, m.predict(Xte), average="weighted") for m in (ours, ref)]
+    assert f1[0] == pytest.approx(f1[1], abs=0.005)

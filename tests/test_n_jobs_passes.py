@@ -136,7 +136,9 @@ def test_n_jobs_1_sgd_is_the_kernel_call():
 
 def test_n_jobs_1_asf_tagger_is_the_kernel_call():
     X, y = random_sequences(n_seq=30, seed=3)
-    est = ASFSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=3, random_state=0, n_jobs=1)
+    # (the kernel call's feedback is the average of all iterates)
+    est = ASFSequenceTagger(eta0=0.1, alpha=1e-2, max_iter=3, random_state=0, n_jobs=1,
+                            feedback_average="all")
     est.fit(X, y)
     ds = dataset(est, X, y)
     H = est.classes_.size
@@ -323,7 +325,8 @@ def test_shared_tagger_passes_with_the_l1_penalty(algorithm):
     (token accuracy within 1.5 points on 250 training sentences, where a
     round of 8 is 3% of a pass)."""
     X, y = conll_subset(300)
-    kw = {"algorithm": algorithm, "c1": 0.5, "c2": 0.01, "max_iterations": 3}
+    # (six passes: ASF's periods end at passes 1, 3 and 6)
+    kw = {"algorithm": algorithm, "c1": 0.5, "c2": 0.01, "max_iterations": 6}
     one = CRF(**kw).fit(X[:250], y[:250])
     two = CRF(n_jobs=2, **kw).fit(X[:250], y[:250])
     n_one, n_two = len(one.state_features_), len(two.state_features_)
