@@ -325,7 +325,7 @@ def test_train_equals_partial_fit_over_the_same_chunks(tmp_path, binary_file, mo
 
 
 def test_progressive_validation_is_the_loss_before_each_row(tmp_path, binary_file):
-    # PSA streams its chunks (PSAClassifier._begin_stream): each row is scored
+    # PSA streams its chunks (PSAClassifier.begin_stream): each row is scored
     # by the pass itself just before its own update, as Vowpal Wabbit's
     # progressive validation, the first chunk's rows too (the model before
     # the first row is the zero one); the reference replays the rows one by

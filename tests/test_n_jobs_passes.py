@@ -782,7 +782,7 @@ def test_a_shared_pass_holds_its_state():
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_psa_stream_calls_score_each_row_and_defer_the_flush(K, loss, n_threads):
     """``psa_epochs(margins=, flush=False)``, as a stream of calls uses it
-    (``PSAClassifier._begin_stream``): each row's scores before its update
+    (``PSAClassifier.begin_stream``): each row's scores before its update
     are the oracle's (the one-thread pass: the weights before the row; the
     shared pass: those of its round's start), within the tolerance of the
     weights (1e-5 of their scale, times the rows' l1 norm); the blocks a

@@ -396,7 +396,7 @@ def test_a_feature_listed_twice_in_a_row_is_their_sum():
 
 @pytest.mark.parametrize("n_classes, loss", [(2, "log_loss"), (3, "log_loss"), (3, "hinge")])
 def test_a_stream_of_calls_is_partial_fit_and_scores_each_row(n_classes, loss):
-    """``_begin_stream`` / ``_end_stream`` (the command line's chunks): the
+    """``begin_stream`` / ``end_stream`` (the command line's chunks): the
     model of the same ``partial_fit`` calls within the lazy core's
     tolerance, each call's scores shaped as ``decision_function``'s, and
     with ``shuffle=False`` the first row of a call scored at the model
@@ -404,7 +404,7 @@ def test_a_stream_of_calls_is_partial_fit_and_scores_each_row(n_classes, loss):
     X, y = _data(n_classes, n=600)
     ref = PSAClassifier(loss=loss, period=5, random_state=0, shuffle=False)
     est = clone(ref)
-    stream = est._begin_stream()
+    stream = est.begin_stream()
     bounds = [0, 200, 350, 600]
     for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         first = {"classes": np.unique(y)} if k == 0 else {}
@@ -417,19 +417,19 @@ def test_a_stream_of_calls_is_partial_fit_and_scores_each_row(n_classes, loss):
         if k:
             assert_allclose(scores[:1], before, rtol=1e-9, atol=1e-12)
     assert not hasattr(est, "coef_")                 # (exported at the end only)
-    est._end_stream()
+    est.end_stream()
     assert_allclose(est.coef_, ref.coef_, rtol=0, atol=W_RTOL * np.abs(ref.coef_).max())
     assert_allclose(est.intercept_, ref.intercept_, rtol=0,
                     atol=W_RTOL * np.abs(ref.intercept_).max())
-    assert not hasattr(est, "_stream") and est._end_stream() is est
+    assert not hasattr(est, "_stream") and est.end_stream() is est
 
 
 def test_a_stream_reports_divergence_and_refuses_verbose():
     X, y = _data(2, n=300)
     with pytest.raises(ValueError, match="set verbose=0"):
-        PSAClassifier(verbose=1)._begin_stream()
+        PSAClassifier(verbose=1).begin_stream()
     est = PSAClassifier(eta0=1e6, alpha=1e-12, period=5, random_state=0)
-    est._begin_stream()
+    est.begin_stream()
     with pytest.raises(ValueError, match="the weights overflowed"):
         est.partial_fit(X * 1e200, y, classes=np.unique(y))
     assert not hasattr(est, "classes_")

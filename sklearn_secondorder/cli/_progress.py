@@ -257,7 +257,7 @@ def chunk_scores(est, kind, chunk, tagger=None):
 def row_scores_loss(est, kind, chunk, scores):
     """``chunk_scores`` of a model of rows whose scores of the chunk's rows
     are ``scores`` (each row's before its own update, in a stream of
-    calls: ``PSAClassifier._begin_stream``): a regressor's predicted values,
+    calls: ``PSAClassifier.begin_stream``): a regressor's predicted values,
     a classifier's decision scores."""
     if kind == "regressor":
         return regression_scores_loss(est, chunk, scores)
@@ -275,11 +275,11 @@ def regression_scores_loss(est, chunk, pred):
 def linear_scores_loss(est, chunk, scores):
     """``chunk_scores`` of a linear model whose decision scores of the
     chunk's rows are ``scores`` (``decision_function``'s, or each row's
-    before its own update in a stream: ``PSAClassifier._begin_stream``)."""
+    before its own update in a stream: ``PSAClassifier.begin_stream``)."""
     w = np.ones(chunk.n_rows) if chunk.w is None else chunk.w
     classes = est.classes_
     if has_proba(est):
-        P = est._proba_from_scores(scores)
+        P = est.proba_from_scores(scores)
         pred = classes[P.argmax(axis=1)]
         idx, known = _label_index(classes, chunk.y)
         eps = np.finfo(P.dtype).eps

@@ -597,7 +597,7 @@ class _Stream:
             return _streams(self.est, self.kind)
         args = self.plan.args
         cls = model_class(args.model)
-        return (self.kind in ROW_KINDS and hasattr(cls, "_begin_stream")
+        return (self.kind in ROW_KINDS and hasattr(cls, "begin_stream")
                 and not explicit_params(args, cls).get("verbose", cls().verbose))
 
     def write_table_header(self, chunk):
@@ -725,14 +725,14 @@ def stream_training(plan, fb):
                         plan.paths)
                     s.estimate_and_make(chunk, block)
                 if s.stream is None and _streams(s.est, s.kind):
-                    s.stream = s.est._begin_stream()
+                    s.stream = s.est.begin_stream()
                 s.write_table_header(chunk)
                 s.train_on(chunk, block, p)
         finally:
             if reader is not None:      # (an error in training, Ctrl-C: stop it now)
                 reader.close()
     if s.stream is not None:
-        s.est._end_stream()
+        s.est.end_stream()
     if s.progressive.last_w:           # the rows since the last report (small files too)
         _report(fb, s.progressive, s.rows, s.t_train, s.kind)
     fb.close()
@@ -847,11 +847,11 @@ def unscored_note(n_rows, kind):
 
 
 def _streams(est, kind):
-    """Whether ``est`` trains as a stream of calls (``PSAClassifier._begin_stream``):
+    """Whether ``est`` trains as a stream of calls (``PSAClassifier.begin_stream``):
     each row scored before its own update (progressive validation from the
     pass itself, as Vowpal Wabbit's), the model brought to time and exported
     once at the end instead of after every chunk."""
-    return kind in ROW_KINDS and hasattr(est, "_begin_stream") and not est.verbose
+    return kind in ROW_KINDS and hasattr(est, "begin_stream") and not est.verbose
 
 
 def _alpha_given(args):

@@ -74,8 +74,8 @@ default=None
         between 81.03 and 81.85 with the pass and the shuffle. ``'lbfgs'``
         gives sklearn-crfsuite's own model (within 0.04 F1 on the four) in
         0.46x-1.10x of its wall time; one pass of PSA
-        (``PSASequenceTagger()``) is faster still but 0.7-1.9 F1 short; ``'ap'`` and ``'pa'`` take no ``c1`` /
-        ``c2`` (not a likelihood).
+        (``PSASequenceTagger()``) is faster still but 0.7-1.9 F1 short;
+        ``'ap'`` and ``'pa'`` take no ``c1`` / ``c2`` (not a likelihood).
     min_freq : float, default=None
         Drop the features whose frequency (the sum of the attribute's values
         over the tokens of the label; for a transition the number of

@@ -143,10 +143,26 @@ class LinearPredictionMixin(LinearDeploymentMixin):
         return True
 
     def _predict_proba(self, X):
-        return self._proba_from_scores(self.decision_function(X))
+        return self.proba_from_scores(self.decision_function(X))
 
-    def _proba_from_scores(self, scores):
-        """``predict_proba`` of rows whose ``decision_function`` is ``scores``."""
+    def proba_from_scores(self, scores):
+        """The class probabilities of rows whose decision scores are ``scores``.
+
+        ``predict_proba`` without the product ``X coef_``: for scores already
+        computed (a stream's scores before each row's update,
+        ``begin_stream``). Any loss: the logistic of the scores (softmax for a
+        multinomial model) unless ``loss='modified_huber'`` (Zhang's).
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``decision_function``'s output for the rows.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            The probability of each class, as ``predict_proba``'s.
+        """
         if scores.ndim == 1:
             scores = scores[:, None]
         if getattr(self, "loss", "log_loss") == "modified_huber":

@@ -126,26 +126,42 @@ class PSAKernelMixin:
         return next(p for p, state in enumerate(self._states) if state is problem)
 
     # ---- a stream of partial_fit calls (the skso command line) ---------------------
-    def _begin_stream(self):
+    def begin_stream(self):
         """Start a stream of ``partial_fit`` calls that only its end reads.
 
-        Within it each call records its rows' decision scores before their
-        update (``_stream.scores()``: progressive validation without
-        another pass over the rows), and neither brings the blocks its rows
-        did not touch up to time (the next call, or the stream's end, does)
-        nor exports ``coef_``: a call then costs its rows, not the
+        Within it each call records its rows' decision scores (a regressor's
+        predictions) before their update: progressive validation without
+        another pass over the rows. No call brings the blocks its rows did
+        not touch up to time (the next call, or the stream's end, does), nor
+        exports ``coef_``: a call then costs its rows, not the
         ``n_features`` of the model. The parameters must not change until
-        ``_end_stream``, and the estimator cannot predict in between.
+        ``end_stream``, and the estimator cannot predict in between. The
+        streaming protocol of the ``skso`` command line.
+
+        Returns
+        -------
+        stream : object
+            Its ``scores(n_rows)`` gives the last call's scores before each
+            row's update, shaped as ``decision_function``'s (a regressor's:
+            ``(n_rows,)``).
         """
         if self.verbose:
             raise ValueError("a stream of calls does not print its passes: set verbose=0")
         self._stream = _Stream()
         return self._stream
 
-    def _end_stream(self):
-        """End the stream: every block to time, ``coef_`` exported and
-        checked (``partial_fit``'s end). Nothing happens without a stream
-        or a fitted state."""
+    def end_stream(self):
+        """End a stream of ``partial_fit`` calls (``begin_stream``).
+
+        Every block is brought to time and ``coef_`` exported and checked, as
+        at the end of a ``partial_fit`` call. Nothing happens without a
+        stream or a fitted state.
+
+        Returns
+        -------
+        self : object
+            The estimator, ready to predict.
+        """
         stream = vars(self).pop("_stream", None)
         if stream is None or not hasattr(self, "_states"):
             return self
@@ -430,7 +446,7 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
 
 
 class _Stream:
-    """What a stream's calls record (``PSAClassifier._begin_stream``): the
+    """What a stream's calls record (``PSAClassifier.begin_stream``): the
     last call's scores per problem, and the sample weights so far."""
 
     def __init__(self):

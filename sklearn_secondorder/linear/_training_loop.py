@@ -108,7 +108,7 @@ class TrainingLoopMixin:
         self.t_ = int(max(s.t for s in self._states))
         used = sample_weight[sample_weight > 0]
         stream = getattr(self, "_stream", None)
-        if stream is not None:          # (its end exports and checks: _end_stream)
+        if stream is not None:          # (its end exports and checks: end_stream)
             stream.weight_sum += float(used.sum())
             stream.rows += used.size
             return converged, False
