@@ -137,8 +137,8 @@ def flights_part(rows):
         line(rows, label, mae(m, Xte, yte), c, w, f"RMSE {rmse(m, Xte, yte):.2f}")
 
     print("\nthe cost of one kernel pass over flights' centred rows (CPU s, best of 7, "
-          "alternated): the regressor's (squared loss, bounded steps) against a binary PSAClassifier's "
-          "(log loss, labels arr_delay > 0)")
+          "alternated): the regressor's (squared loss, bounded steps) against a binary "
+          "PSAClassifier's (log loss, labels arr_delay > 0)")
     rows_c = PSARegressor(eta0=0.01, random_state=0).fit(Xtr, ytr)._centring.transform(Xtr)
     weights = np.ones(n)
 
