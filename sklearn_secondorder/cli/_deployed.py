@@ -18,9 +18,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._core._crf_infer import label_marginals, objective, viterbi_decode
-from .._core._dataset import SequenceData
-from .._core._weights import ScaledWeights
+from ..sequence import mean_neg_log_likelihood, sequence_batch, token_marginals, viterbi_labels
 
 
 class CompactTagger:
@@ -102,7 +100,7 @@ class CompactTagger:
         if self._flat is None:
             self._flat = np.concatenate([self.state.ravel(), self.transitions.ravel(),
                                          self.intercept])
-        return ScaledWeights(self._flat, self.transitions.shape[0])
+        return self._flat
 
     def _data(self, X, offsets, y=None):
         """The tokens ``X`` (CSR over ``n_features`` columns) on the compact
@@ -118,10 +116,10 @@ class CompactTagger:
         labels = None
         if y is not None:
             labels = (np.searchsorted(self.classes_, y) * self.n_latent).astype(np.int32)
-        return SequenceData(np.ascontiguousarray(X.data[keep], dtype=np.float64),
-                            pos[keep].astype(np.int32), indptr,
-                            np.asarray(offsets, dtype=np.int64), labels,
-                            max(self.columns.size, 1))
+        return sequence_batch(np.ascontiguousarray(X.data[keep], dtype=np.float64),
+                              pos[keep].astype(np.int32), indptr,
+                              np.asarray(offsets, dtype=np.int64), max(self.columns.size, 1),
+                              labels=labels)
 
     def decode(self, X, offsets):
         """The Viterbi labels of the sentences of a chunk.
@@ -138,8 +136,8 @@ class CompactTagger:
         labels : ndarray of shape (n_tokens,)
             The label of every token.
         """
-        return self.classes_[viterbi_decode(self._data(X, offsets), self._weights(),
-                                            self.n_latent)]
+        return self.classes_[viterbi_labels(self._data(X, offsets), self._weights(),
+                                            self.transitions.shape[0], self.n_latent)]
 
     def neg_log_likelihood(self, X, offsets, y):
         """``sum over sentences of -log p(labels | sentence)``: the CRF's loss.
@@ -159,7 +157,8 @@ class CompactTagger:
             The total (``inf`` when not finite).
         """
         n = len(offsets) - 1
-        return objective(self._data(X, offsets, y), self._weights(), 0.0, self.n_latent) * n
+        return mean_neg_log_likelihood(self._data(X, offsets, y), self._weights(),
+                                       self.transitions.shape[0], self.n_latent) * n
 
     # ---- the taggers' prediction API --------------------------------------------
     @staticmethod
@@ -204,7 +203,8 @@ class CompactTagger:
         if not len(X):
             return []
         M, offsets = self._stack(X)
-        P = label_marginals(self._data(M, offsets), self._weights(), self.n_latent)
+        P = token_marginals(self._data(M, offsets), self._weights(),
+                            self.transitions.shape[0], self.n_latent)
         names = self.classes_.tolist()
         return [[dict(zip(names, row)) for row in P[a:b].tolist()]
                 for a, b in zip(offsets[:-1], offsets[1:])]

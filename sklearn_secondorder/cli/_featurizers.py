@@ -17,8 +17,7 @@ from itertools import chain, compress
 import numpy as np
 import scipy.sparse as sp
 
-from .._core._hashing import hash_strings
-from .._core._text_readers import parse_svmlight, parse_vw
+from .._text import hash_strings, parse_svmlight, parse_vw
 from ._files import DataError
 from ._templates import feature_hashes, parse_template
 

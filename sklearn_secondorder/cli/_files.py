@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core._text_readers import newline_positions
+from .._text import newline_positions
 from ._parser import FORMATS  # noqa: F401  (the formats, named where they are read)
 
 

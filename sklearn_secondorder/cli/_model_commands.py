@@ -13,7 +13,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .._core._text_readers import scan_svmlight
+from .._text import scan_svmlight
 from ..metrics import extract_chunks
 from ._deployed import CompactTagger
 from ._featurizers import featurizer_from_dict

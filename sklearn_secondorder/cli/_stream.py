@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core._text_readers import count_newlines, newline_positions, scan_svmlight, scan_vw
+from .._text import count_newlines, newline_positions, scan_svmlight, scan_vw
 from ._featurizers import Chunk, ConllFeaturizer, SvmlightFeaturizer, VWFeaturizer
 from ._files import Block, DataError, first_lines, iter_blocks, text_start
 from ._templates import BUILTIN_TEMPLATES, parse_template
