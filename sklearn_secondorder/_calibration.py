@@ -71,40 +71,16 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     eta0 : float
         Half of the best constant step found (the best one with ``held_out``).
     """
-    n = X.shape[0]
-    size = min(n, 2 * n_samples if held_out else n_samples)
-    if n <= LEGACY_DRAW_ROWS:
-        rows = np.sort(random_state.choice(n, size=size, replace=False))
-    else:
-        # (a Generator's draw without replacement takes O(n_samples); the
-        # legacy RandomState's permutes all n rows, 3 ms for 200,000)
-        rows = np.sort(np.random.default_rng(draw_seed(random_state)).choice(
-            n, size=size, replace=False, shuffle=False))
+    rows = _draw_rows(X.shape[0], 2 * n_samples if held_out else n_samples, random_state)
     scored = None
     if held_out and rows.size >= 2:
         # (every other row of the sorted draw: both halves span the file)
         scored, rows = rows[1::2], rows[0::2]
-    X_sample = X[rows]
-    if column_scale is not None:
-        X_sample = (X_sample @ sp.diags(1.0 / column_scale)).tocsr() if sp.issparse(X_sample) \
-            else X_sample / column_scale
-    # bounded steps never diverge: a step that would take a typical row
-    # (the median squared norm, the intercept's 1 included) past its own
-    # target counts as diverged, so the largest step tried is the one that
-    # fits a typical row exactly (the normalised LMS step)
-    largest = np.inf
-    if bound_steps:
-        sq = (np.asarray(X_sample.multiply(X_sample).sum(axis=1)).ravel()
-              if sp.issparse(X_sample) else np.einsum("ij,ij->i", X_sample, X_sample))
-        sq = sq + (1.0 if fit_intercept else 0.0)
-        if np.any(sq > 0):
-            largest = 1.0 / float(np.median(sq[sq > 0]))
+    X_sample = _scaled(X[rows], column_scale)
+    largest = _largest_step(X_sample, fit_intercept) if bound_steps else np.inf
     held = None
     if scored is not None:
-        X_scored = X[scored]
-        if column_scale is not None:
-            X_scored = ((X_scored @ sp.diags(1.0 / column_scale)).tocsr()
-                        if sp.issparse(X_scored) else X_scored / column_scale)
+        X_scored = _scaled(X[scored], column_scale)
         # (both halves restricted to the columns either uses, as _sample_columns)
         both, coef = _sample_columns(
             sp.vstack([X_sample, X_scored], format="csr") if sp.issparse(X_sample)
@@ -115,6 +91,7 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
     else:
         X_sample, coef = _sample_columns(X_sample, coef, n_outputs)
     ds = RowDataset(X_sample, y[rows], sample_weight[rows])
+
     def objective(eta, scored=held):
         if eta > largest:
             return np.inf
@@ -137,6 +114,38 @@ def calibrate_linear_eta0(X, y, sample_weight, coef, intercept, *, loss, n_outpu
             return eta
     return search_step(lambda eta: objective(eta, None), eta_start=eta_start, factor=factor,
                        max_trials=max_trials) / 2.0
+
+
+def _draw_rows(n, size, random_state):
+    """``min(n, size)`` sorted rows drawn without replacement."""
+    size = min(n, size)
+    if n <= LEGACY_DRAW_ROWS:
+        return np.sort(random_state.choice(n, size=size, replace=False))
+    # (a Generator's draw without replacement takes O(size); the legacy
+    # RandomState's permutes all n rows, 3 ms for 200,000)
+    return np.sort(np.random.default_rng(draw_seed(random_state)).choice(
+        n, size=size, replace=False, shuffle=False))
+
+
+def _scaled(X_rows, column_scale):
+    """The rows with each column divided by its scale (None: as they are)."""
+    if column_scale is None:
+        return X_rows
+    if sp.issparse(X_rows):
+        return (X_rows @ sp.diags(1.0 / column_scale)).tocsr()
+    return X_rows / column_scale
+
+
+def _largest_step(X_sample, fit_intercept):
+    """The largest step worth trying with bounded steps, which never diverge:
+    one that would take a typical row (the median squared norm, the
+    intercept's 1 included) past its own target counts as diverged, so the
+    largest is the step that fits a typical row exactly (the normalised LMS
+    step)."""
+    sq = (np.asarray(X_sample.multiply(X_sample).sum(axis=1)).ravel()
+          if sp.issparse(X_sample) else np.einsum("ij,ij->i", X_sample, X_sample))
+    sq = sq + (1.0 if fit_intercept else 0.0)
+    return 1.0 / float(np.median(sq[sq > 0])) if np.any(sq > 0) else np.inf
 
 
 def used_columns(X_sample):
