@@ -186,7 +186,13 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"skso {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _add_train(sub)
+    _add_model_commands(sub)
+    return parser
 
+
+def _add_train(sub):
+    """The ``train`` subcommand's parser."""
     tr = sub.add_parser(
         "train", help="train a model on data files, streamed in chunks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -226,6 +232,12 @@ def build_parser():
     tr.add_argument("--shuffle-buffer", type=int, default=0, metavar="N",
                     help="shuffle rows (CoNLL: sentences) through a buffer of N, for files in "
                          "a bad order (default 0: file order)")
+    _add_estimator_args(tr)
+    _add_run_args(tr)
+
+
+def _add_estimator_args(tr):
+    """``train``'s estimator parameters."""
     est = tr.add_argument_group("estimator parameters (default: the estimator's, except alpha)")
     est.add_argument("--alpha", "--l2", type=float,
                      help="L2 strength (default 1/n, n the rows of the data from the pre-scan, "
@@ -246,6 +258,10 @@ def build_parser():
     est.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="any other constructor parameter, e.g. --param psa_kappa=0.5 "
                           "(repeatable; VALUE read as a Python literal)")
+
+
+def _add_run_args(tr):
+    """``train``'s options of the run: labels, progress, threads."""
     tr.add_argument("--classes", metavar="LABELS",
                     help="all the labels, comma-separated (classifiers and taggers): skips "
                          "the pre-scan of the files "
@@ -270,6 +286,9 @@ def build_parser():
                          "-1: all the cores; default: the estimator's). The reader thread comes "
                          "on top")
 
+
+def _add_model_commands(sub):
+    """The parsers of the commands that read a model: ``predict``, ``evaluate``, ``info``."""
     pr = sub.add_parser("predict", help="predict the labels of a data file",
                         description="One label per line (regressors: the predicted value; "
                                     "taggers: per token, a blank line between sentences).")
@@ -298,7 +317,6 @@ def build_parser():
                           description="Estimator, parameters, classes, features, size.")
     info.add_argument("model", help="a model file written by 'skso train'")
     info.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser
 
 
 def _add_format_args(p):
