@@ -261,8 +261,20 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
                     [client.submit(_linear_labels, f, pure=False) for f in futures])))
         if classes is not None:
             classes = np.unique(np.asarray(classes))
+        by_worker, workers = self._place(client, futures, rows)
+        model, start = self._start(client, rule, futures[by_worker[workers[0]][0]],
+                                   workers[0], tagger, classes, summaries, n_rows, X)
+        model = self._passes(client, rule, futures, by_worker, workers, rows, model, start,
+                             tagger, classes)
+        if not is_regressor(model):
+            self.classes_ = model.classes_
+        if hasattr(model, "n_features_in_"):
+            self.n_features_in_ = model.n_features_in_
+        return self
 
-        # the workers and their partitions (in partition order)
+    def _place(self, client, futures, rows):
+        """The workers and their partitions (in partition order), the
+        partitions moved once, worker to worker, to even out the rows."""
         who = client.who_has(futures)
         place = {i: sorted(who[f.key])[0] for i, f in enumerate(futures) if rows[i] > 0}
         moves = _balance(place, rows, sorted(client.scheduler_info()["workers"]))
@@ -275,16 +287,21 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         for i in sorted(place):
             by_worker.setdefault(place[i], []).append(i)
         workers = sorted(by_worker, key=lambda w: by_worker[w][0])
+        return by_worker, workers
 
-        # concrete 'auto' settings, resolved on the first rows of the first partition
+    def _start(self, client, rule, first, worker, tagger, classes, summaries, n_rows, X):
+        """The model every worker's first pass continues and the ``start`` of
+        the first mixing step (None: the estimator itself, started afresh):
+        the ``'auto'`` settings resolved on the first rows of the partition
+        ``first`` (a future), on its ``worker``; a tagger's zero state over
+        the shared vocabulary; a regressor's ``start_model`` on those rows."""
         model = clone(self.estimator)
         auto = [name for name in rule.auto_params if model.get_params()[name] == "auto"]
         self.resolved_params_ = {}
-        first = by_worker[workers[0]][0]
         if auto:
             resolved = client.submit(
-                _resolve_auto, model, futures[first], classes, tagger,
-                self.n_calibration_rows, n_rows, workers=[workers[0]], pure=False).result()
+                _resolve_auto, model, first, classes, tagger,
+                self.n_calibration_rows, n_rows, workers=[worker], pure=False).result()
             self.resolved_params_ = {k: resolved[k] for k in auto}
             model.set_params(**self.resolved_params_)
         start = None
@@ -294,8 +311,8 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
             # every worker continues one start: the same centred columns and
             # step sizes, so that their models mix
             start = model = client.submit(
-                _start_regressor, model, futures[first], self.n_calibration_rows,
-                workers=[workers[0]], pure=False).result()
+                _start_regressor, model, first, self.n_calibration_rows,
+                workers=[worker], pure=False).result()
         elif isinstance(model, SBMLogisticRegression):
             K = 1 if classes.size == 2 else classes.size
             rank = model.rank_for(X.shape[1], K)
@@ -305,7 +322,13 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
                     f"{self.estimator.rank!r} gives rank {rank} for {X.shape[1]} features): "
                     "the low-rank factors of different workers do not add up to a rank-k "
                     "bound. Pass rank=None.")
+        return model, start
 
+    def _passes(self, client, rule, futures, by_worker, workers, rows, model, start, tagger,
+                classes):
+        """``max_iter`` passes, each the workers' ``partial_fit`` on their
+        partitions (joined once, on the worker) and a mixing step; the
+        timings and sizes recorded. Returns the mixed model."""
         # each worker's partitions joined once, on the worker; the partitions go
         vocabulary = getattr(model, "vocabulary_", None) if tagger else None
         # (the start has a vocabulary for feature dicts, none for numeric arrays)
@@ -353,15 +376,11 @@ class ParameterMixing(MetaEstimatorMixin, BaseEstimator):
         _rehydrate(model, export=True)
         model.n_iter_ = max_iter
         self.estimator_ = model
-        if not is_regressor(model):
-            self.classes_ = model.classes_
         self.n_iter_ = max_iter
         self.n_workers_ = len(workers)
         self.partitions_ = [list(by_worker[w]) for w in workers]
         self.rows_per_worker_ = [int(r) for r in w_rows]
-        if hasattr(model, "n_features_in_"):
-            self.n_features_in_ = model.n_features_in_
-        return self
+        return model
 
     # ---- prediction ---------------------------------------------------------------
     def _apply(self, method, X):
