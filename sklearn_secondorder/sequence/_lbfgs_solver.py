@@ -124,6 +124,32 @@ def minimize_lbfgs(fun, x0, **options):
         return _minimize_lbfgs(fun, x0, **options)
 
 
+def _line_search(fun, c1, x, xp, fp, gp, pg, d, step, linesearch, max_linesearch):
+    """One line search from ``xp`` along ``d`` (OWL-QN's projected
+    backtracking with ``c1 > 0``, else ``linesearch``): ``(f, g, step,
+    evaluations)``, or None when it fails; ``x`` holds the new point."""
+    if c1 > 0:
+        return owlqn_backtracking(fun, c1, x, xp, fp, pg, d, step, max_linesearch)
+    if linesearch == "MoreThuente":
+        return more_thuente(fun, x, xp, fp, gp, d, step, max_linesearch)
+    return backtracking(fun, x, xp, fp, gp, d, step, linesearch == "StrongBacktracking",
+                        max_linesearch)
+
+
+def _stop_reason(x, pg, f, k, past, epsilon, period, delta):
+    """liblbfgs's stopping rules after iteration ``k``: ``'converged'``
+    (``||pg|| / max(1, ||x||) <= epsilon``), ``'delta'`` (the objective
+    ``period`` iterations ago within ``delta`` of ``f``, relative), or None;
+    ``past`` (the last ``period`` objectives) takes ``f``."""
+    if _nrm2(pg) / max(_nrm2(x), 1.0) <= epsilon:
+        return "converged"
+    if period > 0:
+        if k >= period and abs(past[k % period] - f) < delta * abs(f):
+            return "delta"
+        past[k % period] = f
+    return None
+
+
 def _minimize_lbfgs(fun, x0, *, c1=0.0, num_memories=6, epsilon=1e-5, period=10,
                    delta=1e-5, max_iter=100, linesearch="MoreThuente", max_linesearch=20,
                    callback=None):
@@ -191,13 +217,7 @@ def _minimize_lbfgs(fun, x0, *, c1=0.0, num_memories=6, epsilon=1e-5, period=10,
         np.copyto(xp, x)
         np.copyto(gp, g)
         fp = f
-        if owl:
-            found = owlqn_backtracking(fun, c1, x, xp, fp, pg, d, step, max_linesearch)
-        elif linesearch == "MoreThuente":
-            found = more_thuente(fun, x, xp, fp, gp, d, step, max_linesearch)
-        else:
-            found = backtracking(fun, x, xp, fp, gp, d, step,
-                                 linesearch == "StrongBacktracking", max_linesearch)
+        found = _line_search(fun, c1, x, xp, fp, gp, pg, d, step, linesearch, max_linesearch)
         if found is None:
             np.copyto(x, xp)
             res.stop_reason = "linesearch"
@@ -215,14 +235,10 @@ def _minimize_lbfgs(fun, x0, *, c1=0.0, num_memories=6, epsilon=1e-5, period=10,
         t_start = now
         if callback is not None:
             callback(k, x, f)
-        if _nrm2(pg) / max(_nrm2(x), 1.0) <= epsilon:
-            res.stop_reason = "converged"
+        stop = _stop_reason(x, pg, f, k, past, epsilon, period, delta)
+        if stop is not None:
+            res.stop_reason = stop
             break
-        if period > 0:
-            if k >= period and abs(past[k % period] - f) < delta * abs(f):
-                res.stop_reason = "delta"
-                break
-            past[k % period] = f
         if k >= max_iter:
             break
         # the new pair, then d = -H pg by the two-loop recursion
