@@ -17,11 +17,19 @@ Two measurements, each on local clusters of worker processes (one thread each):
 2. **Taggers on CoNLL-2000 chunking**, 2 workers against the plain tagger
    fitted in this process with the same passes: chunk F1 (conlleval) on the
    test set, and seconds per pass.
+3. **Regression, one pass, 1 worker against 2** (``--regression psa,sgd``):
+   the NYC flights training rows (``_datasets.flights``: 8,375 one-hot
+   columns, target ``arr_delay``) replicated ``--regression-replicate``
+   times and shuffled, made on the workers as the linear task's; rows/s of
+   the pass and test RMSE, beside ``PSARegressor()`` / ``PlainSGDRegressor(
+   max_iter=1)`` fitted in this process on the same rows (the single-machine
+   model).
 
 Usage::
 
     python benchmarks/bench_dask.py [--replicate 15] [--block-rows 200000]
         [--linear psa,sgd,sgdqn] [--taggers sgd,asf,psa] [--tagger-passes 3]
+        [--regression psa,sgd] [--regression-replicate 4]
 
 Needs ``pip install ".[dask,benchmark]"`` and ``../shared/data``.
 """
@@ -66,6 +74,22 @@ def conll_block(i, block_rows, n_rows):
     return X[idx], y[idx]
 
 
+def _flights():
+    if "flights" not in _CACHE:
+        from _datasets import flights
+        _CACHE["flights"] = flights()
+    return _CACHE["flights"]
+
+
+def flights_block(i, block_rows, n_rows):
+    """Rows ``[i * block_rows, ...)`` of flights' training rows replicated to
+    ``n_rows`` and shuffled (one permutation, the same on every worker)."""
+    X, y = _flights()[:2]
+    perm = np.random.RandomState(SEED).permutation(n_rows)
+    idx = perm[i * block_rows:min(n_rows, (i + 1) * block_rows)] % X.shape[0]
+    return X[idx], y[idx]
+
+
 def chunking_part(k, n_parts):
     """Partition ``k`` of CoNLL-2000 chunking's training sentences as
     ``(token feature dicts, chunk tags)`` pairs."""
@@ -82,20 +106,65 @@ def cluster(n_workers):
     return lc, Client(lc)
 
 
-def linear_rows(me, n_rows, block_rows):
+def linear_rows(me, n_rows, block_rows, make=None, n_features=N_FEATURES, y_dtype=np.int64):
     import dask
     import dask.array as da
     import scipy.sparse as sp
+    make = me.conll_block if make is None else make
     n_blocks = -(-n_rows // block_rows)
-    blocks = [dask.delayed(me.conll_block, nout=2)(i, block_rows, n_rows)
-              for i in range(n_blocks)]
+    blocks = [dask.delayed(make, nout=2)(i, block_rows, n_rows) for i in range(n_blocks)]
     sizes = [min(block_rows, n_rows - i * block_rows) for i in range(n_blocks)]
-    Xd = da.concatenate([da.from_delayed(b[0], shape=(n, N_FEATURES), dtype=np.float64,
-                                         meta=sp.csr_matrix((0, N_FEATURES)))
+    Xd = da.concatenate([da.from_delayed(b[0], shape=(n, n_features), dtype=np.float64,
+                                         meta=sp.csr_matrix((0, n_features)))
                          for b, n in zip(blocks, sizes)])
-    yd = da.concatenate([da.from_delayed(b[1], shape=(n,), dtype=np.int64)
+    yd = da.concatenate([da.from_delayed(b[1], shape=(n,), dtype=y_dtype)
                          for b, n in zip(blocks, sizes)])
     return Xd, yd
+
+
+REGRESSORS = {
+    "psa": lambda: __import__("sklearn_secondorder").PSARegressor(random_state=0),
+    "sgd": lambda: __import__("sklearn_secondorder").PlainSGDRegressor(
+        max_iter=1, random_state=0),
+}
+
+
+def run_regression(me, names, n_rows, block_rows):
+    """Regression part: the single-machine fit here, then 1 and 2 workers."""
+    import scipy.sparse as sp
+
+    from sklearn_secondorder.dask import ParameterMixing
+    Xtr, _, Xte, yte = _flights()
+    d = Xtr.shape[1]
+    blocks = [flights_block(i, block_rows, n_rows) for i in range(-(-n_rows // block_rows))]
+    X_all = sp.vstack([b[0] for b in blocks], format="csr")
+    y_all = np.concatenate([b[1] for b in blocks])
+    del blocks
+    out = []
+    for name in names:
+        tic, cpu = time.perf_counter(), time.process_time()
+        alone = REGRESSORS[name]().fit(X_all, y_all)
+        out.append({"method": name, "workers": "this process", "rows_per_s":
+                    n_rows / (time.perf_counter() - tic), "cpu_s": time.process_time() - cpu,
+                    "test_rmse": float(np.sqrt(np.mean((alone.predict(Xte) - yte) ** 2)))})
+        print(out[-1], flush=True)
+    del X_all, y_all
+    for n_workers in (1, 2):
+        lc, client = cluster(n_workers)
+        try:
+            Xd, yd = linear_rows(me, n_rows, block_rows, me.flights_block, d, np.float64)
+            for name in names:
+                model = ParameterMixing(REGRESSORS[name](), max_iter=1).fit(Xd, yd)
+                pred = model.estimator_.predict(Xte)
+                out.append({"method": name, "workers": model.n_workers_,
+                            "rows_per_s": n_rows / model.pass_seconds_[0],
+                            "cpu_s": max(model.worker_cpu_seconds_[0]),
+                            "test_rmse": float(np.sqrt(np.mean((pred - yte) ** 2)))})
+                print(out[-1], flush=True)
+        finally:
+            client.close()
+            lc.close()
+    return out
 
 
 LINEAR = {
@@ -196,6 +265,10 @@ def main():
     parser.add_argument("--linear", default="psa,sgd,sgdqn")
     parser.add_argument("--taggers", default="sgd,asf,psa")
     parser.add_argument("--tagger-passes", type=int, default=3)
+    parser.add_argument("--regression", default="",
+                        help="regressors of the regression part (psa,sgd; default: none)")
+    parser.add_argument("--regression-replicate", type=int, default=4,
+                        help="copies of flights' 261,876 training rows (4: 1.05M rows)")
     args = parser.parse_args()
     # the workers import this module (and _datasets, bench_tagger) by name
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -220,6 +293,16 @@ def main():
                   f"{r2['rows_per_s'] / r1['rows_per_s']:.2f}x (wall), "
                   f"{r2['cpu_rows_per_s'] / r1['cpu_rows_per_s']:.2f}x (CPU), test accuracy "
                   f"{r2['test_acc'] - r1['test_acc']:+.2f} points")
+    if args.regression:
+        n_rows = 261_876 * args.regression_replicate
+        rows = run_regression(me, args.regression.split(","), n_rows, args.block_rows)
+        print(f"\nRegression, one pass over {n_rows:,} flights rows:")
+        print_table(rows, ["method", "workers", "rows_per_s", "cpu_s", "test_rmse"])
+        for name in args.regression.split(","):
+            alone, r1, r2 = [r for r in rows if r["method"] == name]
+            print(f"  {name}: 2 workers / 1 worker rows/s = "
+                  f"{r2['rows_per_s'] / r1['rows_per_s']:.2f}x; test RMSE 2 workers / "
+                  f"single machine = {r2['test_rmse'] / alone['test_rmse']:.4f}")
     if args.taggers:
         rows = run_taggers(me, args.taggers.split(","), args.tagger_passes)
         print(f"\nTaggers on CoNLL-2000 chunking, {args.tagger_passes} passes:")
