@@ -59,7 +59,7 @@ from sklearn_secondorder._threads import ThreadRunner, copy_state, shard_order
 from sklearn_secondorder._validation import draw_seed
 from sklearn_secondorder.crfsuite import CRF
 from sklearn_secondorder.linear import _psa as linear_psa
-from sklearn_secondorder.sequence import _base as sequence_base
+from sklearn_secondorder.sequence import _training_loop as sequence_loop
 from sklearn_secondorder.sequence import _online as sequence_online
 
 BAD_N_JOBS = [0, 1.5, "2", True, np.float64(2.0)]
@@ -605,7 +605,7 @@ def test_a_thread_that_cannot_start_releases_the_others(monkeypatch):
     crf = CRF(algorithm="asf", max_iterations=2, n_jobs=3).fit(Xs, ys)
     before = crf.state_features_
     monkeypatch.setattr(linear_psa, "ThreadRunner", _SecondThreadFails)
-    monkeypatch.setattr(sequence_base, "ThreadRunner", _SecondThreadFails)
+    monkeypatch.setattr(sequence_loop, "ThreadRunner", _SecondThreadFails)
     for est, data in [(PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=3), (X, y)),
                       (PSASequenceTagger(eta0=0.1, max_iter=2, n_jobs=3), (Xs, ys)),
                       (ASFSequenceTagger(eta0=0.1, max_iter=2, n_jobs=3), (Xs, ys))]:
