@@ -59,8 +59,8 @@ from sklearn_secondorder._threads import ThreadRunner, copy_state, shard_order
 from sklearn_secondorder._validation import draw_seed
 from sklearn_secondorder.crfsuite import CRF
 from sklearn_secondorder.linear import _psa as linear_psa
-from sklearn_secondorder.sequence import _training_loop as sequence_loop
 from sklearn_secondorder.sequence import _online as sequence_online
+from sklearn_secondorder.sequence import _training_loop as sequence_loop
 
 BAD_N_JOBS = [0, 1.5, "2", True, np.float64(2.0)]
 
