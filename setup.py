@@ -133,8 +133,10 @@ def cache_key(ext, files, compiler_id):
     digest = hashlib.sha256(repr((
         ext.name, sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
         np.__version__, version("scipy"), sorted(directives.items()), ext.define_macros,
-        ext.extra_compile_args, ext.include_dirs, SHARED_UTILITY, compiler_id,
+        ext.extra_compile_args, SHARED_UTILITY, compiler_id,
     )).encode())
+    # (not the include directories: pip's isolated build puts NumPy's in a
+    # new temporary directory each time; its version is above)
     for path in files:
         with open(path, "rb") as f:
             digest.update(path.encode() + b"\0" + f.read())
