@@ -114,9 +114,9 @@ def module_inputs(pyx, tree):
 
 
 def compiler_identity(compiler):
-    """The compiler's ``--version`` output and its whole command line (the
-    flags of Python's build and of ``CFLAGS``/``CC``), '' for a compiler
-    that cannot say."""
+    """The compiler's kind, its whole command line (the flags of Python's
+    build and of ``CFLAGS``/``CC``) and its ``--version`` output (empty for
+    a compiler that has no such option)."""
     cmd = list(getattr(compiler, "compiler_so", None) or [])
     version_text = ""
     if cmd:
