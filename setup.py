@@ -16,31 +16,51 @@ Three things keep ``pip install`` short:
   ``_cyutility``): the memoryview support code is compiled once, into
   ``_core/_cyutility``, instead of into every module (about half of the
   compiler's time).
-- A built module is kept in ``build/skso-cache/`` under a hash of its inputs
-  (its ``.pyx``, every ``.pxd`` and ``.h`` of the core, the versions of
-  Python, Cython, NumPy and SciPy, the directives and compiler flags). A
-  later build from the same checkout (the README's other command, an
-  editable install, the documentation's) copies it instead of running Cython
-  and the compiler again; only a changed module is built again.
-  ``build_ext --force`` rebuilds everything; ``rm -rf build`` empties the cache.
+- A built module is kept in ``build/skso-cache/`` under a hash of what
+  makes it: its own ``.pyx``, the ``.pxd`` files it cimports and the ``.h``
+  files they (and those headers) include, the compiler's identity (its
+  ``--version`` output) and its whole command line with the module's flags,
+  the directives and the versions of Python, Cython, NumPy and SciPy (whose
+  BLAS declarations a module cimports). A later build from the same
+  checkout (the README's other command, an editable install, the
+  documentation's) copies it instead of running Cython and the compiler
+  again; only a module whose inputs changed is built again, and another
+  compiler builds everything again. ``build_ext --force`` rebuilds
+  everything; ``rm -rf build`` empties the cache.
+
+Cython runs in ``build_ext`` itself, not when this file is imported, so that
+a ``pip install`` runs it once per module (not once more for each of pip's
+build hooks: requirements, metadata, wheel).
+
+Why this cache and not a standard tool: Cython's own cache
+(``cythonize(cache=True)``) keeps only the generated C, and the compiler is
+most of the time; ccache keeps the objects but is a program to install
+(nothing pip can require of every user) and Cython still runs before it;
+meson-python (scikit-learn's build) tracks each module's inputs itself, but
+its editable installs rebuild on import and need the build requirements
+installed without isolation, which changes the commands the README gives.
+The hash above is the part of those that this build needs: whole modules,
+keyed on their own inputs.
 """
 import glob
 import hashlib
 import os
+import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 from importlib.metadata import version
 
 import numpy as np
 from Cython.Build import cythonize
+from Cython.Build.Dependencies import create_dependency_tree
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("SKSO_DEBUG_CYTHON", "0") == "1"
 ONLY = [s for s in os.environ.get("SKSO_ONLY", "").split(",") if s]
 JOBS = int(os.environ.get("SKSO_BUILD_JOBS", "0")) or os.cpu_count() or 1
-FORCE = "--force" in sys.argv or "-f" in sys.argv
 CORE = os.path.join("sklearn_secondorder", "_core")
 CACHE = os.path.join("build", "skso-cache")
 SHARED = "sklearn_secondorder._core._cyutility"
@@ -62,42 +82,65 @@ DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 # (_block_ops.h) into blends and vectorise them for AVX2, not only AVX-512
 # (masks)
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
-# The lazy PSA core's event walk (_lazy_steps.pxd: walk, apply_event, decay,
-# idle_windows) is inline code that GCC leaves out of line at its default
-# limits, passing each block's fields through memory; inlined into the
-# passes, a binary PSA pass is about 17% faster (same-run A/B). GCC only:
-# other compilers have no such parameters.
-LAZY_CORE_MODULES = ("_psa_fast", "_crf_psa")
-GCC_INLINE_ARGS = ["--param=max-inline-insns-single=2000", "--param=max-inline-insns-auto=500",
-                   "--param=large-function-growth=2000", "--param=inline-unit-growth=500"]
+# (The lazy core's event walk is inlined into the passes by name, by
+# _lazy_inline.h: no module gets flags of its own.)
 
 
-def _common_inputs():
-    """What every module depends on besides its own ``.pyx``."""
-    digest = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(CORE, "*.pxd")) +
-                       glob.glob(os.path.join(CORE, "*.h"))):
-        with open(path, "rb") as f:
-            digest.update(path.encode() + f.read())
-    digest.update(repr((
-        sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
-        np.__version__, version("scipy"), sorted(directives.items()), DEFINE_MACROS,
-        COMPILE_ARGS, GCC_INLINE_ARGS, os.environ.get("CC", ""), os.environ.get("CFLAGS", ""),
-        SHARED_UTILITY,
+def _local_includes(path):
+    """The project files that a ``.pyx``/``.pxd`` (``cdef extern from "x.h"``)
+    or a header (``#include "x.h"``) names, found beside it."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    names = re.findall(r'^\s*cdef\s+extern\s+from\s+"([^"*]+)"', text, re.M)
+    names += re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M)
+    found = (os.path.join(os.path.dirname(path), n) for n in names)
+    return [p for p in found if os.path.exists(p)]
+
+
+def module_inputs(pyx, tree):
+    """The project files a module is built from: its ``.pyx``, the ``.pxd``
+    files it cimports (Cython's own dependency tree, transitively) and the
+    headers that those and the headers themselves include."""
+    todo = [os.path.normpath(p) for p in tree.all_dependencies(pyx)
+            if os.path.abspath(p).startswith(os.path.abspath(CORE))]
+    seen = set(todo)
+    while todo:
+        for dep in _local_includes(todo.pop()):
+            dep = os.path.normpath(dep)
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return sorted(seen)
+
+
+def compiler_identity(compiler):
+    """The compiler's kind, its whole command line (the flags of Python's
+    build and of ``CFLAGS``/``CC``) and its ``--version`` output (empty for
+    a compiler that has no such option)."""
+    cmd = list(getattr(compiler, "compiler_so", None) or [])
+    version_text = ""
+    if cmd:
+        try:
+            version_text = subprocess.run([cmd[0], "--version"], capture_output=True,
+                                          text=True, check=False).stdout
+        except OSError:
+            pass
+    return repr((type(compiler).__name__, cmd, version_text))
+
+
+def cache_key(ext, files, compiler_id):
+    """The hash under which module ``ext`` built from ``files`` is cached."""
+    digest = hashlib.sha256(repr((
+        ext.name, sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
+        np.__version__, version("scipy"), sorted(directives.items()), ext.define_macros,
+        ext.extra_compile_args, SHARED_UTILITY, compiler_id,
     )).encode())
-    return digest.digest()
-
-
-COMMON = _common_inputs()
-
-
-def cached_path(name, pyx=None):
-    """Where the module built from these inputs is kept (it may not exist yet)."""
-    digest = hashlib.sha256(COMMON)
-    if pyx is not None:
-        with open(pyx, "rb") as f:
-            digest.update(f.read())
-    return os.path.join(CACHE, f"{name}-{digest.hexdigest()[:20]}.so")
+    # (not the include directories: pip's isolated build puts NumPy's in a
+    # new temporary directory each time; its version is above)
+    for path in files:
+        with open(path, "rb") as f:
+            digest.update(path.encode() + b"\0" + f.read())
+    return digest.hexdigest()[:20]
 
 
 def lacks_buffer_structs(c_file):
@@ -114,22 +157,9 @@ def lacks_buffer_structs(c_file):
     return "__Pyx_TypeInfo" in text and "} __Pyx_TypeInfo;" not in text
 
 
-def _is_gcc(compiler):
-    """Whether a distutils compiler is GCC (not clang under the name cc)."""
-    import subprocess
-    cmd = getattr(compiler, "compiler_so", None)
-    if not cmd:
-        return False
-    try:
-        out = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,
-                             check=False).stdout
-    except OSError:
-        return False
-    return "Free Software Foundation" in out and "clang" not in out.lower()
-
-
 class CachedParallelBuildExt(build_ext):
-    """``build_ext`` on every core, copying the modules found in the cache."""
+    """``build_ext`` on every core: Cython on the modules not in the cache,
+    then the compiler, or a copy from the cache."""
 
     def finalize_options(self):
         super().finalize_options()
@@ -140,6 +170,48 @@ class CachedParallelBuildExt(build_ext):
         self.extensions.sort(key=lambda ext: -sum(
             os.path.getsize(s) for s in ext.sources if os.path.exists(s)))
 
+    def build_extensions(self):
+        # (here, not in finalize_options: the compiler is known)
+        self.extensions = self.cythonize(self.extensions)
+        super().build_extensions()
+
+    def cythonize(self, extensions):
+        """Key each module on its inputs and run Cython on those not in the
+        cache (all with ``--force``); the others keep their ``.c`` name,
+        never compiled (``build_extension`` copies them)."""
+        compiler_id = compiler_identity(self.compiler)
+        tree = create_dependency_tree()
+        pyx_files = [pyx for ext in extensions for pyx in ext.sources]
+        for ext in extensions:
+            files = module_inputs(ext.sources[0], tree) if ext.sources else pyx_files
+            ext.cached = os.path.join(
+                CACHE, f"{ext.name}-{cache_key(ext, files, compiler_id)}.so")
+        todo = [ext for ext in extensions if self.force or not os.path.exists(ext.cached)]
+        done = [ext for ext in extensions if ext not in todo]
+        for ext in done:
+            ext.sources = [os.path.splitext(s)[0] + ".c" for s in ext.sources]
+        if not todo:
+            return done
+        # (force: a C file left by a build with other directives or without
+        # the shared module would otherwise be taken as up to date by its
+        # timestamp)
+        options = dict(compiler_directives=directives, nthreads=JOBS, force=True)
+        if not SHARED_UTILITY:
+            built = cythonize(todo, **options)
+        else:
+            built = cythonize(todo, shared_utility_qualified_name=SHARED, **options)
+            todo_by_name = {ext.name: ext for ext in todo}
+            own = [todo_by_name[m.name] for m in built
+                   if m.name != SHARED and lacks_buffer_structs(m.sources[0])]
+            if own:
+                redone = {m.name: m for m in cythonize(own, **options)}
+                built = [redone.get(m.name, m) for m in built]
+        # (the C sources onto setuptools' own Extension objects)
+        sources = {m.name: m.sources for m in built}
+        for ext in todo:
+            ext.sources = sources[ext.name]
+        return done + todo
+
     def build_extension(self, ext):
         target = self.get_ext_fullpath(ext.name)
         if os.path.exists(ext.cached) and not self.force:
@@ -147,8 +219,6 @@ class CachedParallelBuildExt(build_ext):
             shutil.copyfile(ext.cached, target)
             print(f"{ext.name}: unchanged, copied from {ext.cached}")
             return
-        if ext.name.rsplit(".", 1)[-1] in LAZY_CORE_MODULES and _is_gcc(self.compiler):
-            ext.extra_compile_args = ext.extra_compile_args + GCC_INLINE_ARGS
         super().build_extension(ext)
         os.makedirs(CACHE, exist_ok=True)
         shutil.copyfile(target, ext.cached + ".tmp")
@@ -156,45 +226,19 @@ class CachedParallelBuildExt(build_ext):
 
 
 def core_extensions():
-    """One extension per ``_core/*.pyx`` plus the shared utility module,
-    Cython run on those not in the cache."""
+    """One extension per ``_core/*.pyx`` (Cython runs in ``build_ext``) plus
+    the shared utility module."""
     extensions = []
     for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
         name = os.path.splitext(os.path.basename(pyx))[0]
         if not ONLY or name in ONLY:
-            ext = Extension(f"sklearn_secondorder._core.{name}", [pyx],
-                            include_dirs=[np.get_include()], define_macros=DEFINE_MACROS,
-                            extra_compile_args=COMPILE_ARGS)
-            ext.cached = cached_path(ext.name, pyx)
-            extensions.append(ext)
+            extensions.append(Extension(
+                f"sklearn_secondorder._core.{name}", [pyx], include_dirs=[np.get_include()],
+                define_macros=DEFINE_MACROS, extra_compile_args=COMPILE_ARGS))
     if SHARED_UTILITY:
-        shared = Extension(SHARED, [], extra_compile_args=COMPILE_ARGS)
-        shared.cached = cached_path(SHARED)
-        extensions.append(shared)
-
-    todo = [ext for ext in extensions if FORCE or not os.path.exists(ext.cached)]
-    done = [ext for ext in extensions if ext not in todo]
-    for ext in done:                  # (copied by build_ext: no Cython, no compiler)
-        ext.sources = [os.path.splitext(ext.sources[0])[0] + ".c"] if ext.sources else []
-    if not todo:
-        return done
-    # (force: a C file left by a build with other directives or without the
-    # shared module would otherwise be taken as up to date by its timestamp)
-    options = dict(compiler_directives=directives, nthreads=JOBS, force=True)
-    if not SHARED_UTILITY:
-        built = cythonize(todo, **options)
-    else:
-        built = cythonize(todo, shared_utility_qualified_name=SHARED, **options)
-        todo_by_name = {ext.name: ext for ext in todo}
-        own = [todo_by_name[m.name] for m in built
-               if m.name != SHARED and lacks_buffer_structs(m.sources[0])]
-        if own:
-            redone = {m.name: m for m in cythonize(own, **options)}
-            built = [redone.get(m.name, m) for m in built]
-    cached = {ext.name: ext.cached for ext in todo}
-    for module in built:
-        module.cached = cached[module.name]
-    return done + built
+        # (its key covers every .pyx: Cython writes into it what they use)
+        extensions.append(Extension(SHARED, [], extra_compile_args=COMPILE_ARGS))
+    return extensions
 
 
 setup(ext_modules=core_extensions(), cmdclass={"build_ext": CachedParallelBuildExt})

@@ -3,9 +3,9 @@
  * The threads meet once per round of a few dozen rows, thousands of times
  * a pass, so waiting must cost well under a microsecond: a waiting thread
  * spins on the barrier's sense (a sense-reversing barrier), and yields its
- * core after a few thousand spins so that more threads than cores still
- * progress. A thread that cannot take part (its start failed) sets `abort`:
- * every wait then returns 0 and the threads leave their pass.
+ * core after 256 spins so that more threads than cores still progress. A
+ * thread that cannot take part (its start failed) sets `abort`: every wait
+ * then returns 0 and the threads leave their pass.
  */
 #ifndef SKSO_BARRIER_H
 #define SKSO_BARRIER_H

@@ -47,7 +47,7 @@ typedef struct {
 #define SKSO_GAP_LANES 8
 
 /* floor(x / b) for 0 <= x < 2^52 (floor_div). */
-static inline double skso_gap_floor_div(double x, const skso_gap_consts *c) {
+SKSO_ALWAYS_INLINE double skso_gap_floor_div(double x, const skso_gap_consts *c) {
     double q = floor(x * c->inv_b);
     q = q * c->b > x ? q - 1.0 : q;
     return (q + 1.0) * c->b <= x ? q + 1.0 : q;
@@ -56,10 +56,10 @@ static inline double skso_gap_floor_div(double x, const skso_gap_consts *c) {
 /* The eight lanes' gaps: the exponents of parts (1), (2), (4) and (5), each
  * within 2b steps, in `near` (0: below 5e-4 in size, 1: up to 1/16, 2: up
  * to 4), those of the idle windows (3) in `far`. */
-static inline void skso_gap_lanes(double *restrict v, double *restrict snap,
-                                  double *restrict eta, double *restrict dsnap,
-                                  const double *restrict tau, double T, double ev,
-                                  const skso_gap_consts *c, int near, int far) {
+SKSO_ALWAYS_INLINE void skso_gap_lanes(double *restrict v, double *restrict snap,
+                                       double *restrict eta, double *restrict dsnap,
+                                       const double *restrict tau, double T, double ev,
+                                       const skso_gap_consts *c, int near, int far) {
     for (int l = 0; l < SKSO_GAP_LANES; l++) {
         double t0 = tau[l], w = v[l], s = snap[l], e = eta[l], ds = dsnap[l];
         int crossing = t0 < ev;
@@ -75,8 +75,7 @@ static inline void skso_gap_lanes(double *restrict v, double *restrict snap,
         int has_end = crossing & (t2 <= T);
         t2 = has_end ? t2 : T;
         w *= skso_series_decay((float)e, c->lam, t2 - t1, near);
-        double f = skso_psa_factor((w - s) / ds, c->m, c->kappa, c->inv_denom, c->f_lo,
-                                   c->f_hi);
+        double f = skso_psa_factor((w - s) / ds, c->m, c->kappa, c->inv_denom, c->f_lo, c->f_hi);
         f = has_end & (f == f) ? f : 1.0;
         e = (double)(float)(e * f);
         s = has_end ? w : s;
@@ -153,8 +152,8 @@ static ptrdiff_t skso_binary_gaps(char *base, const int *idx, ptrdiff_t n, doubl
         }
         int all_in = bound <= 4.0 && wins <= 4.0;
         for (int l = 0; l < SKSO_GAP_LANES && i0 + l < n; l++) {
-            if (!all_in && ((T - tau[l]) * c->rate_max > 4.0
-                            || 0.5 * (T - tau[l]) * c->inv_b * -c->log_alpha > 4.0)) {
+            if (!all_in && ((T - tau[l]) * c->rate_max > 4.0 ||
+                            0.5 * (T - tau[l]) * c->inv_b * -c->log_alpha > 4.0)) {
                 left[n_left++] = idx[i0 + l];
                 continue;
             }

@@ -16,9 +16,9 @@
 
 #include "_psa_math.h"
 
-#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) \
-    && defined(__linux__)
-#define SKSO_ROW_CLONES \
+#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) &&          \
+    defined(__linux__)
+#define SKSO_ROW_CLONES                                                                           \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SKSO_ROW_CLONES
@@ -47,27 +47,27 @@ static void skso_row_l1_apply(double *restrict v, double *restrict q, double *re
     }
 }
 
-/* The factor exp(k log(1 - eta lam)) of k idle steps under the series rate
- * rule, by decay_exp's polynomial for the block's bound on |k log(1 - eta
- * lam)| (range 0: below 5e-4, 1: up to 1/16) or skso_exp_neg4 (2: up to 4).
- * Each loop below calls it with a constant range, so that it is branch-free. */
 /* The events on one weight of a wide block, the one home of their
  * arithmetic in the block loops: a window's middle (dsnap = v - snap, snap =
  * v), and its end (eta *= f, Eq. 8, f = skso_psa_factor of (v - snap) /
  * dsnap; 0/0 gives NaN, which keeps eta; snap = v). */
-static inline void skso_window_middle(double v, double *snap, float *dsnap) {
+SKSO_ALWAYS_INLINE void skso_window_middle(double v, double *snap, float *dsnap) {
     *dsnap = (float)(v - *snap);
     *snap = v;
 }
 
-static inline void skso_window_end(double v, double *snap, float dsnap, float *eta, double m,
-                                   double kappa, double inv_denom, double f_lo, double f_hi) {
+SKSO_ALWAYS_INLINE void skso_window_end(double v, double *snap, float dsnap, float *eta, double m,
+                                        double kappa, double inv_denom, double f_lo, double f_hi) {
     double f = skso_psa_factor((v - *snap) / (double)dsnap, m, kappa, inv_denom, f_lo, f_hi);
     *eta = (float)((double)*eta * (f == f ? f : 1.0));
     *snap = v;
 }
 
-static inline double skso_series_decay(float eta, double lam, double k, int range) {
+/* The factor exp(k log(1 - eta lam)) of k idle steps under the series rate
+ * rule, by decay_exp's polynomial for the block's bound on |k log(1 - eta
+ * lam)| (range 0: below 5e-4, 1: up to 1/16) or skso_exp_neg4 (2: up to 4).
+ * Each loop below calls it with a constant range, so that it is branch-free. */
+SKSO_ALWAYS_INLINE double skso_series_decay(float eta, double lam, double k, int range) {
     double z = k * skso_log_decay_series((double)eta * lam);
     if (range == 0)
         return skso_decay_taylor(z);
@@ -76,7 +76,8 @@ static inline double skso_series_decay(float eta, double lam, double k, int rang
     return skso_exp_neg4(z);
 }
 
-static inline int skso_decay_range(double bound) {
+/* The range (above) that covers every |k log(1 - eta lam)| <= bound. */
+SKSO_ALWAYS_INLINE int skso_decay_range(double bound) {
     return bound < 5e-4 ? 0 : (bound <= 0.0625 ? 1 : 2);
 }
 
@@ -103,17 +104,17 @@ static void skso_block_decay_series(double *restrict v, const float *restrict et
 
 /* The same decay, then the event it leads to, in one loop: a window's
  * middle ... */
-#define SKSO_DECAY_MID(range)                                                \
-    for (ptrdiff_t q = 0; q < n; q++) {                                      \
-        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
-        skso_window_middle(nv, snap + q, dsnap + q);                         \
-        v[q] = nv;                                                           \
+#define SKSO_DECAY_MID(range)                                                                     \
+    for (ptrdiff_t q = 0; q < n; q++) {                                                           \
+        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);                              \
+        skso_window_middle(nv, snap + q, dsnap + q);                                              \
+        v[q] = nv;                                                                                \
     }
 
 SKSO_ROW_CLONES
 static void skso_block_decay_mid_event(double *restrict v, const float *restrict eta,
-                                       double *restrict snap, float *restrict dsnap,
-                                       double lam, double k, double bound, ptrdiff_t n) {
+                                       double *restrict snap, float *restrict dsnap, double lam,
+                                       double k, double bound, ptrdiff_t n) {
     switch (skso_decay_range(bound)) {
     case 0: SKSO_DECAY_MID(0) break;
     case 1: SKSO_DECAY_MID(1) break;
@@ -122,19 +123,18 @@ static void skso_block_decay_mid_event(double *restrict v, const float *restrict
 }
 
 /* ... or its end. */
-#define SKSO_DECAY_END(range)                                                \
-    for (ptrdiff_t q = 0; q < n; q++) {                                      \
-        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);         \
-        skso_window_end(nv, snap + q, dsnap[q], eta + q, m, kappa, inv_denom, f_lo, f_hi); \
-        v[q] = nv;                                                           \
+#define SKSO_DECAY_END(range)                                                                     \
+    for (ptrdiff_t q = 0; q < n; q++) {                                                           \
+        double nv = v[q] * skso_series_decay(eta[q], lam, k, range);                              \
+        skso_window_end(nv, snap + q, dsnap[q], eta + q, m, kappa, inv_denom, f_lo, f_hi);        \
+        v[q] = nv;                                                                                \
     }
 
 SKSO_ROW_CLONES
 static void skso_block_decay_end_event(double *restrict v, float *restrict eta,
                                        double *restrict snap, const float *restrict dsnap,
-                                       double lam, double k, double bound, double m,
-                                       double kappa, double inv_denom, double f_lo,
-                                       double f_hi, ptrdiff_t n) {
+                                       double lam, double k, double bound, double m, double kappa,
+                                       double inv_denom, double f_lo, double f_hi, ptrdiff_t n) {
     switch (skso_decay_range(bound)) {
     case 0: SKSO_DECAY_END(0) break;
     case 1: SKSO_DECAY_END(1) break;
@@ -149,9 +149,9 @@ static void skso_block_decay_end_event(double *restrict v, float *restrict eta,
  * most 4 -- and its eta shrinks by alpha^n_win = 1 - p1; a zero weight keeps
  * eta (0/0). The window restarts: snap = v. */
 SKSO_ROW_CLONES
-static void skso_block_idle_windows(double *restrict v, float *restrict eta,
-                                    double *restrict snap, double lam, double p1, double two_b,
-                                    double g1, double g2, ptrdiff_t n) {
+static void skso_block_idle_windows(double *restrict v, float *restrict eta, double *restrict snap,
+                                    double lam, double p1, double two_b, double g1, double g2,
+                                    ptrdiff_t n) {
     for (ptrdiff_t q = 0; q < n; q++) {
         double x = (double)eta[q] * lam;
         double nv = v[q] * skso_exp_neg4(-two_b * (x * p1 * (g1 + x * (2.0 - p1) * g2)));
@@ -164,8 +164,7 @@ static void skso_block_idle_windows(double *restrict v, float *restrict eta,
 
 /* The emission scores of one attribute: em[h] += x v[h]. */
 SKSO_ROW_CLONES
-static void skso_block_emit(double *restrict em, const double *restrict v, double x,
-                            ptrdiff_t n) {
+static void skso_block_emit(double *restrict em, const double *restrict v, double x, ptrdiff_t n) {
     for (ptrdiff_t h = 0; h < n; h++)
         em[h] += x * v[h];
 }
@@ -184,8 +183,8 @@ static void skso_block_shrink(double *restrict v, const float *restrict eta, dou
  * for a small model's eager pass, whose step sizes change only at a window's
  * end: each update's shrink is then skso_block_scale. */
 SKSO_ROW_CLONES
-static void skso_block_shrink_factors(double *restrict f, const float *restrict eta,
-                                      double lam, ptrdiff_t n) {
+static void skso_block_shrink_factors(double *restrict f, const float *restrict eta, double lam,
+                                      ptrdiff_t n) {
     for (ptrdiff_t h = 0; h < n; h++) {
         double g = 1.0 - (double)eta[h] * lam;
         f[h] = g > 0.0 ? g : 0.0;
@@ -219,9 +218,9 @@ static void skso_block_mid_event(const double *restrict v, double *restrict snap
  * 0/0 gives NaN, which keeps eta), snap = v. */
 SKSO_ROW_CLONES
 static void skso_block_end_event(const double *restrict v, double *restrict snap,
-                                 const float *restrict dsnap, float *restrict eta,
-                                 double m, double kappa, double inv_denom, double f_lo,
-                                 double f_hi, ptrdiff_t n) {
+                                 const float *restrict dsnap, float *restrict eta, double m,
+                                 double kappa, double inv_denom, double f_lo, double f_hi,
+                                 ptrdiff_t n) {
     for (ptrdiff_t q = 0; q < n; q++)
         skso_window_end(v[q], snap + q, dsnap[q], eta + q, m, kappa, inv_denom, f_lo, f_hi);
 }

@@ -73,6 +73,10 @@ from ._lazy_steps cimport (
 )
 from ._numeric cimport now_seconds
 
+# the lazy core's event walk inlined into this module's passes, by name
+cdef extern from "_lazy_inline.h":
+    pass
+
 from ._lazy_steps import PSAResult
 
 import numpy as np

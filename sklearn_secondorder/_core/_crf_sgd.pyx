@@ -226,7 +226,7 @@ def shared_round_sequences(int n_threads):
     to late gradients: on 1200 CoNLL-2000 sentences, rounds of 4 a thread
     lost 0.25 / 0.68 points of token accuracy at 2 / 3 threads, rounds of 2
     a thread 0.08 / 0.13; a round of 8 keeps the work between two meetings
-    at about 0.2 ms at two threads."""
+    well above the cost of a meeting (benchmarks/RESULTS.md)."""
     return max(8, 2 * n_threads)
 
 

@@ -53,6 +53,10 @@ from ._lazy_steps cimport (
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport bound_step, clip_dloss
 
+# the lazy core's event walk inlined into this module's passes, by name
+cdef extern from "_lazy_inline.h":
+    pass
+
 from ._lazy_steps import PSAResult, catch_up_state
 
 import numpy as np
@@ -60,7 +64,8 @@ import numpy as np
 
 #: The records' bytes from which a pass prefetches the next row's blocks: a
 #: smaller model stays in the core's L2 cache, where the prefetches only
-#: cost (a9a's 124 blocks, w8a's 301: 6% of the pass).
+#: cost (a9a's 124 blocks, w8a's 301; benchmarks/RESULTS.md, "Figures moved
+#: out of the core's comments").
 PREFETCH_MIN_BYTES = 1 << 18
 
 

@@ -8,10 +8,21 @@
 
 #include <math.h>
 
+/* The core's small inline functions are forced inline (always_inline),
+ * GCC's default limits aside: each is a few operations on a hot path, and
+ * several take an argument (a range, a lane count) that is constant at the
+ * call and chooses their branch, which only inlining removes. (The lazy
+ * core's Cython functions: _lazy_inline.h.) */
+#if defined(__GNUC__) || defined(__clang__)
+#define SKSO_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define SKSO_ALWAYS_INLINE static inline
+#endif
+
 /* exp(z) for |z| < 5e-4: Taylor to z^4 (error < |z|^5 / 120 < 3e-19, below
  * the rounding of the eager product (1 - x)^k it stands for). The decay
  * (1 - eta lam)^k = exp(k rate) of k untouched steps, in its common regime. */
-static inline double skso_decay_taylor(double z) {
+SKSO_ALWAYS_INLINE double skso_decay_taylor(double z) {
     /* (Estrin's scheme: a touch waits on this chain) */
     double z2 = z * z;
     return (1.0 + z) + z2 * ((0.5 + z * (1.0 / 6.0)) + z2 * (1.0 / 24.0));
@@ -22,7 +33,7 @@ static inline double skso_decay_taylor(double z) {
  * decays and idle windows of a catch-up are mostly in this range. Estrin's
  * scheme: four independent pairs, then two levels, so that the chain a
  * catch-up waits on is four products deep, not eight. */
-static inline double skso_expm1_poly(double z) {
+SKSO_ALWAYS_INLINE double skso_expm1_poly(double z) {
     double z2 = z * z, z4 = z2 * z2;
     double a0 = 1.0 + z * (1.0 / 2), a1 = 1.0 / 6 + z * (1.0 / 24);
     double a2 = 1.0 / 120 + z * (1.0 / 720), a3 = 1.0 / 5040 + z * (1.0 / 40320);
@@ -32,7 +43,7 @@ static inline double skso_expm1_poly(double z) {
 /* exp(z) for -4 <= z <= 0 without a call, for vector loops: the
  * polynomial above at z / 64, squared six times (relative error < 64 ulp,
  * about 1.5e-14: the squarings double it each). */
-static inline double skso_exp_neg4(double z) {
+SKSO_ALWAYS_INLINE double skso_exp_neg4(double z) {
     double e = 1.0 + skso_expm1_poly(z * (1.0 / 64));
     e *= e;
     e *= e;
@@ -44,7 +55,7 @@ static inline double skso_exp_neg4(double z) {
 
 /* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3) (relative
  * error < x^3 / 4 < 2.5e-13). The decay log-rate of a weight, x = eta lam. */
-static inline double skso_log_decay_series(double x) {
+SKSO_ALWAYS_INLINE double skso_log_decay_series(double x) {
     return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0)));
 }
 
@@ -57,8 +68,8 @@ static inline double skso_log_decay_series(double x) {
  * so the last-ulp rounding cannot leave it. u = +-inf (a weight that moved
  * only in the second half) clips to +-kappa. u = NaN (0/0: no curvature
  * information) gives NaN: the caller keeps eta (Eq. 8 is eta <- f eta). */
-static inline double skso_psa_factor(double u, double m, double kappa, double inv_denom,
-                                     double f_lo, double f_hi) {
+SKSO_ALWAYS_INLINE double skso_psa_factor(double u, double m, double kappa, double inv_denom,
+                                          double f_lo, double f_hi) {
     u = u > kappa ? kappa : u;
     u = u < -kappa ? -kappa : u;
     double f = (m + u) * inv_denom;
@@ -67,16 +78,17 @@ static inline double skso_psa_factor(double u, double m, double kappa, double in
     return f;
 }
 
-/* 1 - exp(z) for z <= 0 (its Taylor branch for |z| < 5e-4 alone), the branches of the decay (skso_decay_taylor for
- * |z| < 5e-4, else exp) without their cancellation: the L1 penalty owed
- * over k untouched steps of a weight with L2 decay is C/lam (1 - (1 - eta
- * lam)^k), z = k log(1 - eta lam), the geometric sum of the steps' eta C
+/* 1 - exp(z) for z <= 0 by the decay's branches (skso_decay_taylor for
+ * |z| < 5e-4, else exp), without the cancellation of computing 1 - decay;
+ * skso_one_minus_decay_taylor is its Taylor branch alone. The L1 penalty
+ * owed over k untouched steps of a weight with L2 decay is C/lam (1 - (1 -
+ * eta lam)^k), z = k log(1 - eta lam): the geometric sum of the steps' eta C
  * shrunk by the later decays. */
-static inline double skso_one_minus_decay_taylor(double z) {
+SKSO_ALWAYS_INLINE double skso_one_minus_decay_taylor(double z) {
     return -z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z * (1.0 / 24.0))));
 }
 
-static inline double skso_one_minus_decay(double z) {
+SKSO_ALWAYS_INLINE double skso_one_minus_decay(double z) {
     if (z > -5e-4)
         return skso_one_minus_decay_taylor(z);
     return -expm1(z);
@@ -87,7 +99,7 @@ static inline double skso_one_minus_decay(double z) {
  * owed_down = u + q (w > 0), owed_up = u - q (w < 0), u the total penalty
  * so far and q what was applied to this weight -- and clips it at 0. Returns
  * the new weight; the caller adds the change to q. */
-static inline double skso_l1_apply(double w, double owed_down, double owed_up) {
+SKSO_ALWAYS_INLINE double skso_l1_apply(double w, double owed_down, double owed_up) {
     /* (selects, not branches: the sign of a weight is not predictable, and
      * the block loop of _block_ops.h vectorises) */
     double down = w - owed_down, up = w + owed_up;

@@ -54,9 +54,10 @@ cdef extern from "_barrier.h" nogil:
 
 #: The least ``P^2 r`` (the multiply-adds of one example's downdate ``M -= T
 #: T^T``) for which the threads share a ``batch_size=1`` pass: below it three
-#: barriers an example cost more than the split saves (see ``team_route``). On
-#: 2 cores one pass at two threads took 0.95x as long as one thread on a9a
-#: (``P^2 r = 1.5e4``), 1.74x on w8a (``9.1e4``), 1.59x on letter (``4.9e6``).
+#: barriers an example cost more than the split saves (see ``team_route``):
+#: a9a (``P^2 r = 1.5e4``) gains nothing from a second thread, w8a
+#: (``9.1e4``) and letter (``4.9e6``) do (benchmarks/RESULTS.md, "Figures
+#: moved out of the core's comments").
 TEAM_MIN_WORK = 50_000
 
 
