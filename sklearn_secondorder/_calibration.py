@@ -122,7 +122,7 @@ def _draw_rows(n, size, random_state):
     if n <= LEGACY_DRAW_ROWS:
         return np.sort(random_state.choice(n, size=size, replace=False))
     # (a Generator's draw without replacement takes O(size); the legacy
-    # RandomState's permutes all n rows, 3 ms for 200,000)
+    # RandomState's permutes all n rows)
     return np.sort(np.random.default_rng(draw_seed(random_state)).choice(
         n, size=size, replace=False, shuffle=False))
 

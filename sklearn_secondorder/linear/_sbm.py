@@ -592,7 +592,7 @@ class SBMLogisticRegression(LinearClassifierBase):
         # one BLAS thread for the kernels, the regulariser's growth and the
         # surrogate's solve: their calls are small, idle threads of a threaded
         # solve keep spinning and slow the single-threaded pass after it (one
-        # limit per call: setting it costs about 0.1 ms). With n_jobs the
+        # limit per call: setting it is cheap against a pass). With n_jobs the
         # threads of a shared pass make their BLAS calls side by side, each
         # on one BLAS thread
         with _one_blas_thread():
