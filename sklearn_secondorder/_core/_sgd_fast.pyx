@@ -459,8 +459,9 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, 
 
     Used by the step-size calibration (Bottou's recipe): the arrays given are
     not modified. With ``held_out`` the objective is that of its rows (the
-    step whose pass generalises best, rather than fits its own rows best). ``options`` is a ``LinearSGDOptions`` (its
-    ``learning_rate`` is ignored: the step is constant).
+    step whose pass generalises best, rather than fits its own rows best).
+    ``options`` is a ``LinearSGDOptions`` (its ``learning_rate`` is ignored:
+    the step is constant).
     """
     cdef int K = n_outputs
     cdef double lam = options.lam, l1 = options.l1
@@ -469,7 +470,8 @@ def trial_pass(RowDataset ds, double[::1] coef, double[::1] intercept, options, 
     cdef double[::1] ic = intercept_c
     cdef ScaledWeights w = ScaledWeights(coef_c, K, None, 0.0,
                                          np.zeros_like(coef_c) if l1 > 0 else None)
-    cdef RowSteps steps = row_steps(ds, loss, lam, ic, None, fit_intercept, 1.0, bound_steps)
+    cdef RowSteps steps = row_steps(ds, loss, lam, ic, None, fit_intercept, 1.0,
+                                    bound_steps)
     cdef RowStepsL1 steps_l1 = with_l1(steps, l1) if l1 > 0 else None
     cdef Schedule sched = _schedule(options, CONSTANT)
     cdef const double* x
