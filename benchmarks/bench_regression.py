@@ -13,6 +13,11 @@ test RMSE, MAE for the robust losses; CPU seconds of the fit):
   epsilon=0`` (absolute error) 20 epochs for the MAE.
 - The cost of a regressor's kernel pass against a binary ``PSAClassifier``
   kernel pass on the same rows (flights, labels ``arr_delay > 0``).
+- With ``--robust-peers``: scikit-learn's ``HuberRegressor`` and
+  ``QuantileRegressor`` (median, ``solver='highs'``) where they finish,
+  diamonds ``log(price)`` and flights (``HuberRegressor`` only: the linear
+  program of ``QuantileRegressor`` on 262k rows x 8,375 columns does not
+  finish here), test MAE beside ours (minutes of CPU: off by default).
 
 Run ``python benchmarks/bench_regression.py``; ``--out FILE`` also writes
 the tables as Markdown.
@@ -159,17 +164,47 @@ def flights_part(rows):
          f"classifier {clf:.3f} s")
 
 
+def robust_part(rows):
+    """scikit-learn's robust regressors beside ours (``--robust-peers``)."""
+    from sklearn.linear_model import HuberRegressor, QuantileRegressor
+
+    Xtr, ytr, Xte, yte = diamonds("log")
+    print("\ndiamonds log(price), robust losses: test MAE, CPU s, wall s")
+    for label, make in (
+            ("HuberRegressor(alpha=1e-4)", lambda: HuberRegressor(alpha=1e-4, max_iter=500)),
+            ("QuantileRegressor(quantile=0.5, alpha=0, solver='highs')",
+             lambda: QuantileRegressor(quantile=0.5, alpha=0.0, solver="highs")),
+            ("PSARegressor(loss='huber') one pass", lambda: PSARegressor(loss="huber",
+                                                                         random_state=0)),
+            ("PSARegressor(loss='quantile') one pass",
+             lambda: PSARegressor(loss="quantile", random_state=0))):
+        m, c, w = cpu_fit(make, Xtr, ytr)
+        line(rows, label, mae(m, Xte, yte), c, w)
+    Xtr, ytr, Xte, yte = flights()
+    print("\nflights, robust losses: test MAE, CPU s, wall s")
+    m, c, w = cpu_fit(lambda: HuberRegressor(alpha=1e-4, max_iter=100), Xtr, ytr)
+    line(rows, "HuberRegressor(alpha=1e-4, max_iter=100)", mae(m, Xte, yte), c, w,
+         f"{m.n_iter_} iterations")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="also write the tables (Markdown) to this file")
+    parser.add_argument("--robust-peers", action="store_true",
+                        help="also HuberRegressor and QuantileRegressor (minutes of CPU)")
+    parser.add_argument("--only-robust", action="store_true",
+                        help="only the robust peers' part")
     args = parser.parse_args(argv)
     if not (DATA / "regression" / "diamonds.csv.gz").exists():
         print(f"skipped: {DATA / 'regression'} is not present")
         return 0
     rows = []
-    diamonds_part("log", rows)
-    diamonds_part("price", rows)
-    flights_part(rows)
+    if not args.only_robust:
+        diamonds_part("log", rows)
+        diamonds_part("price", rows)
+        flights_part(rows)
+    if args.robust_peers or args.only_robust:
+        robust_part(rows)
     if args.out:
         with open(args.out, "w") as f:
             f.write("| model | test score | CPU s | wall s | note |\n|---|---|---|---|---|\n")
