@@ -96,6 +96,19 @@ cdef inline void _gradient(const double* scores, double* grad, Py_ssize_t K, Los
             grad[k] *= sw
 
 
+cdef inline void _bound_row(double* grad, double p, double y, const double* x,
+                            const int* ind, int nnz, const char* eta, Py_ssize_t stride,
+                            double h) noexcept nogil:
+    """Regression's bounded step (``_numeric.bound_step``) on a row whose
+    weights' step sizes are the floats at ``eta + ind[q] * stride`` (the
+    lazy records, or the eager pass's array); ``h`` starts at the
+    intercept's step (0 without an intercept)."""
+    cdef int q
+    for q in range(nnz):
+        h += (<const float*>(eta + ind[q] * stride))[0] * x[q] * x[q]
+    bound_step(grad, p, y, h)
+
+
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
                             const Penalty* pen, const RateRule* rule, Loss loss, RowWork* wk,
                             long long t) noexcept nogil:
@@ -106,7 +119,7 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     cdef int nnz, q
     cdef Py_ssize_t i, k, nxt
     cdef long long kk
-    cdef double y, sw, s, h
+    cdef double y, sw, s
     cdef Block row, icp = fixed_block_at(L, wk.d)
     cdef double lam = c.lam, l1 = c.l1
     cdef double* scores = wk.scores
@@ -163,10 +176,8 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
         # the loss derivative at theta(t), then line 5 of Algorithm 1
         _gradient(scores, grad, K, loss, y, sw)
         if K == 1 and wk.bound_steps:
-            h = icp.eta[0] if wk.fit_intercept else 0.0
-            for q in range(nnz):
-                h += fixed_block_at(L, ind[q]).eta[0] * x[q] * x[q]
-            bound_step(grad, scores[0], y, h)
+            _bound_row(grad, scores[0], y, x, ind, nnz, L.base + L.off_eta, L.stride,
+                       icp.eta[0] if wk.fit_intercept else 0.0)
         if K == 1 and grad[0] == 0.0:
             # a zero gradient (a hinge-type loss past its margin): the update
             # is the shrink alone, which is an idle step of the lazy decay,
@@ -262,7 +273,7 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
     cdef const int* ind
     cdef int nnz, q
     cdef Py_ssize_t i, k, j, n = wk.d * K
-    cdef double y, sw, s, h
+    cdef double y, sw, s
     cdef double* scores = wk.scores
     cdef double* grad = wk.grad
     cdef L2Only plain
@@ -282,10 +293,8 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
                 wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         _gradient(scores, grad, K, loss, y, sw)
         if K == 1 and wk.bound_steps:
-            h = icp.eta[0] if wk.fit_intercept else 0.0
-            for q in range(nnz):
-                h += w.eta[ind[q]] * x[q] * x[q]
-            bound_step(grad, scores[0], y, h)
+            _bound_row(grad, scores[0], y, x, ind, nnz, <const char*>w.eta, sizeof(float),
+                       icp.eta[0] if wk.fit_intercept else 0.0)
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
         block_scale(w.v, shrink, n)
