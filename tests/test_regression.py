@@ -25,7 +25,7 @@ from sklearn_secondorder._core._losses import REGRESSION_LOSSES
 from sklearn_secondorder._core._psa_fast import SHARED_ROUND_ROWS, psa_epochs
 from sklearn_secondorder._threads import ThreadRunner
 from sklearn_secondorder.linear._psa_regressor import column_rms
-from sklearn_secondorder.linear._regression import ColumnCentring, _losses_of
+from sklearn_secondorder.linear._regression import ColumnCentring, loss_values
 
 REGRESSORS = [PSARegressor, PlainSGDRegressor]
 
@@ -83,7 +83,7 @@ def test_losses_match_numpy_and_finite_differences(name):
         h = 1e-6
         fd = (loss.py_loss(p + h, y) - loss.py_loss(p - h, y)) / (2 * h)
         assert loss.py_dloss(p, y) == pytest.approx(fd, rel=1e-5, abs=1e-6)
-        assert _losses_of(loss, np.array([p]), np.array([y]))[0] == pytest.approx(
+        assert loss_values(loss, np.array([p]), np.array([y]))[0] == pytest.approx(
             loss.py_loss(p, y), rel=1e-12, abs=1e-15)
     assert pickle.loads(pickle.dumps(loss)).py_loss(1.0, 0.2) == loss.py_loss(1.0, 0.2)
 

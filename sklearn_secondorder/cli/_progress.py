@@ -170,24 +170,12 @@ def regression_losses(est, pred, y):
     """Each row's loss of a regressor's predictions ``pred`` of ``y``: the
     squared error ``(p - y)^2`` (Vowpal Wabbit's squared loss: its mean is
     the MSE) for ``loss='squared_error'``, else the loss trained (Huber's,
-    the epsilon-insensitive ones, the quantile's pinball loss) as
-    ``SGDRegressor`` and Vowpal Wabbit write it."""
-    r = pred - y
-    loss = est.loss
-    if loss == "squared_error":
-        return r * r
-    a = np.abs(r)
-    if loss == "huber":
-        eps = est.epsilon
-        return np.where(a <= eps, 0.5 * r * r, eps * a - 0.5 * eps * eps)
-    if loss == "epsilon_insensitive":
-        return np.maximum(0.0, a - est.epsilon)
-    if loss == "squared_epsilon_insensitive":
-        return np.square(np.maximum(0.0, a - est.epsilon))
-    if loss == "quantile":
-        q = est.quantile
-        return np.where(r <= 0, -q * r, (1.0 - q) * r)
-    raise ValueError(f"unknown regression loss {loss!r}")
+    the epsilon-insensitive ones, the quantile's pinball loss), the
+    estimator's own equations (``linear._regression.loss_values``)."""
+    from ..linear._regression import loss_values, regression_loss
+
+    values = loss_values(regression_loss(est), np.asarray(pred, dtype=np.float64), y)
+    return 2.0 * values if est.loss == "squared_error" else values
 
 
 def regression_loss_name(est):

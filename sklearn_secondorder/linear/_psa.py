@@ -33,6 +33,17 @@ class PSAKernelMixin:
     #: (the regressors: ``_core._numeric.bound_step``).
     _bound_steps = False
 
+    #: PSA's own parameters (the paper's ``b``, ``eta0``, ``alpha``, ``beta``,
+    #: ``kappa``) and the penalty, as every PSA estimator takes them.
+    _psa_constraints = {
+        "period": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
+        "psa_beta": [Interval(Real, 0, 1, closed="neither")],
+        "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
+        **PENALTY_CONSTRAINTS,
+    }
+
     def _column_scale(self, X, sample_weight):
         """Per-column scales ``s_j``: the step sizes start at ``eta0 / s_j^2``
         (None: every one at ``eta0``)."""
@@ -401,13 +412,8 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
 
     _parameter_constraints = {
         **LinearClassifierBase._parameter_constraints,
+        **PSAKernelMixin._psa_constraints,
         "loss": [StrOptions(set(LOSSES))],
-        "period": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
-        "psa_beta": [Interval(Real, 0, 1, closed="neither")],
-        "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
-        **PENALTY_CONSTRAINTS,
     }
 
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=1e-4, l1_ratio=0.15,

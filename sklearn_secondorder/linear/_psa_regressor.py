@@ -1,12 +1,8 @@
 """PSARegressor: periodic step-size adaptation for linear regression."""
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._compat import Interval, StrOptions
-from .._core._losses import REGRESSION_LOSSES
-from .._penalty import PENALTY_CONSTRAINTS
 from ._psa import PSAKernelMixin
 from ._regression import LinearRegressorBase, stored_counts
 
@@ -162,15 +158,7 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
 
     _parameter_constraints = {
         **LinearRegressorBase._parameter_constraints,
-        "loss": [StrOptions(set(REGRESSION_LOSSES))],
-        "epsilon": [Interval(Real, 0, None, closed="left")],
-        "quantile": [Interval(Real, 0, 1, closed="neither")],
-        "period": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "psa_alpha": [Interval(Real, 0, 1, closed="neither")],
-        "psa_beta": [Interval(Real, 0, 1, closed="neither")],
-        "psa_kappa": [Interval(Real, 0, 1, closed="neither")],
-        **PENALTY_CONSTRAINTS,
+        **PSAKernelMixin._psa_constraints,
     }
 
     def __init__(self, loss="squared_error", *, epsilon=0.1, quantile=0.5, penalty="l2",
@@ -202,22 +190,8 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
 
-    def _loss_object(self, n_outputs):
-        return regression_loss(self)
-
     def _column_scale(self, X, sample_weight):
         return column_rms(X, vars(self).pop("_call_counts", None))
-
-
-def regression_loss(est):
-    """The ``_core._losses`` object of a regressor's ``loss`` and its
-    parameter (``epsilon``, or ``quantile``)."""
-    cls = REGRESSION_LOSSES[est.loss]
-    if est.loss == "squared_error":
-        return cls()
-    if est.loss == "quantile":
-        return cls(est.quantile)
-    return cls(est.epsilon)
 
 
 def column_rms(X, count=None):

@@ -21,13 +21,25 @@ its pass is a binary classifier's pass with another loss (the kernels take
 - The checks of a fitted model: the weight scale against the cost of
   ``w = 0``, and the training loss against the best constant's.
 """
+import warnings
+from numbers import Real
+
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin
+from sklearn.base import RegressorMixin, clone
+from sklearn.metrics import r2_score
 from sklearn.utils import column_or_1d
 from sklearn.utils.extmath import safe_sparse_dot
 
-from .._compat import _check_sample_weight, _fit_context, check_is_fitted, validate_data
+from .._compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    check_is_fitted,
+    validate_data,
+)
+from .._core._losses import REGRESSION_LOSSES
 from .._threads import check_n_jobs
 from .._validation import (
     check_available_memory,
@@ -149,12 +161,16 @@ def stored_counts(X):
 
 
 class LinearRegressorBase(RegressorMixin, LinearModelBase):
-    """Base class of the linear regressors (see the module docstring).
+    """Base class of the linear regressors (see the module docstring): the
+    loss is ``regression_loss`` of the estimator's ``loss``, ``epsilon`` and
+    ``quantile``."""
 
-    Subclasses give their regression loss (``_loss_object``).
-    """
-
-    _parameter_constraints: dict = {**LinearModelBase._parameter_constraints}
+    _parameter_constraints: dict = {
+        **LinearModelBase._parameter_constraints,
+        "loss": [StrOptions(set(REGRESSION_LOSSES))],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "quantile": [Interval(Real, 0, 1, closed="neither")],
+    }
     _private_state = ("_states", "_centring")
     _coef_ndim = 1
 
@@ -255,8 +271,6 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         model : estimator
             A new estimator of the same parameters, fitted with zero weights.
         """
-        from sklearn.base import clone
-
         model = clone(self)
         model._validate_params()
         X, y, _ = model._validate_xy(X, y, reset=True)
@@ -335,12 +349,12 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_
         return np.array(coef, dtype=np.float64).reshape(1, -1)
 
+    def _loss_object(self, n_outputs):
+        return regression_loss(self)
+
     # ---- the checks of a fitted model -------------------------------------------
     def _fit_epochs(self, X, y, sample_weight, n_epochs, validation=None, stop=False):
-        total = float(np.sum(sample_weight))
-        loss = self._loss_object(1)
-        self._zero_cost = (float(np.sum(sample_weight * _losses_of(loss, np.zeros_like(y), y)))
-                           / total if total > 0 else 0.0)
+        self._zero_cost = self._mean_loss(np.zeros_like(y), y, sample_weight)
         try:
             return super()._fit_epochs(X, y, sample_weight, n_epochs, validation=validation,
                                        stop=stop)
@@ -361,13 +375,12 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
 
     def _mean_loss(self, scores, y, sample_weight):
         total = float(np.sum(sample_weight))
-        losses = _losses_of(self._loss_object(1), np.ravel(scores), y)
+        losses = loss_values(self._loss_object(1), np.ravel(scores), y)
         return float(np.sum(sample_weight * losses)) / total if total > 0 else 0.0
 
     def _problem_accuracy(self, state, X, y, sample_weight):
         """The R^2 of one problem on held-out rows (``early_stopping``'s score,
         as ``SGDRegressor``'s)."""
-        from sklearn.metrics import r2_score
         return float(r2_score(y, self._problem_scores(state, X)[:, 0],
                               sample_weight=sample_weight))
 
@@ -384,16 +397,12 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
             rows = np.linspace(0, n - 1, max(2000, int(_CHECK_ENTRIES * n / entries))).astype(
                 np.intp)
             X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
-        total = float(np.sum(sample_weight))
-        if total <= 0 or y.size == 0:
+        if float(np.sum(sample_weight)) <= 0 or y.size == 0:
             return
-        loss = self._loss_object(1)
-        scores = self._problem_scores(self._states[0], X)[:, 0]
-        model = float(np.sum(sample_weight * _losses_of(loss, scores, y))) / total
-        constant = min(float(np.sum(sample_weight * _losses_of(loss, np.full_like(y, c), y)))
-                       / total for c in _constant_candidates(loss, y, sample_weight))
+        model = self._mean_loss(self._problem_scores(self._states[0], X), y, sample_weight)
+        constant = min(self._mean_loss(np.full_like(y, c), y, sample_weight)
+                       for c in _constant_candidates(self, y, sample_weight))
         if model > 1.01 * constant + 1e-12 * abs(constant):
-            import warnings
             warnings.warn(
                 f"{type(self).__name__}: the fitted model is worse than a constant one on "
                 f"its own training data (mean loss {model:.4g}, against {constant:.4g} for "
@@ -421,15 +430,23 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         coef = self.coef_.T if sp.issparse(self.coef_) else self.coef_
         return np.ravel(safe_sparse_dot(X, coef, dense_output=True)) + self.intercept_[0]
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
-def _losses_of(loss, p, y):
-    """Per-row values of a regression loss (``_core._losses``'s equations,
-    vectorised for the checks and the monitoring)."""
+def regression_loss(est):
+    """The ``_core._losses`` object of a regressor's ``loss`` and its
+    parameter (``epsilon``, or ``quantile``)."""
+    cls = REGRESSION_LOSSES[est.loss]
+    if est.loss == "squared_error":
+        return cls()
+    if est.loss == "quantile":
+        return cls(est.quantile)
+    return cls(est.epsilon)
+
+
+def loss_values(loss, p, y):
+    """Per-row values of a regression loss object at the predictions ``p``
+    (``_core._losses``'s equations, vectorised for the checks, the
+    monitoring and the command line's progressive validation)."""
     r = p - y
     name = type(loss).__name__
     if name == "SquaredError":
@@ -447,15 +464,15 @@ def _losses_of(loss, p, y):
     raise ValueError(f"unknown regression loss {name!r}")
 
 
-def _constant_candidates(loss, y, sample_weight):
-    """Constants among which the best intercept-only model lies (close enough
-    for the worse-than-constant check): the weighted mean (the squared
-    losses' best), and the weighted median or the loss's quantile (the
-    others')."""
+def _constant_candidates(est, y, sample_weight):
+    """Constants among which the best intercept-only model of the regressor
+    ``est`` lies (close enough for the worse-than-constant check): the
+    weighted mean (the squared losses' best), and the weighted median or the
+    loss's quantile (the others')."""
     out = [float(np.average(y, weights=sample_weight))]
-    if type(loss).__name__ in ("SquaredError", "SquaredEpsilonInsensitive"):
+    if est.loss in ("squared_error", "squared_epsilon_insensitive"):
         return out
-    q = loss.quantile if type(loss).__name__ == "Quantile" else 0.5
+    q = est.quantile if est.loss == "quantile" else 0.5
     order = np.argsort(y)
     cum = np.cumsum(sample_weight[order])
     out.append(float(y[order][min(np.searchsorted(cum, q * cum[-1]), y.size - 1)]))

@@ -2,9 +2,7 @@
 from numbers import Real
 
 from .._compat import Interval, StrOptions
-from .._core._losses import REGRESSION_LOSSES
 from .._penalty import PENALTY_CONSTRAINTS
-from ._psa_regressor import regression_loss
 from ._regression import LinearRegressorBase
 from ._sgd import SGDKernelMixin
 
@@ -147,9 +145,6 @@ default='invscaling'
 
     _parameter_constraints = {
         **LinearRegressorBase._parameter_constraints,
-        "loss": [StrOptions(set(REGRESSION_LOSSES))],
-        "epsilon": [Interval(Real, 0, None, closed="left")],
-        "quantile": [Interval(Real, 0, 1, closed="neither")],
         "learning_rate": [StrOptions({"invscaling", "constant", "optimal", "adaptive"})],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         # (a negative power_t, deprecated by SGDRegressor, grows the steps)
@@ -184,9 +179,6 @@ default='invscaling'
         self.warm_start = warm_start
         self.average = average
         self.n_jobs = n_jobs
-
-    def _loss_object(self, n_outputs):
-        return regression_loss(self)
 
     def _schedule(self):
         # ('adaptive' is a constant step that the stopping rule lowers)
