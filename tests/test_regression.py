@@ -106,7 +106,8 @@ def _problem(n=120, d=9, seed=0, density=0.5, outliers=True):
 
 @pytest.mark.parametrize("name", ["squared_error", "huber", "quantile"])
 @pytest.mark.parametrize("dense", [False, True])
-def test_psa_regression_passes_match_the_numpy_oracle(name, dense):
+@pytest.mark.parametrize("eager", [False, True])
+def test_psa_regression_passes_match_the_numpy_oracle(name, dense, eager):
     X, y, sw = _problem()
     d = X.shape[1]
     # (a larger eta0 makes PSA's eigenvalue ratios chaotic: rounding alone
@@ -122,7 +123,7 @@ def test_psa_regression_passes_match_the_numpy_oracle(name, dense):
     state.set_weights(np.zeros(d + 1), eta)
     Xk = X.toarray() if dense else X
     psa_epochs(RowDataset(Xk, y, sw), state, PSAOptions(lam=0.01, period=7), loss=loss,
-               n_epochs=2, shuffle=False, bound_steps=True, eager=False)
+               n_epochs=2, shuffle=False, bound_steps=True, eager=eager)
     assert state.t == t
     assert_allclose(state.weights, th, rtol=1e-5, atol=1e-8)
     assert_allclose(state.step_sizes.ravel(), eta_ref, rtol=1e-5)
@@ -147,6 +148,32 @@ def test_shared_regression_pass_is_the_round_delayed_algorithm(n_threads):
     assert state.t == t
     assert_allclose(state.weights, th, rtol=0, atol=1e-5 * np.abs(th).max())
     assert_allclose(state.step_sizes.ravel(), eta_ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["squared_error", "huber"])
+def test_plain_sgd_bounded_steps_match_numpy(name):
+    # PlainSGDRegressor's kernel with bounded steps against a NumPy loop:
+    # constant step, rows in order, no intercept (so nothing is centred)
+    X, y, sw = _problem()
+    Xd = X.toarray()
+    loss, eta, alpha = _loss(name, epsilon=0.5), 0.002, 0.01
+    w = np.zeros(X.shape[1])
+    for xi, yi, si in zip(Xd, y, sw):
+        if si == 0:
+            continue
+        p = xi @ w
+        g = loss.py_dloss(p, yi)
+        h = eta * si * (xi @ xi)
+        if h * abs(g) > abs(p - yi):
+            g = (p - yi) / h
+        w = max(0.0, 1 - eta * alpha) * w - eta * si * g * xi
+    est = PlainSGDRegressor(loss=name, epsilon=0.5, alpha=alpha, eta0=eta,
+                            learning_rate="constant", max_iter=1, shuffle=False,
+                            fit_intercept=False)
+    with warnings.catch_warnings():       # (one pass without an intercept: not the point)
+        warnings.filterwarnings("ignore", message=".*worse than a constant")
+        est.fit(X, y, sample_weight=sw)
+    assert_allclose(est.coef_, w, rtol=1e-9, atol=1e-12)
 
 
 def test_bounded_steps_never_pass_the_target():
