@@ -191,17 +191,15 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
         self.n_jobs = n_jobs
 
     def _column_scale(self, X, sample_weight):
-        return column_rms(X, vars(self).pop("_call_counts", None))
+        return column_rms(X)
 
 
-def column_rms(X, count=None):
+def column_rms(X):
     """Each column's root mean square over its stored values (a dense ``X``:
-    its non-zero ones; ``count``: how many rows store each, if known), the
-    scale ``s_j`` whose square is the squared loss's curvature along ``j`` on
-    the rows that hold it; a column without one gets the median of the
-    others (1 when none has one)."""
-    if count is None:
-        count = stored_counts(X)
+    its non-zero ones), the scale ``s_j`` whose square is the squared loss's
+    curvature along ``j`` on the rows that hold it; a column without one gets
+    the median of the others (1 when none has one)."""
+    count = stored_counts(X)
     if sp.issparse(X):
         # (a product with the squared values, not a weighted bincount: half the time)
         squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),

@@ -278,7 +278,6 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         model._reset_state(X.shape[1])
         rows = model._training_rows(X, sample_weight, reset=True)
         model._run_problem(rows, y, sample_weight, model._states[0], 0)
-        vars(model).pop("_call_counts", None)
         model._export()
         return model
 
@@ -321,12 +320,7 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
 
     def _training_rows(self, X, sample_weight, reset):
         if reset or not hasattr(self, "_centring"):
-            counts = stored_counts(X)
-            self._centring = ColumnCentring.fit(X, sample_weight, self.fit_intercept, counts)
-            # (what the first pass's step sizes may read: the training
-            # rows' stored entries per column)
-            counts[self._centring.columns] = X.shape[0]
-            self._call_counts = counts
+            self._centring = ColumnCentring.fit(X, sample_weight, self.fit_intercept)
         return self._centring.transform(X)
 
     def _start_from(self, X, y, sample_weight, coef, intercept):
@@ -360,7 +354,6 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
                                        stop=stop)
         finally:
             del self._zero_cost
-            vars(self).pop("_call_counts", None)
 
     def _check_weight_scale(self, mean_weight):
         """Warn when ``alpha/2 ||w||^2`` is ten times the cost of ``w = 0``
