@@ -7,7 +7,7 @@
  * between, is random from one weight to the next: `walk`'s loop and
  * branches cost a mispredicted branch or more a touch and serialise the
  * touches of a row. In the regime that large models live in -- the L2
- * penalty alone, every eta lam < 1e-4 and every eta <= eta_clip (the
+ * penalty alone, every eta lam < SKSO_SERIES_RATE_MAX and every eta <= eta_clip (the
  * clipped regime, `LazyCore.clipped`) -- a gap has one shape, five parts:
  *
  *   (1) the mid-window snapshot of the window last touched, if ahead;
@@ -54,8 +54,8 @@ SKSO_ALWAYS_INLINE double skso_gap_floor_div(double x, const skso_gap_consts *c)
 }
 
 /* The eight lanes' gaps: the exponents of parts (1), (2), (4) and (5), each
- * within 2b steps, in `near` (0: below 5e-4 in size, 1: up to 1/16, 2: up
- * to 4), those of the idle windows (3) in `far`. */
+ * within 2b steps, in `near` (skso_decay_range's ranges), those of the idle windows (3) in `far`.
+ */
 SKSO_ALWAYS_INLINE void skso_gap_lanes(double *restrict v, double *restrict snap,
                                        double *restrict eta, double *restrict dsnap,
                                        const double *restrict tau, double T, double ev,
@@ -82,7 +82,7 @@ SKSO_ALWAYS_INLINE void skso_gap_lanes(double *restrict v, double *restrict snap
         /* (3) */
         double n_win = floor(0.5 * skso_gap_floor_div(T - t2, c));
         double z = n_win * c->log_alpha;
-        double p1 = z >= -0.0625 ? -skso_expm1_poly(z) : 1.0 - skso_exp_neg4(z);
+        double p1 = z >= -SKSO_EXPM1_POLY_MAX ? -skso_expm1_poly(z) : 1.0 - skso_exp_neg4(z);
         p1 = w != 0.0 ? p1 : 0.0;
         double x = e * c->lam;
         double zi = -2.0 * c->b * (x * p1 * (c->g1 + x * (2.0 - p1) * c->g2));
@@ -150,10 +150,10 @@ static ptrdiff_t skso_binary_gaps(char *base, const int *idx, ptrdiff_t n, doubl
         case 5: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 1, 2); break;
         default: skso_gap_lanes(v, snap, eta, dsnap, tau, T, ev, c, 2, 2);
         }
-        int all_in = bound <= 4.0 && wins <= 4.0;
+        int all_in = bound <= SKSO_EXP_NEG4_MAX && wins <= SKSO_EXP_NEG4_MAX;
         for (int l = 0; l < SKSO_GAP_LANES && i0 + l < n; l++) {
-            if (!all_in && ((T - tau[l]) * c->rate_max > 4.0 ||
-                            0.5 * (T - tau[l]) * c->inv_b * -c->log_alpha > 4.0)) {
+            if (!all_in && ((T - tau[l]) * c->rate_max > SKSO_EXP_NEG4_MAX ||
+                            0.5 * (T - tau[l]) * c->inv_b * -c->log_alpha > SKSO_EXP_NEG4_MAX)) {
                 left[n_left++] = idx[i0 + l];
                 continue;
             }

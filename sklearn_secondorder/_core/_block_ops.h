@@ -65,7 +65,8 @@ SKSO_ALWAYS_INLINE void skso_window_end(double v, double *snap, float dsnap, flo
 
 /* The factor exp(k log(1 - eta lam)) of k idle steps under the series rate
  * rule, by decay_exp's polynomial for the block's bound on |k log(1 - eta
- * lam)| (range 0: below 5e-4, 1: up to 1/16) or skso_exp_neg4 (2: up to 4).
+ * lam)| (range 0: below SKSO_TAYLOR_MAX, 1: up to SKSO_EXPM1_POLY_MAX) or
+ * skso_exp_neg4 (2: up to SKSO_EXP_NEG4_MAX).
  * Each loop below calls it with a constant range, so that it is branch-free. */
 SKSO_ALWAYS_INLINE double skso_series_decay(float eta, double lam, double k, int range) {
     double z = k * skso_log_decay_series((double)eta * lam);
@@ -78,11 +79,12 @@ SKSO_ALWAYS_INLINE double skso_series_decay(float eta, double lam, double k, int
 
 /* The range (above) that covers every |k log(1 - eta lam)| <= bound. */
 SKSO_ALWAYS_INLINE int skso_decay_range(double bound) {
-    return bound < 5e-4 ? 0 : (bound <= 0.0625 ? 1 : 2);
+    return bound < SKSO_TAYLOR_MAX ? 0 : (bound <= SKSO_EXPM1_POLY_MAX ? 1 : 2);
 }
 
 /* k idle steps of n weights under the series rate rule (every eta lam <
- * 1e-4) when every |k log(1 - eta lam)| is at most `bound` <= 4:
+ * SKSO_SERIES_RATE_MAX) when every |k log(1 - eta lam)| is at most `bound`
+ * <= SKSO_EXP_NEG4_MAX:
  * v *= exp(k log(1 - eta lam)) (_lazy_steps.decay). */
 SKSO_ROW_CLONES
 static void skso_block_decay_series(double *restrict v, const float *restrict eta, double lam,

@@ -38,40 +38,36 @@ from ._crf_rounds cimport (
     start_inference,
 )
 from ._dataset cimport SequenceData
+from ._block_ops cimport block_add, block_emit, block_shrink
+from ._lazy_records cimport Block, Layout, block_at, labels_of, width_of
 from ._lazy_steps cimport (
-    Barrier,
-    Block,
     L2Only,
-    barrier_abort,
-    barrier_init,
-    barrier_wait,
-    block_add,
-    block_emit,
-    block_shrink,
     LazyCore,
-    Layout,
     Log1pRate,
     Penalty,
     RateRule,
     SeriesRate,
     WithL1,
     apply_event,
-    block_at,
     catch_up_all,
     flush_block,
     l1_clip,
     l1_owe,
-    labels_of,
     last_event,
     layout_of,
-    line_shift_of,
     make_core,
-    owner_of,
-    prefetch_block,
     touch,
-    width_of,
 )
 from ._numeric cimport now_seconds
+from ._prefetch cimport prefetch_block
+from ._shared_state cimport (
+    Barrier,
+    barrier_abort,
+    barrier_init,
+    barrier_wait,
+    line_shift_of,
+    owner_of,
+)
 
 # the lazy core's event walk inlined into this module's passes, by name
 cdef extern from "_lazy_inline.h":
@@ -268,38 +264,71 @@ cdef Py_ssize_t _max_row_nnz(SequenceData ds):
     return most
 
 
-cdef object _epochs(SequenceData ds, const Layout* L, const Penalty* pen, const RateRule* rule,
-                    state, LazyCore c, CRFContext ctx, int n_epochs, bint shuffle,
-                    bint fit_intercept):
-    """``psa_epochs`` for one penalty kind and rate rule."""
-    cdef long long t = state.t
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    cdef Py_ssize_t H = state.n_outputs, n_blocks = state.n_blocks
-    cdef int _epoch, epochs_run = 0
-    cdef double loss_sum = 0.0, t_start, t_flush
-    cdef bint diverged = False
-    # the rows an update steps: at most its non-zeros, the transitions, the bias
-    cdef Py_ssize_t[::1] stepped = np.zeros(_max_row_nnz(ds) + H + 1, dtype=np.intp)
+# ---- one call's passes, their specialisation picked once ------------------
+
+cdef class SharedPass
+
+
+cdef class KernelJob:
+    """What one pass of a ``psa_epochs`` call needs (``run_picked`` runs it
+    in the specialisation its constants choose): a pass (``_pass``) and the
+    catch-up of every block, or thread ``k``'s part of a shared pass
+    (``sh``)."""
+    cdef SequenceData ds
+    cdef Layout L
+    cdef LazyCore c
+    cdef CRFContext ctx
+    cdef long long t
+    cdef unsigned int rng
+    cdef bint fit_intercept
+    cdef Py_ssize_t n_blocks
+    cdef Py_ssize_t[::1] stepped   # the rows an update steps
+    cdef double loss_sum           # the pass's summed -log p(y|x)
+    cdef bint diverged
+    cdef double flush_seconds      # the pass's catch-up
+    cdef SharedPass sh
+    cdef int k
+
+
+include "_lazy_pick.pxi"
+
+
+cdef long long run_specialised(KernelJob job, const Penalty* pen,
+                               const RateRule* rule) noexcept nogil:
+    """One pass of ``job`` for one penalty kind and rate rule; returns the
+    time after it."""
+    cdef double t_flush
+    if job.sh is not None:
+        return _shared_rounds(job.sh, job.sh.ds, job.ctx, job.k, pen, rule)
+    job.loss_sum = _pass(job.ds, &job.L, job.ctx, &job.c, pen, rule, &job.t, job.fit_intercept,
+                         &job.stepped[0])
+    t_flush = now_seconds()
+    job.diverged = not isfinite(job.loss_sum)
+    job.diverged |= not catch_up_all(&job.L, job.n_blocks, -1, job.t, &job.c, pen, rule)
+    job.flush_seconds = now_seconds() - t_flush
+    return job.t
+
+
+cdef object _epochs(KernelJob job, state, int n_epochs, bint shuffle):
+    """``psa_epochs`` on one thread: ``n_epochs`` passes, stopped at the
+    first that diverges."""
+    cdef double t_start
     result = PSAResult(epochs=0, diverged=False)
-    with nogil:
-        for _epoch in range(n_epochs):
-            t_start = now_seconds()
+    for _ in range(n_epochs):
+        t_start = now_seconds()
+        with nogil:
             if shuffle:
-                ds.shuffle(&rng)
-            loss_sum = _pass(ds, L, ctx, &c, pen, rule, &t, fit_intercept, &stepped[0])
-            diverged = not isfinite(loss_sum)
-            t_flush = now_seconds()
-            diverged |= not catch_up_all(L, n_blocks, -1, t, &c, pen, rule)
-            with gil:
-                result.flush_seconds.append(now_seconds() - t_flush)
-            if diverged:
-                break
-            epochs_run += 1
-            with gil:
-                result.seconds.append(now_seconds() - t_start)
-    state.t, state.seed = t, rng
-    result.epochs, result.diverged = epochs_run, diverged
-    result.mean_loss = loss_sum / ds.n_sequences if ds.n_sequences and not diverged else 0.0
+                job.ds.shuffle(&job.rng)
+            run_picked(job, &job.c)
+        result.flush_seconds.append(job.flush_seconds)
+        if job.diverged:
+            break
+        result.epochs += 1
+        result.seconds.append(now_seconds() - t_start)
+    state.t, state.seed = job.t, job.rng
+    result.diverged = job.diverged
+    result.mean_loss = (job.loss_sum / job.ds.n_sequences
+                        if job.ds.n_sequences and not job.diverged else 0.0)
     return result
 
 
@@ -329,7 +358,7 @@ cdef class SharedPass:
     cdef Barrier barrier
     cdef int n_threads, line_shift
     cdef Py_ssize_t H, A
-    cdef bint fit_intercept, with_l1, series
+    cdef bint fit_intercept
     cdef long long t
     cdef RoundArrays ra
     cdef Py_ssize_t[:, ::1] stepped
@@ -344,12 +373,10 @@ cdef class SharedPass:
         self.L = layout_of(state)
         self.c = make_core(options, state)
         self.n_threads = n_threads
-        self.line_shift = line_shift_of(&self.L)
+        self.line_shift = line_shift_of(self.L.stride)
         self.H, self.A = H, state.n_blocks - H - 1
         self.ra = RoundArrays(ds, n_threads, H, n_threads * seqs_per_thread)
         self.fit_intercept = fit_intercept
-        self.with_l1 = state.has_l1
-        self.series = self.c.rate_max < 1e-4
         self.t = state.t
         barrier_init(&self.barrier, n_threads)
         self.stepped = np.zeros((n_threads, self.ra.most_nnz + H + 8), dtype=np.intp)
@@ -366,22 +393,11 @@ cdef class SharedPass:
 
     def run(self, int k):
         """Thread ``k``'s part of the pass; returns the time after it."""
-        cdef SeriesRate series
-        cdef Log1pRate general
-        cdef L2Only plain
-        cdef WithL1 with_l1
+        cdef KernelJob job = KernelJob.__new__(KernelJob)
         cdef long long t
-        cdef CRFContext ctx = self.contexts[k]
+        job.sh, job.k, job.ctx = self, k, self.contexts[k]
         with nogil:
-            if self.with_l1:
-                if self.series:
-                    t = _shared_rounds(self, self.ds, ctx, k, &with_l1, &series)
-                else:
-                    t = _shared_rounds(self, self.ds, ctx, k, &with_l1, &general)
-            elif self.series:
-                t = _shared_rounds(self, self.ds, ctx, k, &plain, &series)
-            else:
-                t = _shared_rounds(self, self.ds, ctx, k, &plain, &general)
+            t = run_picked(job, &self.c)
         return t
 
 
@@ -623,22 +639,12 @@ def psa_epochs(SequenceData ds, state, options, *, int n_epochs=1, bint shuffle=
     if threads is not None and threads.n_threads > 1 and ds.n_sequences > 1:
         return _shared_epochs(ds, state, options, n_epochs, shuffle, fit_intercept, allowed,
                               threads)
-    cdef LazyCore c = make_core(options, state)
-    cdef Layout L = layout_of(state)
-    cdef SeriesRate series
-    cdef Log1pRate general
-    cdef L2Only plain
-    cdef WithL1 with_l1
-    cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, state.n_blocks - H - 1)
-    ctx.set_allowed(allowed)
-    cdef bint small = c.rate_max < 1e-4
-    if state.has_l1:
-        if small:
-            return _epochs(ds, &L, &with_l1, &series, state, c, ctx, n_epochs, shuffle,
-                           fit_intercept)
-        return _epochs(ds, &L, &with_l1, &general, state, c, ctx, n_epochs, shuffle,
-                       fit_intercept)
-    if small:
-        return _epochs(ds, &L, &plain, &series, state, c, ctx, n_epochs, shuffle,
-                       fit_intercept)
-    return _epochs(ds, &L, &plain, &general, state, c, ctx, n_epochs, shuffle, fit_intercept)
+    cdef KernelJob job = KernelJob.__new__(KernelJob)
+    job.ds, job.L, job.c = ds, layout_of(state), make_core(options, state)
+    job.ctx = CRFContext(H, 1, ds.max_len, state.n_blocks - H - 1)
+    job.ctx.set_allowed(allowed)
+    job.t, job.rng = state.t, state.seed if state.seed != 0 else 1
+    job.fit_intercept, job.n_blocks = fit_intercept, state.n_blocks
+    # the rows an update steps: at most its non-zeros, the transitions, the bias
+    job.stepped = np.zeros(_max_row_nnz(ds) + H + 1, dtype=np.intp)
+    return _epochs(job, state, n_epochs, shuffle)

@@ -9,11 +9,7 @@ from libc.math cimport isfinite
 
 from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
-from ._lazy_steps cimport owner_of
-
-
-cdef extern from "_barrier.h":
-    long draw "skso_draw"(long* next) noexcept nogil
+from ._shared_state cimport draw, owner_of
 
 
 ctypedef struct RoundBuffers:

@@ -48,8 +48,8 @@ from ._crf_rounds cimport (
     start_inference,
 )
 from ._dataset cimport SequenceData
-from ._lazy_steps cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
 from ._numeric cimport now_seconds
+from ._prefetch cimport prefetch_lines
 from ._sgd_fast cimport (
     CONSTANT,
     POWER,
@@ -58,11 +58,8 @@ from ._sgd_fast cimport (
     sgd_pass_sequences,
     step_size,
 )
+from ._shared_state cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
 from ._weights cimport ScaledWeights, row_l1_apply
-
-
-cdef extern from "_prefetch.h":
-    void SKSO_PREFETCH_LINES(const void* p, Py_ssize_t n) noexcept nogil
 
 
 @dataclass
@@ -443,7 +440,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             for e in range(ends[tt], ends[tt + 1]):
                 p = <Py_ssize_t>own_block[e] * H
                 if w.averaged:       # (the running sum's row, which (b) writes)
-                    SKSO_PREFETCH_LINES(w.u + p, H * sizeof(double))
+                    prefetch_lines(w.u + p, H * sizeof(double))
                 if with_l1:
                     _l1_rows(w, sc, p, H)
                 x = ds.data[own_at[e]]

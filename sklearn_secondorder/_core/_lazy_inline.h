@@ -28,23 +28,29 @@
 
 #define SKSO_LAZY_T(name) struct __pyx_t_19sklearn_secondorder_5_core_11_lazy_steps_##name
 #define SKSO_LAZY_FN(name) __pyx_f_19sklearn_secondorder_5_core_11_lazy_steps_##name
+/* the records' types and accessors (_lazy_records.pxd) */
+#define SKSO_RECORDS_T(name) struct __pyx_t_19sklearn_secondorder_5_core_13_lazy_records_##name
+#define SKSO_RECORDS_FN(name) __pyx_f_19sklearn_secondorder_5_core_13_lazy_records_##name
 /* the specialisation (penalty p, rate rule r) of fused function name */
 #define SKSO_LAZY_FUSED(p, r, name)                                                               \
     __pyx_fuse_##p##_##r##__pyx_f_19sklearn_secondorder_5_core_11_lazy_steps_##name
 
-SKSO_LAZY_T(Block);
-SKSO_LAZY_T(Layout);
+SKSO_RECORDS_T(Block);
+SKSO_RECORDS_T(Layout);
 SKSO_LAZY_T(LazyCore);
 SKSO_LAZY_T(L2Only);
 SKSO_LAZY_T(WithL1);
 SKSO_LAZY_T(SeriesRate);
 SKSO_LAZY_T(Log1pRate);
 
-SKSO_ALWAYS_INLINE void SKSO_LAZY_FN(apply_event)(SKSO_LAZY_T(Block), Py_ssize_t, int,
+SKSO_ALWAYS_INLINE void SKSO_LAZY_FN(apply_event)(SKSO_RECORDS_T(Block), Py_ssize_t, int,
                                                   SKSO_LAZY_T(LazyCore) const *);
-SKSO_ALWAYS_INLINE SKSO_LAZY_T(Block)
-    SKSO_LAZY_FN(block_at)(SKSO_LAZY_T(Layout) const *, Py_ssize_t);
-SKSO_ALWAYS_INLINE int SKSO_LAZY_FN(still)(SKSO_LAZY_T(Block), Py_ssize_t);
+SKSO_ALWAYS_INLINE SKSO_RECORDS_T(Block)
+    SKSO_RECORDS_FN(block_at)(SKSO_RECORDS_T(Layout) const *, Py_ssize_t);
+SKSO_ALWAYS_INLINE SKSO_RECORDS_T(Block)
+    SKSO_RECORDS_FN(record_fields)(char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                   Py_ssize_t, Py_ssize_t);
+SKSO_ALWAYS_INLINE int SKSO_LAZY_FN(still)(SKSO_RECORDS_T(Block), Py_ssize_t);
 SKSO_ALWAYS_INLINE long long SKSO_LAZY_FN(floor_div)(long long, SKSO_LAZY_T(LazyCore) const *);
 SKSO_ALWAYS_INLINE double SKSO_LAZY_FN(decay_exp)(double);
 SKSO_ALWAYS_INLINE double SKSO_LAZY_FN(decay_expm1)(double);
@@ -55,22 +61,22 @@ SKSO_ALWAYS_INLINE double SKSO_LAZY_FN(psa_factor)(double, double, SKSO_LAZY_T(L
  * pair; flush_block (L, j, regularized, T, c, pen, rule) */
 #define SKSO_LAZY_WALK_INLINE(p, r, P, R)                                                         \
     SKSO_ALWAYS_INLINE void SKSO_LAZY_FUSED(p, r, decay)(                                         \
-        SKSO_LAZY_T(Block), Py_ssize_t, long long, double, double, SKSO_LAZY_T(LazyCore) const *, \
-        SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);                                          \
+        SKSO_RECORDS_T(Block), Py_ssize_t, long long, double, double,                             \
+        SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);           \
     SKSO_ALWAYS_INLINE void SKSO_LAZY_FUSED(p, r, idle_windows)(                                  \
-        SKSO_LAZY_T(Block), Py_ssize_t, long long, double, double, SKSO_LAZY_T(LazyCore) const *, \
-        SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);                                          \
+        SKSO_RECORDS_T(Block), Py_ssize_t, long long, double, double,                             \
+        SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);           \
     SKSO_ALWAYS_INLINE void SKSO_LAZY_FUSED(p, r, catch_up)(                                      \
-        SKSO_LAZY_T(Block), Py_ssize_t, long long, double, double, SKSO_LAZY_T(LazyCore) const *, \
-        SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);                                          \
+        SKSO_RECORDS_T(Block), Py_ssize_t, long long, double, double,                             \
+        SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);           \
     SKSO_ALWAYS_INLINE int SKSO_LAZY_FUSED(p, r, flush_block)(                                    \
-        SKSO_LAZY_T(Layout) const *, Py_ssize_t, int, long long, SKSO_LAZY_T(LazyCore) const *,   \
-        SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);                                          \
+        SKSO_RECORDS_T(Layout) const *, Py_ssize_t, int, long long,                               \
+        SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);           \
     SKSO_ALWAYS_INLINE void SKSO_LAZY_FUSED(p, r, walk)(                                          \
-        SKSO_LAZY_T(Block), Py_ssize_t, long long, long long, double, double,                     \
+        SKSO_RECORDS_T(Block), Py_ssize_t, long long, long long, double, double,                  \
         SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *);           \
     SKSO_ALWAYS_INLINE void SKSO_LAZY_FUSED(p, r, touch)(                                         \
-        SKSO_LAZY_T(Block), Py_ssize_t, long long, long long, double, double,                     \
+        SKSO_RECORDS_T(Block), Py_ssize_t, long long, long long, double, double,                  \
         SKSO_LAZY_T(LazyCore) const *, SKSO_LAZY_T(P) const *, SKSO_LAZY_T(R) const *)
 
 SKSO_LAZY_WALK_INLINE(0, 0, L2Only, SeriesRate);

@@ -13,17 +13,7 @@
 # (catch_up): k idle steps are one factor exp(k log(1 - eta lam)), each event
 # crossed is applied in turn, and whole idle windows are one closed form.
 #
-# A block (one feature's K weights, one per output; a CRF attribute's, one
-# per label) is one record holding what a touch reads and writes: the time
-# `last` the block is current at (every event up to it applied), then its
-# fields K wide, first those every touch reads -- the weights v and their
-# step sizes eta (float32) -- then those of the events -- the current
-# window's first-half moves dsnap (float32), the snapshots at the last event
-# -- and with the L1 penalty what each weight is owed. A binary weight's
-# record is 32 bytes (64 with L1), two or one to a cache line; a wider block
-# is padded to whole cache lines, and its fields are contiguous runs that
-# vector loops read at unit stride. The arrays start on a cache line
-# (_lazy_steps.pyx allocates them). `Layout` gives a field's offset.
+# A block's record and its fields: _lazy_records.pxd.
 #
 # The functions are inline, over fused types, so that each kernel compiles
 # one specialisation per (penalty, rate rule) pair: whether there is an L1
@@ -31,99 +21,30 @@
 # call, not tested per weight. (Inline functions shared by two kernels live
 # in the .pxd: that is where Cython can inline them from.)
 
-cdef extern from "_psa_math.h":
-    double decay_taylor "skso_decay_taylor"(double z) noexcept nogil
-    double expm1_poly "skso_expm1_poly"(double z) noexcept nogil
-    double log_decay_series "skso_log_decay_series"(double x) noexcept nogil
-    double psa_factor_of_ratio "skso_psa_factor"(double u, double m, double kappa,
-                                                 double inv_denom, double f_lo,
-                                                 double f_hi) noexcept nogil
-    double one_minus_decay "skso_one_minus_decay"(double z) noexcept nogil
-    double l1_apply "skso_l1_apply"(double w, double owed_down, double owed_up) noexcept nogil
-
 from libc.math cimport copysign, exp, expm1, fabs, isfinite, log1p
 
-
-cdef extern from "_block_ops.h":
-    void block_decay_series "skso_block_decay_series"(double* v, const float* eta, double lam,
-                                                      double k, double bound,
-                                                      Py_ssize_t n) noexcept nogil
-    void block_emit "skso_block_emit"(double* em, const double* v, double x,
-                                      Py_ssize_t n) noexcept nogil
-    void block_shrink "skso_block_shrink"(double* v, const float* eta, double lam,
-                                          Py_ssize_t n) noexcept nogil
-    void block_shrink_factors "skso_block_shrink_factors"(double* f, const float* eta,
-                                                          double lam,
-                                                          Py_ssize_t n) noexcept nogil
-    void block_scale "skso_block_scale"(double* v, const double* f, Py_ssize_t n) noexcept nogil
-    void block_add "skso_block_add"(double* v, const float* eta, double x, const double* d,
-                                    Py_ssize_t n) noexcept nogil
-    void block_mid_event "skso_block_mid_event"(const double* v, double* snap, float* dsnap,
-                                                Py_ssize_t n) noexcept nogil
-    void block_decay_mid_event "skso_block_decay_mid_event"(
-        double* v, const float* eta, double* snap, float* dsnap, double lam, double k,
-        double bound, Py_ssize_t n) noexcept nogil
-    void block_decay_end_event "skso_block_decay_end_event"(
-        double* v, float* eta, double* snap, const float* dsnap, double lam, double k,
-        double bound, double m, double kappa, double inv_denom, double f_lo, double f_hi,
-        Py_ssize_t n) noexcept nogil
-    void block_idle_windows "skso_block_idle_windows"(double* v, float* eta, double* snap,
-                                                      double lam, double p1, double two_b,
-                                                      double g1, double g2,
-                                                      Py_ssize_t n) noexcept nogil
-    void block_end_event "skso_block_end_event"(const double* v, double* snap,
-                                                const float* dsnap, float* eta, double m,
-                                                double kappa, double inv_denom, double f_lo,
-                                                double f_hi, Py_ssize_t n) noexcept nogil
-
-
-cdef extern from "_binary_gaps.h":
-    ctypedef struct GapConsts "skso_gap_consts":
-        double b, inv_b, lam, rate_max, log_alpha, g1, g2
-        double m, kappa, inv_denom, f_lo, f_hi
-        Py_ssize_t stride, off_v, off_eta, off_dsnap, off_snap
-    Py_ssize_t binary_gaps "skso_binary_gaps"(char* base, const int* idx, Py_ssize_t n,
-                                              double T, double ev, const GapConsts* c,
-                                              int* left) noexcept nogil
-
-
-ctypedef struct Layout:
-    # the records of a state: block j's at base + j * stride, its fields at
-    # the off_* offsets; or, for a CRF trained on its features only
-    # (CRFsuite's feature set: record_at not NULL), block j's record at
-    # base + (record_at[j] >> HELD_WIDTH_BITS), holding the w = record_at[j]
-    # & HELD_WIDTH_MASK weights of its trained labels, each field w wide
-    # (the offsets of record_dtype with K = w), then the labels (int32)
-    char* base
-    Py_ssize_t stride    # bytes (a power of two for K = 1, whole cache lines else)
-    Py_ssize_t K         # weights a block (at most, when held)
-    const long long* record_at
-    Py_ssize_t label_at  # (held) the labels' offset: 8 + label_at * w
-    Py_ssize_t off_v, off_eta, off_dsnap, off_snap, off_down, off_up  # (last: 0)
-
-
-cdef extern from *:
-    """
-    /* Layout.record_at: a held block's record offset << 20 | its width */
-    #define SKSO_HELD_WIDTH_BITS 20
-    #define SKSO_HELD_WIDTH_MASK ((1LL << SKSO_HELD_WIDTH_BITS) - 1)
-    """
-    long long HELD_WIDTH_BITS "SKSO_HELD_WIDTH_BITS"
-    long long HELD_WIDTH_MASK "SKSO_HELD_WIDTH_MASK"
-
-
-ctypedef struct Block:
-    # the fields of one record (or of one weight's slice of it: shift)
-    double* v            # the weights, current at `last`
-    double* snap         # the weights at the last event (window start or mid-window)
-    float* eta           # the step sizes (float32: a factor in [beta, alpha] per window)
-    float* dsnap         # theta(t+b) - theta(t), the current window's first half
-    long long* last      # the time the block is current at
-    # the cumulative L1 penalty (Tsuruoka et al. 2009) in the weight's units:
-    # what it is owed, u + q towards 0 from above and u - q from below (u the
-    # total of its own steps' eta C, q what was applied); WithL1 only
-    double* owed_down
-    double* owed_up
+from ._binary_gaps cimport GapConsts, binary_gaps
+from ._block_ops cimport (
+    block_decay_end_event,
+    block_decay_mid_event,
+    block_decay_series,
+    block_end_event,
+    block_idle_windows,
+    block_mid_event,
+)
+from ._lazy_records cimport Block, Layout, block_at, shift, width_of
+from ._psa_math cimport (
+    EXP_NEG4_MAX,
+    EXPM1_POLY_MAX,
+    TAYLOR_MAX,
+    decay_taylor,
+    expm1_poly,
+    l1_apply,
+    log_decay_series,
+    one_minus_decay,
+    psa_factor_of_ratio,
+)
+from ._shared_state cimport owner_of
 
 
 # Whether the state carries the L1 penalty's debts.
@@ -138,67 +59,9 @@ ctypedef fused Penalty:
     WithL1
 
 
-cdef inline Block fixed_block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """The fields of block ``j`` of a state without held blocks (the linear
-    kernels': no test of the layout in their loops)."""
-    cdef char* p = L.base + j * L.stride
-    cdef Block b
-    b.last = <long long*>p
-    b.v = <double*>(p + L.off_v)
-    b.eta = <float*>(p + L.off_eta)
-    b.dsnap = <float*>(p + L.off_dsnap)
-    b.snap = <double*>(p + L.off_snap)
-    b.owed_down = <double*>(p + L.off_down)
-    b.owed_up = <double*>(p + L.off_up)
-    return b
-
-
-cdef inline Block block_at(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """The fields of block ``j``, held or not."""
-    cdef char* p
-    cdef Py_ssize_t w
-    cdef Block b
-    if L.record_at == NULL:
-        return fixed_block_at(L, j)
-    # a held block: its fields as wide as its weights
-    p = L.base + (L.record_at[j] >> HELD_WIDTH_BITS)
-    w = L.record_at[j] & HELD_WIDTH_MASK
-    b.last = <long long*>p
-    b.v = <double*>(p + 8)
-    b.eta = <float*>(p + 8 + 8 * w)
-    b.dsnap = <float*>(p + 8 + 12 * w)
-    b.snap = <double*>(p + 8 + 16 * w)
-    b.owed_down = <double*>(p + 8 + 24 * w)
-    b.owed_up = <double*>(p + 8 + 32 * w)
-    return b
-
-
-cdef inline Py_ssize_t width_of(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """How many weights block ``j`` holds."""
-    return L.K if L.record_at == NULL else L.record_at[j] & HELD_WIDTH_MASK
-
-
-cdef inline const int* labels_of(const Layout* L, Py_ssize_t j) noexcept nogil:
-    """The labels of the weights held block ``j`` holds, in its record."""
-    cdef long long at = L.record_at[j]
-    return <const int*>(L.base + (at >> HELD_WIDTH_BITS) + 8
-                        + L.label_at * (at & HELD_WIDTH_MASK))
-
-
-cdef inline Block shift(Block b, Py_ssize_t q) noexcept nogil:
-    """Weight ``q`` of a block, as a block of one (its ``last`` is the block's)."""
-    b.v += q
-    b.snap += q
-    b.eta += q
-    b.dsnap += q
-    b.owed_down += q
-    b.owed_up += q
-    return b
-
-
 # How a decay's log-rate log(1 - eta lam) is obtained: its series when every
-# eta lam < 1e-4 (then for the state's lifetime: eta only decreases), log1p
-# otherwise.
+# eta lam < SERIES_RATE_MAX (then for the state's lifetime: eta only
+# decreases), log1p otherwise; decided once, by make_core (LazyCore.series).
 ctypedef struct SeriesRate:
     char _unused
 
@@ -222,6 +85,12 @@ ctypedef struct LazyCore:
     double rate_max      # -log(1 - eta lam) of the largest eta at the call's start
     double inv_geo[41]   # 1 / (m (1 - alpha^m)), m = 1..40 (the idle windows' series)
     bint clipped         # every eta <= eta_clip at the call's start (so for all of it)
+    # the specialisation of the call's passes (_lazy_pick.pxi): whether the
+    # state carries the L1 penalty's debts, and whether every eta lam is
+    # below SERIES_RATE_MAX at the call's start (so for all of it: eta only
+    # decreases), which takes the series rate rule
+    bint with_l1
+    bint series
 
 
 cdef LazyCore make_core(options, state) except *
@@ -278,18 +147,19 @@ cdef inline double log_rate(const RateRule* rule, double x) noexcept nogil:
 
 cdef inline double decay_exp(double z) noexcept nogil:
     """``exp(z)`` for ``z <= 0``: Taylor polynomials where they are exact to
-    rounding (``|z| < 5e-4``: to ``z^4``; ``|z| <= 1/16``: to ``z^8``),
+    rounding (``|z| < TAYLOR_MAX``: to ``z^4``; ``|z| <= EXPM1_POLY_MAX``: to
+    ``z^8``),
     libm's otherwise."""
-    if z > -5e-4:
+    if z > -TAYLOR_MAX:
         return decay_taylor(z)
-    if z >= -0.0625:
+    if z >= -EXPM1_POLY_MAX:
         return 1.0 + expm1_poly(z)
     return exp(z)
 
 
 cdef inline double decay_expm1(double z) noexcept nogil:
     """``exp(z) - 1`` for ``z <= 0`` (``decay_exp``'s ranges)."""
-    if z >= -0.0625:
+    if z >= -EXPM1_POLY_MAX:
         return expm1_poly(z)
     return expm1(z)
 
@@ -325,10 +195,10 @@ cdef inline void decay(Block b, Py_ssize_t n, long long k, double lam, double l1
     if Penalty is L2Only:
         if lam == 0.0:
             return
-        if RateRule is SeriesRate and n > 1 and bound <= 4.0:
+        if RateRule is SeriesRate and n > 1 and bound <= EXP_NEG4_MAX:
             block_decay_series(b.v, b.eta, lam, <double>k, bound, n)   # (vector loops)
             return
-        if bound < 5e-4:
+        if bound < TAYLOR_MAX:
             for q in range(n):
                 b.v[q] *= decay_taylor(<double>k * log_rate(rule, b.eta[q] * lam))
         else:
@@ -397,7 +267,7 @@ cdef inline double idle_log_decay(double x, double p1, const LazyCore* c,
     idle windows in the clipped regime (the factor is ``alpha`` in each), as
     the series ``-sum_m x^m / m (1 - A^m) / (1 - alpha^m)``, ``A = alpha^k =
     1 - p1`` (``1 - A^m`` by ``P_m = P_(m-1) A + P_1``, without
-    cancellation). With the series rate rule (``x < 1e-4``) two terms: the
+    cancellation). With the series rate rule (``x < SERIES_RATE_MAX``) two terms: the
     rest is below ``x^2 / 3 < 3.4e-9`` of the sum."""
     cdef double a = 1.0 - p1, pm = p1, xm = 1.0, term, total = 0.0
     cdef int mm
@@ -448,7 +318,7 @@ cdef inline void idle_windows(Block b, Py_ssize_t n, long long n_win, double lam
         # (bounded by the call's largest rate): one vector loop
         if (n > 1 and lam != 0.0 and c.clipped
                 and two_b * c.rate_max * p1 * (c.inv_geo[1] + 2.0 * c.rate_max * c.inv_geo[2])
-                <= 4.0):
+                <= EXP_NEG4_MAX):
             block_idle_windows(b.v, b.eta, b.snap, lam, p1, two_b, c.inv_geo[1], c.inv_geo[2], n)
             return
     for q in range(n):
@@ -495,7 +365,7 @@ cdef inline void walk(Block b, Py_ssize_t n, long long tau, long long T, double 
     while q * bb <= T:
         bound = <double>(q * bb - tau) * c.rate_max
         if (Penalty is L2Only and RateRule is SeriesRate and n > 1 and lam != 0.0
-                and bound <= 4.0):
+                and bound <= EXP_NEG4_MAX):
             # a wide block: the decay and the event in one vector loop
             if q & 1:
                 block_decay_mid_event(b.v, b.eta, b.snap, b.dsnap, lam, <double>(q * bb - tau),
@@ -629,62 +499,3 @@ cdef inline void step_weight(Block b, Py_ssize_t q, double lam, double l1, doubl
     if Penalty is WithL1:
         l1_owe(b, q, f, e * l1)
         l1_clip(b, q)
-
-
-cdef extern from "_prefetch.h":
-    """
-    #define SKSO_PREFETCH_FIXED_BLOCK(L, j) SKSO_PREFETCH_LINES(               \
-        (L)->base + (j) * (L)->stride, (L)->K > 1 ? (L)->off_dsnap : (L)->stride)
-    #define SKSO_PREFETCH_BLOCK(L, j)                                          \
-        do {                                                                   \
-            if ((L)->record_at == NULL)                                        \
-                SKSO_PREFETCH_FIXED_BLOCK(L, j);                               \
-            else                                                               \
-                SKSO_PREFETCH_WRITE((L)->base                                  \
-                                    + ((L)->record_at[j] >> SKSO_HELD_WIDTH_BITS)); \
-        } while (0)
-    """
-    # prefetch_block(L, j): what a touch of block j reads (last, v, eta; a
-    # binary record whole; a held block's first line, all of it for one or
-    # two labels), for writing: kernels call it for the next row's blocks,
-    # mostly cold in a large model. The events' fields of a wide block come
-    # in when it crosses one. prefetch_fixed_block: the same for a state
-    # without held blocks (fixed_block_at). (Macros: _prefetch.h says why.)
-    void prefetch_block "SKSO_PREFETCH_BLOCK"(const Layout* L, Py_ssize_t j) noexcept nogil
-    void prefetch_fixed_block "SKSO_PREFETCH_FIXED_BLOCK"(const Layout* L,
-                                                          Py_ssize_t j) noexcept nogil
-
-
-# ---- one state shared by threads --------------------------------------------
-# The kernels' shared passes (_psa_fast, _crf_psa): each thread owns the
-# blocks of a share of the cache lines, which it alone reads and writes, and
-# the threads meet at a barrier (_barrier.h) once or twice a round of rows.
-
-cdef extern from "_barrier.h":
-    ctypedef struct Barrier "skso_barrier":
-        int n
-    void barrier_init "skso_barrier_init"(Barrier* b, int n) noexcept nogil
-    void barrier_abort "skso_barrier_abort"(Barrier* b) noexcept nogil
-    bint barrier_wait "skso_barrier_wait"(Barrier* b, int* local_sense) noexcept nogil
-
-
-cdef inline int owner_of(Py_ssize_t j, Py_ssize_t d, int line_shift,
-                         int n_threads) noexcept nogil:
-    """The thread that owns block ``j`` (``d``: thread 0's, the intercept's
-    or the bias's): a multiplicative hash of its cache line ``j >>
-    line_shift`` (records that share a line share an owner: two threads
-    writing one line would pass it back and forth) taken to ``[0,
-    n_threads)``, so that the blocks of any feature order share out evenly,
-    without a division."""
-    if j == d:
-        return 0
-    cdef unsigned int h = <unsigned int>(j >> line_shift) * 2654435761u
-    return <int>((<unsigned long long>h * <unsigned int>n_threads) >> 32)
-
-
-cdef inline int line_shift_of(const Layout* L) noexcept nogil:
-    """``owner_of``'s shift: ``log2`` of the records a 64-byte line holds."""
-    cdef int shift = 0
-    while (L.stride << shift) < 64:
-        shift += 1
-    return shift

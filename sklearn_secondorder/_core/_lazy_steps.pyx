@@ -10,36 +10,55 @@ import numpy as np
 
 from libc.math cimport expm1, log, log1p
 
+from ._lazy_records cimport (
+    AT_DSNAP,
+    AT_ETA,
+    AT_OWED_DOWN,
+    AT_OWED_UP,
+    AT_SNAP,
+    AT_V,
+    HELD_WIDTH_BITS,
+    HELD_WIDTH_MASK,
+    LAST_BYTES,
+    WEIGHT_BYTES,
+    WEIGHT_BYTES_L1,
+)
+from ._psa_math cimport SERIES_RATE_MAX
+
 _ALIGN = 64
+
+
+#: A record's fields after ``last``, in order (the table of
+#: _lazy_records.h): name, format, and the offset per weight ``a``: a block
+#: of ``w`` weights holds the field at byte ``LAST_BYTES + a w``, ``w``
+#: wide. The last two are the L1 penalty's.
+RECORD_FIELDS = (("v", "<f8", AT_V), ("eta", "<f4", AT_ETA), ("dsnap", "<f4", AT_DSNAP),
+                 ("snap", "<f8", AT_SNAP), ("owed_down", "<f8", AT_OWED_DOWN),
+                 ("owed_up", "<f8", AT_OWED_UP))
+
+
+def _record_fields(l1):
+    """``RECORD_FIELDS`` of a state with (``l1``) or without the L1 debts."""
+    return RECORD_FIELDS if l1 else RECORD_FIELDS[:len(RECORD_FIELDS) - 2]
+
+
+def _weight_bytes(l1):
+    """The bytes one weight takes in a record (``RECORD_FIELDS``)."""
+    return WEIGHT_BYTES_L1 if l1 else WEIGHT_BYTES
 
 
 def record_dtype(n_outputs, l1=False):
     """The record of a block of ``n_outputs`` weights (``Block`` of
-    _lazy_steps.pxd): ``last``, then its fields ``n_outputs`` wide, those a
-    touch reads first (``last``, ``v``, ``eta``) and those of the events
-    after; 32 bytes for a binary weight (64 with ``l1``), whole cache lines
-    for a wider block."""
+    _lazy_records.pxd, laid out by ``RECORD_FIELDS``): 32 bytes for a binary
+    weight (64 with ``l1``), whole cache lines for a wider block."""
     K = int(n_outputs)
-    names = ["last", "v", "eta", "dsnap", "snap"]
-    formats = ["<i8", ("<f8", (K,)), ("<f4", (K,)), ("<f4", (K,)), ("<f8", (K,))]
-    offsets = [0, 8, 8 + 8 * K, 8 + 12 * K, 8 + 16 * K]
-    size = 8 + 24 * K
-    if l1:
-        names += ["owed_down", "owed_up"]
-        formats += [("<f8", (K,)), ("<f8", (K,))]
-        offsets += [8 + 24 * K, 8 + 32 * K]
-        size = 8 + 40 * K
+    fields = _record_fields(l1)
+    size = LAST_BYTES + _weight_bytes(l1) * K
     stride = 32 if size <= 32 else -(-size // _ALIGN) * _ALIGN
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+    return np.dtype({"names": ["last"] + [name for name, _, _ in fields],
+                     "formats": ["<i8"] + [(fmt, (K,)) for _, fmt, _ in fields],
+                     "offsets": [0] + [LAST_BYTES + a * K for _, _, a in fields],
                      "itemsize": stride})
-
-
-#: The fields of a held block's record of ``w`` weights (``Layout``): each
-#: at ``8 + a w`` bytes (``record_dtype``'s offsets with ``K = w``), of its
-#: dtype; the labels (int32) follow the last field.
-_HELD_FIELDS = {"v": (0, np.float64), "eta": (8, np.float32), "dsnap": (12, np.float32),
-                "snap": (16, np.float64), "owed_down": (24, np.float64),
-                "owed_up": (32, np.float64)}
 
 
 #: ``LazyStepState.record_at``: a held block's record offset (bytes), shifted
@@ -52,7 +71,7 @@ def held_record_bytes(widths, l1=False):
     fields as ``record_dtype(width, l1)`` lays them out, the labels (int32),
     in whole cache lines (one for a block of one or two labels, of one
     with the L1 debts)."""
-    size = 8 + (44 if l1 else 28) * np.asarray(widths, dtype=np.int64)
+    size = LAST_BYTES + (_weight_bytes(l1) + 4) * np.asarray(widths, dtype=np.int64)
     return -(-size // _ALIGN) * _ALIGN
 
 
@@ -113,7 +132,7 @@ cdef Layout layout_of(state) except *:
     if state.widths is not None:
         # (every held record is whole cache lines: one block a line for owner_of)
         L.stride = _ALIGN
-        L.label_at = 40 if state.has_l1 else 24
+        L.label_at = _weight_bytes(state.has_l1)
         record_at = state.record_at
         if state.n_blocks > 0:
             L.record_at = &record_at[0]
@@ -157,6 +176,8 @@ cdef LazyCore make_core(options, state) except *:
         c.clipped = c.lam > 0 and x_max <= c.eta_clip * c.lam
         for mm in range(1, 41):
             c.inv_geo[mm] = 1.0 / (mm * -expm1(mm * c.log_alpha))
+    c.with_l1 = state.has_l1
+    c.series = c.rate_max < SERIES_RATE_MAX
     return c
 
 
@@ -252,36 +273,37 @@ class LazyStepState:
 
     def _write_labels(self):
         blocks, slots, outputs = self._held()
-        self.records.view(np.int32)[self._positions(blocks, slots, 40 if self.held_l1 else 24,
-                                                    4)] = outputs
+        self.records.view(np.int32)[self._positions(blocks, slots,
+                                                    _weight_bytes(self.held_l1), 4)] = outputs
 
     def _positions(self, blocks, slots, a, itemsize):
-        """Where held weights ``(blocks, slots)``' field at ``8 + a w`` is, in
-        the records viewed as items of ``itemsize`` bytes."""
+        """Where held weights ``(blocks, slots)``' field at ``LAST_BYTES + a
+        w`` is, in the records viewed as items of ``itemsize`` bytes."""
         at = self.record_at[blocks] >> HELD_WIDTH_BITS
         w = self.widths[blocks].astype(np.int64)
-        return (at + 8 + a * w + itemsize * slots) // itemsize
+        return (at + LAST_BYTES + a * w + itemsize * slots) // itemsize
 
     def _held_view(self, name, held=None):
         """A record field of every held weight, in ``_held()``'s order: a
         writable view when assigned to (``[...] = ``), else read by value."""
         blocks, slots, _ = self._held() if held is None else held
-        a, dtype = _HELD_FIELDS[name]
-        dtype = np.dtype(dtype)
+        fmt, a = {name: (fmt, a) for name, fmt, a in RECORD_FIELDS}[name]
+        dtype = np.dtype(fmt)
         return _Scattered(self.records.view(dtype),
                           self._positions(blocks, slots, a, dtype.itemsize))
 
     def _held_last(self):
         """Each held block's ``last``: read by value (``_held_last().values()``)
         or written (``[...] = ``)."""
-        return _Scattered(self.records.view(np.int64), (self.record_at >> HELD_WIDTH_BITS) // 8)
+        return _Scattered(self.records.view(np.int64),
+                          (self.record_at >> HELD_WIDTH_BITS) // LAST_BYTES)
 
     def _repack(self, widths, labels, l1, old_of_new):
         """The held records rebuilt for blocks of ``widths`` weights of
         ``labels`` (with the L1 debts when ``l1``): new block ``j`` keeps old
         block ``old_of_new[j]``'s fields, weight by weight, or (``-1``) is a
         new block: zero weights, ``eta0``, current at ``t``."""
-        names = [n for n in _HELD_FIELDS if self.held_l1 or n not in ("owed_down", "owed_up")]
+        names = [name for name, _, _ in _record_fields(self.held_l1)]
         old = {name: self._held_view(name).values() for name in names}
         old_last = self._held_last().values()
         old_start = np.concatenate(([0], np.cumsum(self.widths, dtype=np.int64)))
@@ -475,9 +497,8 @@ class LazyStepState:
             raise ValueError(f"unknown PSA record layout {wide.dtype}")
         self._hold(widths, labels, l1)
         held = self._held()
-        for name in _HELD_FIELDS:
-            if name in wide.dtype.names:
-                self._held_view(name, held)[...] = wide[name][held[0], held[1]]
+        for name, _, _ in _record_fields(l1):
+            self._held_view(name, held)[...] = wide[name][held[0], held[1]]
         self._held_last()[...] = wide["last"]
 
 
@@ -495,6 +516,24 @@ class _Scattered:
         self.array[self.positions] = values
 
 
+cdef class KernelJob:
+    """``catch_up_state``'s call of ``catch_up_all`` (``_lazy_pick.pxi``)."""
+    cdef Layout L
+    cdef LazyCore c
+    cdef Py_ssize_t n_blocks, unregularized
+    cdef long long T
+
+
+include "_lazy_pick.pxi"
+
+
+cdef long long run_specialised(KernelJob job, const Penalty* pen,
+                               const RateRule* rule) noexcept nogil:
+    """Every block of ``job``'s state to its time ``T``."""
+    catch_up_all(&job.L, job.n_blocks, job.unregularized, job.T, &job.c, pen, rule)
+    return job.T
+
+
 def catch_up_state(state, options, long long T, Py_ssize_t unregularized=-1):
     """Bring every block of ``state`` to time ``T >= t`` as if no row touched
     it (``catch_up``: the decays, the events, whole idle windows in closed
@@ -502,23 +541,11 @@ def catch_up_state(state, options, long long T, Py_ssize_t unregularized=-1):
     state.prepare()
     if T < state.t:
         raise ValueError(f"T={T} is before the state's time t={state.t}")
-    cdef LazyCore c = make_core(options, state)
-    cdef Layout L = layout_of(state)
-    cdef SeriesRate series
-    cdef Log1pRate general
-    cdef L2Only plain
-    cdef WithL1 with_l1
-    cdef bint small = c.rate_max < 1e-4
-    cdef Py_ssize_t n_blocks = state.n_blocks
-    if state.has_l1:
-        if small:
-            catch_up_all(&L, n_blocks, unregularized, T, &c, &with_l1, &series)
-        else:
-            catch_up_all(&L, n_blocks, unregularized, T, &c, &with_l1, &general)
-    elif small:
-        catch_up_all(&L, n_blocks, unregularized, T, &c, &plain, &series)
-    else:
-        catch_up_all(&L, n_blocks, unregularized, T, &c, &plain, &general)
+    cdef KernelJob job = KernelJob.__new__(KernelJob)
+    job.L, job.c = layout_of(state), make_core(options, state)
+    job.n_blocks, job.unregularized, job.T = state.n_blocks, unregularized, T
+    with nogil:
+        run_picked(job, &job.c)
     state.t = T
 
 

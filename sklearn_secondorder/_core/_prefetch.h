@@ -10,6 +10,8 @@
 #ifndef SKSO_PREFETCH_H
 #define SKSO_PREFETCH_H
 
+#include "_lazy_records.h" /* SKSO_HELD_WIDTH_BITS */
+
 #if defined(__GNUC__) || defined(__clang__)
 #define SKSO_PREFETCH_READ(p) __builtin_prefetch((const void *)(p), 0, 3)
 #define SKSO_PREFETCH_WRITE(p) __builtin_prefetch((const void *)(p), 1, 3)
@@ -58,6 +60,22 @@
             if ((k) + 1 < (ds)->n_samples)                                                        \
                 SKSO_PREFETCH_READ((ds)->indptr_ptr + (ds)->order_ptr[(k) + 1]);                  \
         }                                                                                         \
+    } while (0)
+
+/* What a touch of block j of a lazy state's Layout L reads (last, v, eta;
+ * a binary record whole; a held block's first line, all of it for one or
+ * two labels), for writing: kernels call it for the next row's blocks,
+ * mostly cold in a large model. The events' fields of a wide block come in
+ * when it crosses one. SKSO_PREFETCH_FIXED_BLOCK: the same for a state
+ * without held blocks. */
+#define SKSO_PREFETCH_FIXED_BLOCK(L, j)                                                           \
+    SKSO_PREFETCH_LINES((L)->base + (j) * (L)->stride, (L)->K > 1 ? (L)->off_dsnap : (L)->stride)
+#define SKSO_PREFETCH_BLOCK(L, j)                                                                 \
+    do {                                                                                          \
+        if ((L)->record_at == NULL)                                                               \
+            SKSO_PREFETCH_FIXED_BLOCK(L, j);                                                      \
+        else                                                                                      \
+            SKSO_PREFETCH_WRITE((L)->base + ((L)->record_at[j] >> SKSO_HELD_WIDTH_BITS));         \
     } while (0)
 
 #endif

@@ -17,41 +17,39 @@ thread on its own blocks (``doc/core.md``, "Threads on one state").
 """
 from libc.math cimport isfinite
 
-from ._dataset cimport RowDataset, fetch_row, prefetch_row, row_span, row_value
+from ._binary_gaps cimport GapConsts, binary_gaps
+from ._block_ops cimport block_scale, block_shrink_factors
+from ._dataset cimport RowDataset, fetch_row, row_span, row_value
+from ._lazy_records cimport Block, Layout, fixed_block_at
 from ._lazy_steps cimport (
-    Block,
-    GapConsts,
     L2Only,
     LazyCore,
-    Layout,
     Log1pRate,
     Penalty,
     RateRule,
     SeriesRate,
     WithL1,
     apply_event,
-    Barrier,
-    barrier_abort,
-    barrier_init,
-    barrier_wait,
-    binary_gaps,
-    block_scale,
-    block_shrink_factors,
     catch_up_all,
-    fixed_block_at,
     gap_consts,
     gaps_apply,
     last_event,
     layout_of,
-    line_shift_of,
     make_core,
-    owner_of,
-    prefetch_fixed_block,
     step_weight,
     touch,
 )
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport bound_step, clip_dloss
+from ._prefetch cimport prefetch_fixed_block, prefetch_row
+from ._shared_state cimport (
+    Barrier,
+    barrier_abort,
+    barrier_init,
+    barrier_wait,
+    line_shift_of,
+    owner_of,
+)
 
 # the lazy core's event walk inlined into this module's passes, by name
 cdef extern from "_lazy_inline.h":
@@ -206,42 +204,126 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
     return t
 
 
-cdef object _epochs(RowDataset ds, const Layout* L, const Penalty* pen, const RateRule* rule,
-                    state, LazyCore c, Loss loss, int n_epochs, bint shuffle,
-                    bint fit_intercept, double* margins, bint flush, bint bound_steps):
-    """``psa_epochs`` for one penalty kind and rate rule."""
+# ---- one call's passes, their specialisation picked once ------------------
+
+# The width of a model's blocks: a binary model's (one output) is the
+# constant 1 in its passes' specialisation.
+ctypedef struct OneOutput:
+    char _unused
+
+ctypedef struct Outputs:
+    char _unused
+
+ctypedef fused Width:
+    OneOutput
+    Outputs
+
+
+cdef inline Py_ssize_t width(const Width* wd, Py_ssize_t K) noexcept nogil:
+    """``K``, or the constant 1 for a binary model's specialisation."""
+    if Width is OneOutput:
+        return 1
+    else:
+        return K
+
+
+cdef class SharedPass
+
+
+cdef class KernelJob:
+    """What one pass of a ``psa_epochs`` call needs (``run_picked`` runs it
+    in the specialisation its constants choose): a lazy pass (``_pass``)
+    and its flush, an eager pass (``_eager_pass``), or thread ``k``'s part
+    of a shared pass (``sh``)."""
+    cdef RowDataset ds
+    cdef Loss loss
+    cdef Layout L
+    cdef LazyCore c
     cdef RowWork wk
-    cdef long long t = state.t
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    cdef int _epoch, epochs_run = 0
-    cdef bint finite = True
+    cdef long long t
+    cdef unsigned int rng
+    cdef bint flush           # (lazy) every block to t after the pass
+    cdef bint finite          # every weight finite after the pass
+    # the eager pass: the model as one block, its shrink factors, the intercept
+    cdef bint eager
+    cdef Block w, icp
+    cdef double* shrink
+    # a shared pass, and the thread this job is
+    cdef SharedPass sh
+    cdef int k
+    cdef list buffers         # (what the pointers above point into)
+
+
+include "_lazy_pick.pxi"
+
+
+cdef long long run_specialised(KernelJob job, const Penalty* pen,
+                               const RateRule* rule) noexcept nogil:
+    """One pass of ``job`` for one penalty kind and rate rule, with ``K = 1``
+    a constant for a binary model."""
+    cdef OneOutput one
+    cdef Outputs many
+    if job.L.K == 1:
+        return _run(job, pen, rule, &one)
+    return _run(job, pen, rule, &many)
+
+
+cdef inline long long _run(KernelJob job, const Penalty* pen, const RateRule* rule,
+                           const Width* wd) noexcept nogil:
+    """``run_specialised`` for one width; returns the time after the pass."""
+    cdef Py_ssize_t K = width(wd, job.L.K)
+    if job.sh is not None:
+        return _shared_rounds(job.sh, job.sh.ds, job.loss, job.k, K, pen, rule)
+    if job.eager:
+        return _eager_run(job, wd)
+    job.t = _pass(job.ds, &job.L, K, &job.c, pen, rule, job.loss, &job.wk, job.t)
+    job.finite = True
+    if job.flush:
+        job.finite = catch_up_all(&job.L, job.wk.d + 1, job.wk.d, job.t, &job.c, pen, rule)
+    return job.t
+
+
+cdef KernelJob _job(RowDataset ds, state, options, Loss loss, bint fit_intercept,
+                    double* margins, bint bound_steps):
+    """A job for ``state``'s passes over ``ds``, with its work buffers."""
+    cdef KernelJob job = KernelJob.__new__(KernelJob)
     cdef double[::1] buf = np.zeros(2 * state.n_outputs)
     cdef int[::1] cross = np.zeros(ds.max_nnz, dtype=np.intc)
     cdef int[::1] left = np.zeros(ds.max_nnz, dtype=np.intc)
-    wk.d = ds.n_features
-    wk.cross = &cross[0]
-    wk.left = &left[0]
-    wk.fit_intercept = fit_intercept
-    wk.margins = margins
-    wk.bound_steps = bound_steps
-    wk.prefetch_blocks = (wk.d + 1) * L.stride > PREFETCH_MIN_BYTES
-    wk.scores = &buf[0]
-    wk.grad = &buf[L.K]
+    job.buffers = [buf, cross, left]
+    job.wk.cross = &cross[0]
+    job.wk.left = &left[0]
+    job.ds, job.loss = ds, loss
+    job.L, job.c = layout_of(state), make_core(options, state)
+    job.t = state.t
+    job.rng = state.seed if state.seed != 0 else 1
+    job.finite = True
+    job.wk.d = ds.n_features
+    job.wk.fit_intercept = fit_intercept
+    job.wk.margins = margins
+    job.wk.bound_steps = bound_steps
+    job.wk.prefetch_blocks = (job.wk.d + 1) * job.L.stride > PREFETCH_MIN_BYTES
+    job.wk.scores = &buf[0]
+    job.wk.grad = &buf[job.L.K]
+    return job
+
+
+cdef object _epochs(KernelJob job, state, int n_epochs, bint shuffle, bint flush):
+    """``n_epochs`` passes of ``job`` (the last flushed if ``flush``), stopped
+    at the first whose weights are not finite; ``state``'s ``t`` and seed
+    advanced."""
+    cdef int epoch, epochs_run = 0
     with nogil:
-        for _epoch in range(n_epochs):
+        for epoch in range(n_epochs):
             if shuffle:
-                ds.shuffle(&rng)
-            if L.K == 1:
-                t = _pass(ds, L, 1, &c, pen, rule, loss, &wk, t)
-            else:
-                t = _pass(ds, L, L.K, &c, pen, rule, loss, &wk, t)
+                job.ds.shuffle(&job.rng)
+            job.flush = flush or epoch + 1 < n_epochs
+            run_picked(job, &job.c)
             epochs_run += 1
-            if flush or _epoch + 1 < n_epochs:
-                finite = catch_up_all(L, wk.d + 1, wk.d, t, &c, pen, rule)
-            if not finite:
+            if not job.finite:
                 break
-    state.t, state.seed = t, rng
-    return PSAResult(epochs=epochs_run, diverged=not finite)
+    state.t, state.seed = job.t, job.rng
+    return PSAResult(epochs=epochs_run, diverged=not job.finite)
 
 
 # ---- small models: Algorithm 1 as written ----------------------------------
@@ -315,19 +397,26 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
     return t
 
 
-cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCore c,
-                          Loss loss, int n_epochs, bint shuffle, bint fit_intercept,
-                          double* margins, bint bound_steps):
+cdef long long _eager_run(KernelJob job, const Width* wd) noexcept nogil:
+    """An eager pass of ``job`` (``_eager_pass``: ``K = 1`` a constant for a
+    binary model), and whether its weights are finite."""
+    cdef Py_ssize_t j, K = width(wd, job.L.K)
+    job.t = _eager_pass(job.ds, K, job.w, job.shrink, job.icp, &job.c, job.loss, &job.wk,
+                        job.t)
+    job.finite = True
+    for j in range(job.wk.d * K):
+        job.finite &= isfinite(job.w.v[j])
+    for j in range(K):
+        job.finite &= isfinite(job.icp.v[j])
+    return job.t
+
+
+cdef object _eager_epochs(KernelJob job, state, options, int n_epochs, bint shuffle):
     """``psa_epochs`` for a small model without L1: the fields of the
     features' records as contiguous arrays (every block brought to ``t``
     first: a stream's earlier call may have left some behind), the eager
     passes, and the fields written back, every block current at ``t``."""
-    cdef RowWork wk
-    cdef Py_ssize_t d = ds.n_features, K = state.n_outputs, j
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
-    cdef int _epoch, epochs_run = 0
-    cdef long long t = state.t
-    cdef bint finite = True
+    cdef Py_ssize_t d = job.wk.d, K = state.n_outputs
     catch_up_state(state, options, state.t, unregularized=d)
     records = state.records[:d]
     cdef double[::1] v = np.ascontiguousarray(records["v"], dtype=np.float64).reshape(-1)
@@ -335,38 +424,18 @@ cdef object _eager_epochs(RowDataset ds, const Layout* L, state, options, LazyCo
     cdef float[::1] eta = np.ascontiguousarray(records["eta"], dtype=np.float32).reshape(-1)
     cdef float[::1] dsnap = np.ascontiguousarray(records["dsnap"],
                                                  dtype=np.float32).reshape(-1)
-    cdef double[::1] buf = np.zeros(2 * K)
     cdef double[::1] shrink = np.empty(d * K)
-    cdef Block w, icp = fixed_block_at(L, d)
-    w.v, w.snap, w.eta, w.dsnap = &v[0], &snap[0], &eta[0], &dsnap[0]
-    block_shrink_factors(&shrink[0], w.eta, c.lam, d * K)
-    wk.d = d
-    wk.fit_intercept = fit_intercept
-    wk.margins = margins
-    wk.bound_steps = bound_steps
-    wk.prefetch_blocks = False
-    wk.scores = &buf[0]
-    wk.grad = &buf[K]
-    with nogil:
-        for _epoch in range(n_epochs):
-            if shuffle:
-                ds.shuffle(&rng)
-            if K == 1:
-                t = _eager_pass(ds, 1, w, &shrink[0], icp, &c, loss, &wk, t)
-            else:
-                t = _eager_pass(ds, K, w, &shrink[0], icp, &c, loss, &wk, t)
-            epochs_run += 1
-            for j in range(d * K):
-                finite &= isfinite(w.v[j])
-            for j in range(K):
-                finite &= isfinite(icp.v[j])
-            if not finite:
-                break
+    job.eager = True
+    job.wk.prefetch_blocks = False
+    job.icp = fixed_block_at(&job.L, d)
+    job.w.v, job.w.snap, job.w.eta, job.w.dsnap = &v[0], &snap[0], &eta[0], &dsnap[0]
+    job.shrink = &shrink[0]
+    block_shrink_factors(job.shrink, job.w.eta, job.c.lam, d * K)
+    result = _epochs(job, state, n_epochs, shuffle, True)
     for name, values in (("v", v), ("snap", snap), ("eta", eta), ("dsnap", dsnap)):
         records[name] = np.asarray(values).reshape(d, K)
-    state.records["last"] = t
-    state.t, state.seed = t, rng
-    return PSAResult(epochs=epochs_run, diverged=not finite)
+    state.records["last"] = job.t
+    return result
 
 
 # ---- a pass shared by threads ---------------------------------------------
@@ -392,7 +461,7 @@ cdef class SharedPass:
     cdef Barrier barrier
     cdef int n_threads, line_shift
     cdef Py_ssize_t round_rows, K
-    cdef bint fit_intercept, with_l1, series, bound_steps
+    cdef bint fit_intercept, bound_steps
     cdef Py_ssize_t stride    # doubles per row and thread in partial: K scores (+ h)
     cdef long long t
     # partial scores: (2 rounds, n_threads, round_rows, K), a round's
@@ -422,8 +491,6 @@ cdef class SharedPass:
         self.K = state.n_outputs
         self.round_rows = n_threads * rows_per_thread
         self.fit_intercept = fit_intercept
-        self.with_l1 = state.has_l1
-        self.series = self.c.rate_max < 1e-4
         self.t = state.t
         self.bound_steps = bound_steps and self.K == 1
         self.stride = self.K + self.bound_steps
@@ -439,7 +506,7 @@ cdef class SharedPass:
         self.left = np.zeros((n_threads, n_own), dtype=np.intc)
         self.listed = np.zeros((n_threads, (ds.n_features + 64) // 64), dtype=np.uint64)
         self.ends = np.zeros((n_threads, self.round_rows + 1), dtype=np.intc)
-        self.line_shift = line_shift_of(&self.L)
+        self.line_shift = line_shift_of(self.L.stride)
         # (a thread's work row on cache lines of its own)
         self.work = np.zeros((n_threads, 8 * (-(-2 * self.K // 8) + 1)))
         self.finite = np.ones(n_threads, dtype=np.uint8)
@@ -452,31 +519,12 @@ cdef class SharedPass:
 
     def run(self, int k):
         """Thread ``k``'s part of the pass; returns the time after it."""
-        cdef SeriesRate series
-        cdef Log1pRate general
-        cdef L2Only plain
-        cdef WithL1 with_l1
+        cdef KernelJob job = KernelJob.__new__(KernelJob)
         cdef long long t
-        cdef Loss loss = self.loss
+        job.sh, job.k, job.loss, job.L = self, k, self.loss, self.L
         with nogil:
-            if self.with_l1:
-                if self.series:
-                    t = _shared_part(self, self.ds, loss, k, &with_l1, &series)
-                else:
-                    t = _shared_part(self, self.ds, loss, k, &with_l1, &general)
-            elif self.series:
-                t = _shared_part(self, self.ds, loss, k, &plain, &series)
-            else:
-                t = _shared_part(self, self.ds, loss, k, &plain, &general)
+            t = run_picked(job, &self.c)
         return t
-
-
-cdef long long _shared_part(SharedPass sh, RowDataset ds, Loss loss, int k,
-                            const Penalty* pen, const RateRule* rule) noexcept nogil:
-    """``SharedPass.run``: the rounds, then the flush of the owned blocks."""
-    if sh.L.K == 1:
-        return _shared_rounds(sh, ds, loss, k, 1, pen, rule)
-    return _shared_rounds(sh, ds, loss, k, sh.L.K, pen, rule)
 
 
 cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, int k,
@@ -766,25 +814,7 @@ def psa_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
         return _shared_epochs(ds, state, options, loss, n_epochs, shuffle, fit_intercept,
                               threads, margins, flush, bound_steps)
     cdef double* out = &margins[0] if margins is not None and margins.shape[0] > 0 else NULL
-    cdef LazyCore c = make_core(options, state)
-    cdef Layout L = layout_of(state)
+    cdef KernelJob job = _job(ds, state, options, loss, fit_intercept, out, bound_steps)
     if eager:
-        return _eager_epochs(ds, &L, state, options, c, loss, n_epochs, shuffle,
-                             fit_intercept, out, bound_steps)
-    cdef SeriesRate series
-    cdef Log1pRate general
-    cdef L2Only plain
-    cdef WithL1 with_l1
-    # every eta lam < 1e-4 now is so for the state's lifetime (eta only decreases)
-    cdef bint small = c.rate_max < 1e-4
-    if state.has_l1:
-        if small:
-            return _epochs(ds, &L, &with_l1, &series, state, c, loss, n_epochs, shuffle,
-                           fit_intercept, out, flush, bound_steps)
-        return _epochs(ds, &L, &with_l1, &general, state, c, loss, n_epochs, shuffle,
-                       fit_intercept, out, flush, bound_steps)
-    if small:
-        return _epochs(ds, &L, &plain, &series, state, c, loss, n_epochs, shuffle,
-                       fit_intercept, out, flush, bound_steps)
-    return _epochs(ds, &L, &plain, &general, state, c, loss, n_epochs, shuffle, fit_intercept,
-                   out, flush, bound_steps)
+        return _eager_epochs(job, state, options, n_epochs, shuffle)
+    return _epochs(job, state, n_epochs, shuffle, flush)

@@ -19,20 +19,23 @@
 #define SKSO_ALWAYS_INLINE static inline
 #endif
 
-/* exp(z) for |z| < 5e-4: Taylor to z^4 (error < |z|^5 / 120 < 3e-19, below
- * the rounding of the eager product (1 - x)^k it stands for). The decay
- * (1 - eta lam)^k = exp(k rate) of k untouched steps, in its common regime. */
+/* exp(z) for |z| < SKSO_TAYLOR_MAX: Taylor to z^4 (error < |z|^5 / 120 <
+ * 3e-19, below the rounding of the eager product (1 - x)^k it stands for).
+ * The decay (1 - eta lam)^k = exp(k rate) of k untouched steps, in its
+ * common regime. */
+#define SKSO_TAYLOR_MAX 5e-4
 SKSO_ALWAYS_INLINE double skso_decay_taylor(double z) {
     /* (Estrin's scheme: a touch waits on this chain) */
     double z2 = z * z;
     return (1.0 + z) + z2 * ((0.5 + z * (1.0 / 6.0)) + z2 * (1.0 / 24.0));
 }
 
-/* exp(z) - 1 for |z| <= 1/16: Taylor to z^8 (relative error < |z|^8 / 9! <
+/* exp(z) - 1 for |z| <= SKSO_EXPM1_POLY_MAX: Taylor to z^8 (relative error < |z|^8 / 9! <
  * 1e-14), a few multiply-adds where libm's exp and expm1 cost a call: the
  * decays and idle windows of a catch-up are mostly in this range. Estrin's
  * scheme: four independent pairs, then two levels, so that the chain a
  * catch-up waits on is four products deep, not eight. */
+#define SKSO_EXPM1_POLY_MAX 0.0625
 SKSO_ALWAYS_INLINE double skso_expm1_poly(double z) {
     double z2 = z * z, z4 = z2 * z2;
     double a0 = 1.0 + z * (1.0 / 2), a1 = 1.0 / 6 + z * (1.0 / 24);
@@ -40,9 +43,11 @@ SKSO_ALWAYS_INLINE double skso_expm1_poly(double z) {
     return z * ((a0 + z2 * a1) + z4 * (a2 + z2 * a3));
 }
 
-/* exp(z) for -4 <= z <= 0 without a call, for vector loops: the
- * polynomial above at z / 64, squared six times (relative error < 64 ulp,
- * about 1.5e-14: the squarings double it each). */
+/* exp(z) for -SKSO_EXP_NEG4_MAX <= z <= 0 without a call, for vector
+ * loops: the polynomial above at z / 64 (|z / 64| <= 1/16, its range),
+ * squared six times (relative error < 64 ulp, about 1.5e-14: the squarings
+ * double it each). */
+#define SKSO_EXP_NEG4_MAX 4.0
 SKSO_ALWAYS_INLINE double skso_exp_neg4(double z) {
     double e = 1.0 + skso_expm1_poly(z * (1.0 / 64));
     e *= e;
@@ -53,8 +58,11 @@ SKSO_ALWAYS_INLINE double skso_exp_neg4(double z) {
     return e * e;
 }
 
-/* log(1 - x) for 0 <= x < 1e-4: the series -(x + x^2/2 + x^3/3) (relative
- * error < x^3 / 4 < 2.5e-13). The decay log-rate of a weight, x = eta lam. */
+/* log(1 - x) for 0 <= x < SKSO_SERIES_RATE_MAX: the series -(x + x^2/2 +
+ * x^3/3) (relative error < x^3 / 4 < 2.5e-13). The decay log-rate of a
+ * weight, x = eta lam: the series rate rule (LazyCore.series) takes it for
+ * every weight of a call whose largest eta lam is below the bound. */
+#define SKSO_SERIES_RATE_MAX 1e-4
 SKSO_ALWAYS_INLINE double skso_log_decay_series(double x) {
     return -x * (1.0 + x * (0.5 + x * (1.0 / 3.0)));
 }
@@ -79,7 +87,7 @@ SKSO_ALWAYS_INLINE double skso_psa_factor(double u, double m, double kappa, doub
 }
 
 /* 1 - exp(z) for z <= 0 by the decay's branches (skso_decay_taylor for
- * |z| < 5e-4, else exp), without the cancellation of computing 1 - decay;
+ * |z| < SKSO_TAYLOR_MAX, else exp), without the cancellation of computing 1 - decay;
  * skso_one_minus_decay_taylor is its Taylor branch alone. The L1 penalty
  * owed over k untouched steps of a weight with L2 decay is C/lam (1 - (1 -
  * eta lam)^k), z = k log(1 - eta lam): the geometric sum of the steps' eta C
@@ -89,7 +97,7 @@ SKSO_ALWAYS_INLINE double skso_one_minus_decay_taylor(double z) {
 }
 
 SKSO_ALWAYS_INLINE double skso_one_minus_decay(double z) {
-    if (z > -5e-4)
+    if (z > -SKSO_TAYLOR_MAX)
         return skso_one_minus_decay_taylor(z);
     return -expm1(z);
 }
