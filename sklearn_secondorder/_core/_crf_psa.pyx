@@ -29,45 +29,20 @@ owners of the rows (``doc/core.md``, "Threads on one state").
 """
 from libc.math cimport NAN, isfinite
 
-from ._crf_infer cimport CRFContext
-from ._crf_rounds cimport (
-    RoundArrays,
-    infer_round,
-    list_own_nonzeros,
-    sequences_round_end,
-    start_inference,
-)
-from ._dataset cimport SequenceData
 from ._block_ops cimport block_add, block_emit, block_shrink
+from ._crf_infer cimport CRFContext
+from ._crf_rounds cimport (RoundArrays, ThreadRows, infer_round, list_own_nonzeros,
+                           sequence_labels, sequences_round_end, start_inference,
+                           thread_rows)
+from ._dataset cimport SequenceData
 from ._lazy_records cimport Block, Layout, block_at, labels_of, width_of
-from ._lazy_steps cimport (
-    L2Only,
-    LazyCore,
-    Log1pRate,
-    Penalty,
-    RateRule,
-    SeriesRate,
-    WithL1,
-    apply_event,
-    catch_up_all,
-    flush_block,
-    l1_clip,
-    l1_owe,
-    last_event,
-    layout_of,
-    make_core,
-    touch,
-)
+from ._lazy_steps cimport (L2Only, LazyCore, Log1pRate, Penalty, RateRule, SeriesRate, WithL1,
+                           apply_event, catch_up_all, flush_block, l1_clip, l1_owe, last_event,
+                           layout_of, make_core, touch)
 from ._numeric cimport now_seconds
 from ._prefetch cimport prefetch_block
-from ._shared_state cimport (
-    Barrier,
-    barrier_abort,
-    barrier_init,
-    barrier_wait,
-    line_shift_of,
-    owner_of,
-)
+from ._shared_state cimport Barrier, barrier_abort, barrier_init, barrier_wait
+from ._shared_state cimport line_shift_of, owner_of
 
 # the lazy core's event walk inlined into this module's passes, by name
 cdef extern from "_lazy_inline.h":
@@ -417,18 +392,15 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
     cdef const Layout* L = &sh.L
     cdef int J = sh.n_threads, shift = sh.line_shift, sense = 0
     cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
-    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, w, j
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, tt, T, tok, e, i, h, w, j
     cdef Py_ssize_t n_own, n_stepped
-    cdef long long first, t = sh.t, ev
+    cdef long long t = sh.t, ev
     cdef double lam = c.lam, l1 = c.l1, x, loss_sum = 0.0
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, diverged = False, finite = True
     cdef double* em
-    cdef double* d = &sh.ra.work[k * 8 * (H // 8 + 2)]
-    cdef int* own_block = &sh.ra.own_block[k, 0]
-    cdef int* own_at = &sh.ra.own_at[k, 0]
-    cdef int* ends = &sh.ra.ends[k, 0]
-    cdef int* tok_off = &sh.ra.tok_off[k, 0]
+    cdef ThreadRows rows = thread_rows(sh.ra, k, H)
+    cdef double* d = rows.work
     cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
     cdef const int* y
     cdef Py_ssize_t rnd = 0
@@ -442,9 +414,8 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         # (a) the owned non-zeros of the round's tokens (listed without a
         # branch per non-zero), brought to t and read into the partial
         # emissions; the owned transition rows and the bias
-        n_own = list_own_nonzeros(ds, q0, q1, A, bias_row, shift, J, k, own_block, own_at,
-                                  ends, tok_off)
-        tok = tok_off[q1 - q0]
+        n_own = list_own_nonzeros(ds, q0, q1, A, bias_row, shift, J, k, &rows)
+        tok = rows.tok_off[q1 - q0]
         for i in range(H):
             if owner_of(trans_row + i, bias_row, shift, J) == k:
                 row = block_at(L, trans_row + i)
@@ -457,21 +428,21 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
             em = &sh.ra.em_part[k, tt, 0]
             for h in range(H):
                 em[h] = bias.v[h] if bias_own else 0.0
-            for e in range(ends[tt], ends[tt + 1]):
+            for e in range(rows.ends[tt], rows.ends[tt + 1]):
                 if e + 4 < n_own:
-                    prefetch_block(L, own_block[e + 4])
-                j = own_block[e]
+                    prefetch_block(L, rows.own_block[e + 4])
+                j = rows.own_block[e]
                 row = block_at(L, j)
                 w = width_of(L, j)
                 touch(row, w, t, ev, lam, l1, c, pen, rule)
                 if L.record_at == NULL:
-                    block_emit(em, row.v, ds.data[own_at[e]], H)
+                    block_emit(em, row.v, ds.data[rows.own_at[e]], H)
                 else:
-                    _emit_held(em, row, w, labels_of(L, j), ds.data[own_at[e]])
+                    _emit_held(em, row, w, labels_of(L, j), ds.data[rows.own_at[e]])
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, 1.0, tok_off)
+        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, 1.0, rows.tok_off)
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (b) the steps on the owned rows, in the order, each at its time
@@ -480,24 +451,21 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                 diverged = True
                 break
             loss_sum += sh.ra.loss_round[q - q0]
-            s = ds.order[q]
-            first = ds.offsets[s]
-            y = &ds.labels[0] + first
-            T = ds.offsets[s + 1] - first
-            tok = tok_off[q - q0]
+            y = sequence_labels(ds, q, &T)
+            tok = rows.tok_off[q - q0]
             n_stepped = 0
             ev = last_event(c, t)
             for tt in range(T):
                 for h in range(H):
                     d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
                 d[y[tt]] += 1.0
-                for e in range(ends[tok + tt], ends[tok + tt + 1]):
-                    j = own_block[e]
+                for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
+                    j = rows.own_block[e]
                     row = block_at(L, j)
                     w = width_of(L, j)
                     if row.last[0] <= t:          # (t + 1: visited in this update)
                         touch(row, w, t, ev, lam, l1, c, pen, rule)
-                    x = ds.data[own_at[e]]
+                    x = ds.data[rows.own_at[e]]
                     if L.record_at == NULL:
                         _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
                         _add(row, H, x, d, NULL if mk == NULL else mk + j * H)

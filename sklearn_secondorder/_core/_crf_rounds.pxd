@@ -41,6 +41,26 @@ cdef class RoundArrays:
     cdef RoundBuffers rb
 
 
+ctypedef struct ThreadRows:
+    # thread k's rows of a RoundArrays
+    double* work         # its work space (2 H doubles and more, on lines of its own)
+    int* own_block       # its non-zeros of the round: attribute row,
+    int* own_at          # position in the round's tokens,
+    int* ends            # where each token's end,
+    int* tok_off         # and where each sequence starts
+
+
+cdef inline ThreadRows thread_rows(RoundArrays ra, int k, Py_ssize_t H) noexcept nogil:
+    """Thread ``k``'s rows of ``ra`` (``H`` labels)."""
+    cdef ThreadRows r
+    r.work = &ra.work[k * 8 * (H // 8 + 2)]
+    r.own_block = &ra.own_block[k, 0]
+    r.own_at = &ra.own_at[k, 0]
+    r.ends = &ra.ends[k, 0]
+    r.tok_off = &ra.tok_off[k, 0]
+    return r
+
+
 cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
                                            Py_ssize_t round_seqs, Py_ssize_t max_tokens,
                                            Py_ssize_t max_nnz,
@@ -66,30 +86,38 @@ cdef inline Py_ssize_t sequences_round_end(SequenceData ds, Py_ssize_t q0,
 
 cdef inline Py_ssize_t list_own_nonzeros(SequenceData ds, Py_ssize_t q0, Py_ssize_t q1,
                                          Py_ssize_t n_attributes, Py_ssize_t bias_row,
-                                         int shift, int n_threads, int k, int* own_block,
-                                         int* own_at, int* ends, int* tok_off) noexcept nogil:
+                                         int shift, int n_threads, int k,
+                                         ThreadRows* rows) noexcept nogil:
     """Thread ``k``'s non-zeros of the round's tokens (sequences ``q0 <= q <
-    q1`` of the order): their attribute rows ``own_block`` and positions
-    ``own_at``, listed without a branch per non-zero (every entry is written,
-    the count moves on for the owned ones); ``ends[t]`` where token ``t``'s
-    end, ``tok_off[q - q0]`` a sequence's first token in the round.
-    Returns the count."""
+    q1`` of the order): their attribute rows ``rows.own_block`` and
+    positions ``rows.own_at``, listed without a branch per non-zero (every
+    entry is written, the count moves on for the owned ones);
+    ``rows.ends[t]`` where token ``t``'s end, ``rows.tok_off[q - q0]`` a
+    sequence's first token in the round. Returns the count."""
     cdef Py_ssize_t q, s, j, tok = 0, n_own = 0
     cdef long long r, kk
-    ends[0] = 0
-    tok_off[0] = 0
+    rows.ends[0] = 0
+    rows.tok_off[0] = 0
     for q in range(q0, q1):
         s = ds.order[q]
         for r in range(ds.offsets[s], ds.offsets[s + 1]):
             for kk in range(ds.indptr[r], ds.indptr[r + 1]):
                 j = ds.indices[kk]
-                own_block[n_own] = <int>j
-                own_at[n_own] = <int>kk
+                rows.own_block[n_own] = <int>j
+                rows.own_at[n_own] = <int>kk
                 n_own += j < n_attributes and owner_of(j, bias_row, shift, n_threads) == k
             tok += 1
-            ends[tok] = <int>n_own
-        tok_off[q - q0 + 1] = <int>tok
+            rows.ends[tok] = <int>n_own
+        rows.tok_off[q - q0 + 1] = <int>tok
     return n_own
+
+
+cdef inline const int* sequence_labels(SequenceData ds, Py_ssize_t q,
+                                       Py_ssize_t* T) noexcept nogil:
+    """The labels of sequence ``q`` of the order, and its length ``T``."""
+    cdef Py_ssize_t s = ds.order[q], first = ds.offsets[s]
+    T[0] = ds.offsets[s + 1] - first
+    return &ds.labels[0] + first
 
 
 cdef inline void start_inference(const RoundBuffers* rb, Py_ssize_t rnd) noexcept nogil:

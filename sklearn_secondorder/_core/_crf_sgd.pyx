@@ -40,13 +40,9 @@ import numpy as np
 from libc.math cimport NAN, isfinite, sqrt
 
 from ._crf_infer cimport CRFContext, context_for
-from ._crf_rounds cimport (
-    RoundArrays,
-    infer_round,
-    list_own_nonzeros,
-    sequences_round_end,
-    start_inference,
-)
+from ._crf_rounds cimport (RoundArrays, ThreadRows, infer_round, list_own_nonzeros,
+                           sequence_labels, sequences_round_end, start_inference,
+                           thread_rows)
 from ._dataset cimport SequenceData
 from ._numeric cimport now_seconds
 from ._prefetch cimport prefetch_lines
@@ -403,18 +399,15 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     divergence)."""
     cdef int J = sh.n_threads, sense = 0
     cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
-    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, s, tt, T, tok, e, i, h, p
-    cdef long long first, t = sh.t
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, tt, T, tok, e, i, h, p
+    cdef long long t = sh.t
     cdef double x, eta, gain, loss_sum = 0.0
     cdef Scalars* sc = &sh.scalars[k]
     cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, with_l1 = sh.l1 != 0.0
     cdef double* em
-    cdef double* d = &sh.ra.work[k * 8 * (H // 8 + 2)]
-    cdef int* own_block = &sh.ra.own_block[k, 0]
-    cdef int* own_at = &sh.ra.own_at[k, 0]
-    cdef int* ends = &sh.ra.ends[k, 0]
-    cdef int* tok_off = &sh.ra.tok_off[k, 0]
+    cdef ThreadRows rows = thread_rows(sh.ra, k, H)
+    cdef double* d = rows.work
     cdef const int* y
     cdef Py_ssize_t rnd = 0
     while q0 < n:
@@ -422,9 +415,8 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
         if k == 0:
             start_inference(&sh.ra.rb, rnd)
         # (a) this thread's rows of the round: listed, (L1) caught up, read
-        list_own_nonzeros(ds, q0, q1, A, bias_row, ROW_GROUP_SHIFT, J, k, own_block, own_at,
-                          ends, tok_off)
-        tok = tok_off[q1 - q0]
+        list_own_nonzeros(ds, q0, q1, A, bias_row, ROW_GROUP_SHIFT, J, k, &rows)
+        tok = rows.tok_off[q1 - q0]
         for i in range(H + 1):
             if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) != k:
                 continue
@@ -437,19 +429,19 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             em = &sh.ra.em_part[k, tt, 0]
             for h in range(H):
                 em[h] = w.v[bias_row * H + h] if bias_own else 0.0
-            for e in range(ends[tt], ends[tt + 1]):
-                p = <Py_ssize_t>own_block[e] * H
+            for e in range(rows.ends[tt], rows.ends[tt + 1]):
+                p = <Py_ssize_t>rows.own_block[e] * H
                 if w.averaged:       # (the running sum's row, which (b) writes)
                     prefetch_lines(w.u + p, H * sizeof(double))
                 if with_l1:
                     _l1_rows(w, sc, p, H)
-                x = ds.data[own_at[e]]
+                x = ds.data[rows.own_at[e]]
                 for h in range(H):
                     em[h] += x * w.v[p + h]
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (f) inference of this thread's sequences of the round
-        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, sc.scale, tok_off)
+        infer_round(ctx, ds, q0, q1, J, &sh.ra.rb, rnd, sc.scale, rows.tok_off)
         if not barrier_wait(&sh.barrier, &sense):
             return NAN
         # (b) the steps on this thread's rows, in the order
@@ -457,15 +449,12 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             if not isfinite(sh.ra.loss_round[q - q0]):
                 return NAN
             loss_sum += sh.ra.loss_round[q - q0]
-            s = ds.order[q]
-            first = ds.offsets[s]
-            y = &ds.labels[0] + first
-            T = ds.offsets[s + 1] - first
-            tok = tok_off[q - q0]
+            y = sequence_labels(ds, q, &T)
+            tok = rows.tok_off[q - q0]
             eta = step_size(&sh.sched, t)
             if with_l1:              # (the rows a step reads, caught up first)
-                for e in range(ends[tok], ends[tok + T]):
-                    _l1_rows(w, sc, <Py_ssize_t>own_block[e] * H, H)
+                for e in range(rows.ends[tok], rows.ends[tok + T]):
+                    _l1_rows(w, sc, <Py_ssize_t>rows.own_block[e] * H, H)
                 for i in range(H + 1):
                     if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
                         _l1_rows(w, sc, (trans_row + i) * H, H)
@@ -477,9 +466,9 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                 for h in range(H):
                     d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
                 d[y[tt]] += 1.0
-                for e in range(ends[tok + tt], ends[tok + tt + 1]):
-                    _own_step(w, <Py_ssize_t>own_block[e] * H, H, d,
-                              gain * ds.data[own_at[e]], sc.avg_coef, mk)
+                for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
+                    _own_step(w, <Py_ssize_t>rows.own_block[e] * H, H, d,
+                              gain * ds.data[rows.own_at[e]], sc.avg_coef, mk)
                 if sh.fit_intercept and bias_own:
                     _own_step(w, bias_row * H, H, d, gain, sc.avg_coef, NULL)
             for i in range(H):
@@ -494,8 +483,8 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
                               sc.avg_coef, mk)
             if with_l1:
                 sc.l1_u += eta * sh.l1 / sc.scale
-                for e in range(ends[tok], ends[tok + T]):
-                    _l1_rows(w, sc, <Py_ssize_t>own_block[e] * H, H)
+                for e in range(rows.ends[tok], rows.ends[tok + T]):
+                    _l1_rows(w, sc, <Py_ssize_t>rows.own_block[e] * H, H)
                 for i in range(H + 1):
                     if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
                         _l1_rows(w, sc, (trans_row + i) * H, H)

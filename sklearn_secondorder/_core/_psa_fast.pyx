@@ -21,35 +21,14 @@ from ._binary_gaps cimport GapConsts, binary_gaps
 from ._block_ops cimport block_scale, block_shrink_factors
 from ._dataset cimport RowDataset, fetch_row, row_span, row_value
 from ._lazy_records cimport Block, Layout, fixed_block_at
-from ._lazy_steps cimport (
-    L2Only,
-    LazyCore,
-    Log1pRate,
-    Penalty,
-    RateRule,
-    SeriesRate,
-    WithL1,
-    apply_event,
-    catch_up_all,
-    gap_consts,
-    gaps_apply,
-    last_event,
-    layout_of,
-    make_core,
-    step_weight,
-    touch,
-)
+from ._lazy_steps cimport (L2Only, LazyCore, Log1pRate, Penalty, RateRule, SeriesRate, WithL1,
+                           apply_event, catch_up_all, gap_consts, gaps_apply, last_event,
+                           layout_of, make_core, step_weight, touch)
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport bound_step, clip_dloss
 from ._prefetch cimport prefetch_fixed_block, prefetch_row
-from ._shared_state cimport (
-    Barrier,
-    barrier_abort,
-    barrier_init,
-    barrier_wait,
-    line_shift_of,
-    owner_of,
-)
+from ._shared_state cimport (Barrier, barrier_abort, barrier_init, barrier_wait,
+                             line_shift_of, owner_of)
 
 # the lazy core's event walk inlined into this module's passes, by name
 cdef extern from "_lazy_inline.h":
@@ -105,6 +84,23 @@ cdef inline void _bound_row(double* grad, double p, double y, const double* x,
     for q in range(nnz):
         h += (<const float*>(eta + ind[q] * stride))[0] * x[q] * x[q]
     bound_step(grad, p, y, h)
+
+
+cdef inline void _row_gradient(RowDataset ds, Py_ssize_t i, RowWork* wk, Py_ssize_t K,
+                               Loss loss, double y, double sw, const double* x, const int* ind,
+                               int nnz, const char* eta, Py_ssize_t eta_stride,
+                               double icp_eta) noexcept nogil:
+    """Row ``i``'s update direction from its scores ``wk.scores``: the
+    scores kept (``wk.margins``), the loss derivative at them
+    (``_gradient``) into ``wk.grad``, and regression's bound on the step
+    (``_bound_row``, the step sizes at ``eta``)."""
+    cdef Py_ssize_t k
+    if wk.margins != NULL:
+        for k in range(K):
+            wk.margins[ds.order_ptr[i] * K + k] = wk.scores[k]
+    _gradient(wk.scores, wk.grad, K, loss, y, sw)
+    if K == 1 and wk.bound_steps:
+        _bound_row(wk.grad, wk.scores[0], y, x, ind, nnz, eta, eta_stride, icp_eta)
 
 
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
@@ -168,14 +164,9 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
             for q in range(nnz):
                 s += fixed_block_at(L, ind[q]).v[k] * x[q]
             scores[k] = s
-        if wk.margins != NULL:
-            for k in range(K):
-                wk.margins[ds.order_ptr[i] * K + k] = scores[k]
         # the loss derivative at theta(t), then line 5 of Algorithm 1
-        _gradient(scores, grad, K, loss, y, sw)
-        if K == 1 and wk.bound_steps:
-            _bound_row(grad, scores[0], y, x, ind, nnz, L.base + L.off_eta, L.stride,
-                       icp.eta[0] if wk.fit_intercept else 0.0)
+        _row_gradient(ds, i, wk, K, loss, y, sw, x, ind, nnz, L.base + L.off_eta, L.stride,
+                      icp.eta[0] if wk.fit_intercept else 0.0)
         if K == 1 and grad[0] == 0.0:
             # a zero gradient (a hinge-type loss past its margin): the update
             # is the shrink alone, which is an idle step of the lazy decay,
@@ -370,13 +361,8 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
             for q in range(nnz):
                 s += w.v[ind[q] * K + k] * x[q]
             scores[k] = s
-        if wk.margins != NULL:
-            for k in range(K):
-                wk.margins[ds.order_ptr[i] * K + k] = scores[k]
-        _gradient(scores, grad, K, loss, y, sw)
-        if K == 1 and wk.bound_steps:
-            _bound_row(grad, scores[0], y, x, ind, nnz, <const char*>w.eta, sizeof(float),
-                       icp.eta[0] if wk.fit_intercept else 0.0)
+        _row_gradient(ds, i, wk, K, loss, y, sw, x, ind, nnz, <const char*>w.eta, sizeof(float),
+                      icp.eta[0] if wk.fit_intercept else 0.0)
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
         block_scale(w.v, shrink, n)
