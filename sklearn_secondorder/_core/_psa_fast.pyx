@@ -513,184 +513,230 @@ cdef class SharedPass:
         return t
 
 
+cdef struct ThreadRound:
+    # thread k's part of a shared pass: its rows of the round buffers, the
+    # current round's owned non-zeros and the thread's clock
+    int k
+    int* own_block            # the round's owned non-zeros: block,
+    int* own_pos              # position in its row,
+    int* ends                 # and where each row's end
+    long long* row_start      # each row's offset, label and weight
+    double* row_y
+    double* row_sw
+    int* distinct             # the round's distinct owned blocks,
+    int* left                 # those binary_gaps leaves to walk,
+    unsigned long long* listed    # and the bitmap of those listed (0 between rounds)
+    double* scores            # K scores and K gradient terms
+    double* grad
+    Py_ssize_t n_own
+    long long t, ev, next_event
+
+
 cdef inline long long _shared_rounds(SharedPass sh, RowDataset ds, Loss loss, int k,
                                      Py_ssize_t K, const Penalty* pen,
                                      const RateRule* rule) noexcept nogil:
     """Thread ``k`` of ``J``: each round of rows ``[i0, i1)``, (a) the round's
-    end (from the data alone: every thread cuts alike) and the scores of its
-    rows on the blocks ``k`` owns, at time ``t`` of the round's start (the
-    owned blocks brought to ``t``), into the round's partial scores;
-    after the barrier, (b) each row's score, the sum of the ``J`` partial
-    ones in thread order (every thread computes the same), its gradient,
-    and line 5 of Algorithm 1 on the owned blocks at the row's own time, the
-    events as in ``_pass``. Only the owner writes a block, so (b) of one
-    round and (a) of the next need no barrier (the partial scores alternate
-    between two buffers). Returns the time after the pass, with every owned
-    block flushed to it."""
-    cdef const LazyCore* c = &sh.c
-    cdef const Layout* L = &sh.L
-    cdef int J = sh.n_threads, sense = 0, nnz, q, m
-    cdef Py_ssize_t d = ds.n_features, n = ds.n_samples, i0 = 0, i1, i, e, e_end, kk
-    cdef Py_ssize_t R = sh.round_rows, n_own_max = sh.own_block.shape[1], n_own, total
-    cdef Py_ssize_t rnd = 0
-    cdef long long to_event
-    cdef long long start, t = sh.t
-    cdef long long ev = last_event(c, t)
-    cdef long long next_event = ev + c.b if c.b > 0 else -1
-    cdef const int* ind
-    cdef double y, sw, s, h, xv, lam = c.lam, l1 = c.l1
-    cdef Py_ssize_t S = sh.stride
-    cdef bint bound = sh.bound_steps
+    end and its rows (``_list_round``), the scores of its rows on the blocks
+    ``k`` owns at time ``t`` of the round's start, into the round's partial
+    scores (``_score_round``); after the barrier, (b) the rows' updates on
+    the owned blocks, each at its own time (``_step_round``). Only the
+    owner writes a block, so (b) of one round and (a) of the next need no
+    barrier (the partial scores alternate between two buffers). Returns the
+    time after the pass, with every owned block flushed to it."""
+    cdef int sense = 0
+    cdef Py_ssize_t i0 = 0, i1, rnd = 0, d = ds.n_features
     cdef double* part
-    cdef double* scores = &sh.work[k, 0]
-    cdef double* grad = scores + K
-    cdef int* own_block = &sh.own_block[k, 0]
-    cdef int* own_pos = &sh.own_pos[k, 0]
-    cdef long long* row_start = &sh.row_start[k, 0]
-    cdef double* row_y = &sh.row_y[k, 0]
-    cdef double* row_sw = &sh.row_sw[k, 0]
-    cdef int* ends = &sh.ends[k, 0]
-    cdef bint icp_own = sh.fit_intercept and k == 0, mid
-    cdef Block row, icp = fixed_block_at(L, d)
-    cdef bint gaps = ds.is_sparse and gaps_apply(c, L)
-    cdef GapConsts gc = gap_consts(c, L)
-    cdef int* left = &sh.left[k, 0]
-    cdef int* distinct = &sh.distinct[k, 0]
-    cdef unsigned long long* listed = &sh.listed[k, 0]
-    cdef unsigned long long bit
-    cdef Py_ssize_t n_left, n_distinct, word
-    while i0 < n:
-        part = &sh.partial[(rnd & 1) * J * R * S]
-        # (a) the round's rows, read once: where the round ends (R rows,
-        # fewer if their non-zeros would pass the buffers, at least one
-        # row, and none past the row of the next event, each row of
-        # non-zero weight being one update: no block stepped in the round
-        # crosses an event between its score and its step), each row's
-        # offset, label and weight kept for the round, and the owned
-        # non-zeros listed without a branch per non-zero; then brought to t
-        # and scored
-        n_own = 0
-        ends[0] = 0
-        total = 0
-        to_event = next_event - t if c.b > 0 else -1
-        i = i0
-        while i < n and i - i0 < R and to_event != 0:
-            row_span(ds, i, &start, &ind, &nnz, &y, &sw)
-            if i > i0 and total + nnz > n_own_max:
-                break
-            total += nnz
-            to_event -= sw != 0.0
-            row_start[i - i0] = start
-            row_y[i - i0] = y
-            row_sw[i - i0] = sw
-            if sw != 0.0:
-                for q in range(nnz):
-                    own_block[n_own] = ind[q]
-                    own_pos[n_own] = q
-                    n_own += owner_of(ind[q], d, sh.line_shift, J) == k
-            ends[i - i0 + 1] = <int>n_own
-            i += 1
-        i1 = i
-        if K == 1 and Penalty is L2Only and RateRule is SeriesRate and gaps:
-            # the round's owned blocks brought to t eight at a time
-            # (_binary_gaps.h), each once: a third of a round's non-zeros
-            # repeat a block of an earlier row (hashed tokens), which a
-            # bitmap of the blocks listed in the round leaves out
-            n_distinct = 0
-            for e in range(n_own):
-                word = own_block[e] >> 6
-                bit = (<unsigned long long>1) << (own_block[e] & 63)
-                distinct[n_distinct] = own_block[e]
-                n_distinct += (listed[word] & bit) == 0
-                listed[word] |= bit
-            n_left = binary_gaps(L.base, distinct, n_distinct, <double>t, <double>ev, &gc, left)
-            for e in range(n_distinct):
-                listed[distinct[e] >> 6] = 0
-            for e in range(n_left):
-                touch(fixed_block_at(L, left[e]), K, t, ev, lam, l1, c, pen, rule)
-        for i in range(i0, i1):
-            start = row_start[i - i0]
-            for kk in range(K):
-                scores[kk] = 0.0
-            h = 0.0
-            for e in range(ends[i - i0], ends[i - i0 + 1]):
-                if e + 16 < n_own:
-                    prefetch_fixed_block(L, own_block[e + 16])
-                row = fixed_block_at(L, own_block[e])
-                touch(row, K, t, ev, lam, l1, c, pen, rule)
-                xv = row_value(ds, start, own_pos[e])
-                for kk in range(K):
-                    scores[kk] += row.v[kk] * xv
-                if bound:
-                    # (the step sizes change at events only, which no round
-                    # spans: h at the round's start is h at the row's step)
-                    h += row.eta[0] * xv * xv
-            if icp_own and row_sw[i - i0] != 0.0:
-                touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
-                for kk in range(K):
-                    scores[kk] += icp.v[kk]
-                h += icp.eta[0]
-            for kk in range(K):
-                part[(k * R + i - i0) * S + kk] = scores[kk]
-            if bound:
-                part[(k * R + i - i0) * S + K] = h
+    cdef ThreadRound tr
+    tr.k = k
+    tr.own_block, tr.own_pos, tr.ends = &sh.own_block[k, 0], &sh.own_pos[k, 0], &sh.ends[k, 0]
+    tr.row_start, tr.row_y, tr.row_sw = &sh.row_start[k, 0], &sh.row_y[k, 0], &sh.row_sw[k, 0]
+    tr.distinct, tr.left, tr.listed = &sh.distinct[k, 0], &sh.left[k, 0], &sh.listed[k, 0]
+    tr.scores = &sh.work[k, 0]
+    tr.grad = tr.scores + K
+    tr.t = sh.t
+    tr.ev = last_event(&sh.c, tr.t)
+    tr.next_event = tr.ev + sh.c.b if sh.c.b > 0 else -1
+    while i0 < ds.n_samples:
+        part = &sh.partial[(rnd & 1) * sh.n_threads * sh.round_rows * sh.stride]
+        i1 = _list_round(sh, ds, &tr, i0)
+        _score_round(sh, ds, &tr, part, i0, i1, K, pen, rule)
         if not barrier_wait(&sh.barrier, &sense):
-            return t
-        # (b) the rows' updates on the owned blocks, in the rows' order
-        for i in range(i0, i1):
-            # the next round's rows (in a shuffled order each is cold, and
-            # every thread reads every row: the listing waits on them)
-            prefetch_row(ds, i + R)
-            sw = row_sw[i - i0]
-            if sw == 0.0:
-                continue
-            start = row_start[i - i0]
-            for kk in range(K):
-                s = 0.0
-                for m in range(J):
-                    s += part[(m * R + i - i0) * S + kk]
-                scores[kk] = s
-            if k == 0 and sh.margins != NULL:
-                for kk in range(K):
-                    sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
-            _gradient(scores, grad, K, loss, row_y[i - i0], sw)
-            if bound:
-                h = 0.0
-                for m in range(J):
-                    h += part[(m * R + i - i0) * S + K]
-                bound_step(grad, scores[0], row_y[i - i0], h)
-            e_end = ends[i - i0 + 1]
-            if K == 1 and grad[0] == 0.0:
-                t += 1                 # (the shrink alone: an idle step, as in _pass)
-            else:
-                for e in range(ends[i - i0], e_end):
-                    row = fixed_block_at(L, own_block[e])
-                    touch(row, K, t, ev, lam, l1, c, pen, rule)
-                    for kk in range(K):
-                        step_weight(row, kk, lam, l1,
-                                    grad[kk] * row_value(ds, start, own_pos[e]), pen)
-                    row.last[0] = t + 1
-                if icp_own:
-                    touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
-                    for kk in range(K):
-                        step_weight(icp, kk, 0.0, 0.0, grad[kk], pen)
-                    icp.last[0] = t + 1
-                t += 1
-                if t == next_event:
-                    mid = (t // c.b) & 1
-                    for e in range(ends[i - i0], e_end):
-                        apply_event(fixed_block_at(L, own_block[e]), K, mid, c)
-                    if icp_own:
-                        apply_event(icp, K, mid, c)
-            if t == next_event:
-                ev = t
-                next_event += c.b
+            return tr.t
+        _step_round(sh, ds, loss, &tr, part, i0, i1, K, pen, rule)
         i0 = i1
         rnd += 1
     # the flush: every owned block to t
     if sh.flush:
-        sh.finite[k] = catch_up_all(L, d + 1, d, t, c, pen, rule, k, J, sh.line_shift)
-    return t
+        sh.finite[k] = catch_up_all(&sh.L, d + 1, d, tr.t, &sh.c, pen, rule, k, sh.n_threads,
+                                    sh.line_shift)
+    return tr.t
+
+
+cdef inline Py_ssize_t _list_round(SharedPass sh, RowDataset ds, ThreadRound* tr,
+                                   Py_ssize_t i0) noexcept nogil:
+    """(a) The round from row ``i0``, read once; returns its end ``i1``.
+
+    ``round_rows`` rows, fewer if their non-zeros would pass the buffers,
+    at least one row, and none past the row of the next event, each row of
+    non-zero weight being one update: no block stepped in the round crosses
+    an event between its score and its step. The end depends on the data
+    alone, so every thread cuts alike. Each row's offset, label and weight
+    are kept for the round, and the thread's own non-zeros listed without a
+    branch per non-zero."""
+    cdef Py_ssize_t i = i0, total = 0, R = sh.round_rows, d = ds.n_features
+    cdef Py_ssize_t n_own_max = sh.own_block.shape[1]
+    cdef long long start, to_event = tr.next_event - tr.t if sh.c.b > 0 else -1
+    cdef const int* ind
+    cdef int nnz, q
+    cdef double y, sw
+    tr.n_own = 0
+    tr.ends[0] = 0
+    while i < ds.n_samples and i - i0 < R and to_event != 0:
+        row_span(ds, i, &start, &ind, &nnz, &y, &sw)
+        if i > i0 and total + nnz > n_own_max:
+            break
+        total += nnz
+        to_event -= sw != 0.0
+        tr.row_start[i - i0] = start
+        tr.row_y[i - i0] = y
+        tr.row_sw[i - i0] = sw
+        if sw != 0.0:
+            for q in range(nnz):
+                tr.own_block[tr.n_own] = ind[q]
+                tr.own_pos[tr.n_own] = q
+                tr.n_own += owner_of(ind[q], d, sh.line_shift, sh.n_threads) == tr.k
+        tr.ends[i - i0 + 1] = <int>tr.n_own
+        i += 1
+    return i
+
+
+cdef inline void _score_round(SharedPass sh, RowDataset ds, ThreadRound* tr, double* part,
+                              Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t K, const Penalty* pen,
+                              const RateRule* rule) noexcept nogil:
+    """(a) The round's owned blocks brought to ``t``, and each row's partial
+    scores on them (and, with ``bound_steps``, its partial ``sum eta x^2``)
+    into the thread's rows of ``part``."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef Py_ssize_t i, e, kk, n_left, n_distinct, word, R = sh.round_rows, S = sh.stride
+    cdef long long t = tr.t, ev = tr.ev
+    cdef double h, xv, lam = c.lam, l1 = c.l1
+    cdef double* scores = tr.scores
+    cdef unsigned long long bit
+    cdef GapConsts gc
+    cdef Block row, icp = fixed_block_at(L, ds.n_features)
+    if (K == 1 and Penalty is L2Only and RateRule is SeriesRate and ds.is_sparse
+            and gaps_apply(c, L)):
+        # the round's owned blocks brought to t eight at a time
+        # (_binary_gaps.h), each once: a third of a round's non-zeros
+        # repeat a block of an earlier row (hashed tokens), which a
+        # bitmap of the blocks listed in the round leaves out
+        gc = gap_consts(c, L)
+        n_distinct = 0
+        for e in range(tr.n_own):
+            word = tr.own_block[e] >> 6
+            bit = (<unsigned long long>1) << (tr.own_block[e] & 63)
+            tr.distinct[n_distinct] = tr.own_block[e]
+            n_distinct += (tr.listed[word] & bit) == 0
+            tr.listed[word] |= bit
+        n_left = binary_gaps(L.base, tr.distinct, n_distinct, <double>t, <double>ev, &gc,
+                             tr.left)
+        for e in range(n_distinct):
+            tr.listed[tr.distinct[e] >> 6] = 0
+        for e in range(n_left):
+            touch(fixed_block_at(L, tr.left[e]), K, t, ev, lam, l1, c, pen, rule)
+    for i in range(i0, i1):
+        for kk in range(K):
+            scores[kk] = 0.0
+        h = 0.0
+        for e in range(tr.ends[i - i0], tr.ends[i - i0 + 1]):
+            if e + 16 < tr.n_own:
+                prefetch_fixed_block(L, tr.own_block[e + 16])
+            row = fixed_block_at(L, tr.own_block[e])
+            touch(row, K, t, ev, lam, l1, c, pen, rule)
+            xv = row_value(ds, tr.row_start[i - i0], tr.own_pos[e])
+            for kk in range(K):
+                scores[kk] += row.v[kk] * xv
+            if sh.bound_steps:
+                # (the step sizes change at events only, which no round
+                # spans: h at the round's start is h at the row's step)
+                h += row.eta[0] * xv * xv
+        if sh.fit_intercept and tr.k == 0 and tr.row_sw[i - i0] != 0.0:
+            touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
+            for kk in range(K):
+                scores[kk] += icp.v[kk]
+            h += icp.eta[0]
+        for kk in range(K):
+            part[(tr.k * R + i - i0) * S + kk] = scores[kk]
+        if sh.bound_steps:
+            part[(tr.k * R + i - i0) * S + K] = h
+
+
+cdef inline void _step_round(SharedPass sh, RowDataset ds, Loss loss, ThreadRound* tr,
+                             const double* part, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t K,
+                             const Penalty* pen, const RateRule* rule) noexcept nogil:
+    """(b) The round's rows in order, each at its own time: its score, the
+    sum of the ``J`` partial ones in thread order (every thread computes the
+    same), its gradient, and line 5 of Algorithm 1 on the owned blocks, the
+    events as in ``_pass``."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef int m, J = sh.n_threads
+    cdef Py_ssize_t i, e, kk, R = sh.round_rows, S = sh.stride
+    cdef long long start, t = tr.t, ev = tr.ev, next_event = tr.next_event
+    cdef double s, sw, h, lam = c.lam, l1 = c.l1
+    cdef double* scores = tr.scores
+    cdef double* grad = tr.grad
+    cdef bint icp_own = sh.fit_intercept and tr.k == 0, mid
+    cdef Block row, icp = fixed_block_at(L, ds.n_features)
+    for i in range(i0, i1):
+        # the next round's rows (in a shuffled order each is cold, and
+        # every thread reads every row: the listing waits on them)
+        prefetch_row(ds, i + R)
+        sw = tr.row_sw[i - i0]
+        if sw == 0.0:
+            continue
+        start = tr.row_start[i - i0]
+        for kk in range(K):
+            s = 0.0
+            for m in range(J):
+                s += part[(m * R + i - i0) * S + kk]
+            scores[kk] = s
+        if tr.k == 0 and sh.margins != NULL:
+            for kk in range(K):
+                sh.margins[ds.order_ptr[i] * K + kk] = scores[kk]
+        _gradient(scores, grad, K, loss, tr.row_y[i - i0], sw)
+        if sh.bound_steps:
+            h = 0.0
+            for m in range(J):
+                h += part[(m * R + i - i0) * S + K]
+            bound_step(grad, scores[0], tr.row_y[i - i0], h)
+        if K == 1 and grad[0] == 0.0:
+            t += 1                  # (the shrink alone: an idle step, as in _pass)
+        else:
+            for e in range(tr.ends[i - i0], tr.ends[i - i0 + 1]):
+                row = fixed_block_at(L, tr.own_block[e])
+                touch(row, K, t, ev, lam, l1, c, pen, rule)
+                for kk in range(K):
+                    step_weight(row, kk, lam, l1,
+                                grad[kk] * row_value(ds, start, tr.own_pos[e]), pen)
+                row.last[0] = t + 1
+            if icp_own:
+                touch(icp, K, t, ev, 0.0, 0.0, c, pen, rule)
+                for kk in range(K):
+                    step_weight(icp, kk, 0.0, 0.0, grad[kk], pen)
+                icp.last[0] = t + 1
+            t += 1
+            if t == next_event:
+                mid = (t // c.b) & 1
+                for e in range(tr.ends[i - i0], tr.ends[i - i0 + 1]):
+                    apply_event(fixed_block_at(L, tr.own_block[e]), K, mid, c)
+                if icp_own:
+                    apply_event(icp, K, mid, c)
+        if t == next_event:
+            ev = t
+            next_event += c.b
+    tr.t, tr.ev, tr.next_event = t, ev, next_event
 
 
 def shared_pass(SharedPass sh, threads):
