@@ -378,67 +378,28 @@ cdef class SharedPass:
 
 cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, int k,
                               const Penalty* pen, const RateRule* rule) noexcept nogil:
-    """Thread ``k`` of ``J``, each round of sequences: (a) its own attribute
-    rows of the round's tokens, its transition rows and (thread 0) the bias
-    brought to the round's start ``t``; the partial emissions of the tokens
-    on them, the transition rows into the round's transitions; barrier; (f)
-    the sequences it draws from the round's queue: the emissions summed in thread
-    order, ``-log p(y|x)`` and the marginals (``CRFContext``), into the
-    round's buffers; barrier; (b) each sequence in order, at its own time:
-    ``_update``'s step on the rows ``k`` owns (the shrink at a row's first
-    visit, the tokens' terms, the transitions, the clips, the events).
+    """Thread ``k`` of ``J``, each round of sequences: (a) its own rows
+    brought to the round's start ``t`` and read (``_read_round``); barrier;
+    (f) the sequences it draws from the round's queue: the emissions summed
+    in thread order, ``-log p(y|x)`` and the marginals (``CRFContext``),
+    into the round's buffers; barrier; (b) each sequence in order, at its
+    own time: the step on the rows ``k`` owns (``_step_sequence``).
     Returns the time after the pass, every owned block flushed to it."""
     cdef const LazyCore* c = &sh.c
-    cdef const Layout* L = &sh.L
-    cdef int J = sh.n_threads, shift = sh.line_shift, sense = 0
-    cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
-    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, tt, T, tok, e, i, h, w, j
-    cdef Py_ssize_t n_own, n_stepped
-    cdef long long t = sh.t, ev
-    cdef double lam = c.lam, l1 = c.l1, x, loss_sum = 0.0
-    cdef const unsigned char* mk = ctx.allowed
-    cdef bint bias_own = k == 0, diverged = False, finite = True
-    cdef double* em
+    cdef int J = sh.n_threads, sense = 0
+    cdef Py_ssize_t H = sh.H, A = sh.A, bias_row = sh.A + sh.H
+    cdef Py_ssize_t q0 = 0, q1, q, j, n_own, rnd = 0
+    cdef long long t = sh.t
+    cdef double loss_sum = 0.0
+    cdef bint diverged = False, finite = True
     cdef ThreadRows rows = thread_rows(sh.ra, k, H)
-    cdef double* d = rows.work
-    cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
-    cdef const int* y
-    cdef Py_ssize_t rnd = 0
-    cdef Block row, bias = block_at(L, bias_row)
-    while q0 < n and not diverged:
-        ev = last_event(c, t)
+    while q0 < ds.n_sequences and not diverged:
         q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz,
-                                 ev + c.b - t if c.b > 0 else -1)
+                                 last_event(c, t) + c.b - t if c.b > 0 else -1)
         if k == 0:
             start_inference(&sh.ra.rb, rnd)
-        # (a) the owned non-zeros of the round's tokens (listed without a
-        # branch per non-zero), brought to t and read into the partial
-        # emissions; the owned transition rows and the bias
-        n_own = list_own_nonzeros(ds, q0, q1, A, bias_row, shift, J, k, &rows)
-        tok = rows.tok_off[q1 - q0]
-        for i in range(H):
-            if owner_of(trans_row + i, bias_row, shift, J) == k:
-                row = block_at(L, trans_row + i)
-                touch(row, H, t, ev, lam, l1, c, pen, rule)
-                for h in range(H):
-                    sh.ra.trans_round[i * H + h] = row.v[h]
-        if bias_own:
-            touch(bias, H, t, ev, lam, l1, c, pen, rule)
-        for tt in range(tok):
-            em = &sh.ra.em_part[k, tt, 0]
-            for h in range(H):
-                em[h] = bias.v[h] if bias_own else 0.0
-            for e in range(rows.ends[tt], rows.ends[tt + 1]):
-                if e + 4 < n_own:
-                    prefetch_block(L, rows.own_block[e + 4])
-                j = rows.own_block[e]
-                row = block_at(L, j)
-                w = width_of(L, j)
-                touch(row, w, t, ev, lam, l1, c, pen, rule)
-                if L.record_at == NULL:
-                    block_emit(em, row.v, ds.data[rows.own_at[e]], H)
-                else:
-                    _emit_held(em, row, w, labels_of(L, j), ds.data[rows.own_at[e]])
+        n_own = list_own_nonzeros(ds, q0, q1, A, bias_row, sh.line_shift, J, k, &rows)
+        _read_round(sh, ds, &rows, k, n_own, rows.tok_off[q1 - q0], t, pen, rule)
         if not barrier_wait(&sh.barrier, &sense):
             return t
         # (f) inference of this thread's sequences of the round
@@ -451,60 +412,7 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
                 diverged = True
                 break
             loss_sum += sh.ra.loss_round[q - q0]
-            y = sequence_labels(ds, q, &T)
-            tok = rows.tok_off[q - q0]
-            n_stepped = 0
-            ev = last_event(c, t)
-            for tt in range(T):
-                for h in range(H):
-                    d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
-                d[y[tt]] += 1.0
-                for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
-                    j = rows.own_block[e]
-                    row = block_at(L, j)
-                    w = width_of(L, j)
-                    if row.last[0] <= t:          # (t + 1: visited in this update)
-                        touch(row, w, t, ev, lam, l1, c, pen, rule)
-                    x = ds.data[rows.own_at[e]]
-                    if L.record_at == NULL:
-                        _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
-                        _add(row, H, x, d, NULL if mk == NULL else mk + j * H)
-                    else:
-                        _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
-                        _add_held(row, w, labels_of(L, j), x, d)
-                if sh.fit_intercept and bias_own:
-                    if bias.last[0] <= t:
-                        touch(bias, H, t, ev, lam, l1, c, pen, rule)
-                    _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
-                    _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
-            for i in range(H):
-                if owner_of(trans_row + i, bias_row, shift, J) != k:
-                    continue
-                row = block_at(L, trans_row + i)
-                if row.last[0] <= t:
-                    touch(row, H, t, ev, lam, l1, c, pen, rule)
-                _shrink(row, H, lam, l1, pen)
-                for h in range(H):
-                    x = sh.ra.edge_round[(q - q0) * H * H + i * H + h]
-                    row.v[h] -= row.eta[h] * (x if mk == NULL else x * mk[(A + i) * H + h])
-                row.last[0] = t + 1
-                stepped[n_stepped] = trans_row + i
-                n_stepped += 1
-            for tt in range(1, T):
-                if owner_of(trans_row + y[tt - 1], bias_row, shift, J) == k:
-                    row = block_at(L, trans_row + y[tt - 1])
-                    h = y[tt]
-                    row.v[h] += (row.eta[h] if mk == NULL
-                                 else row.eta[h] * mk[(A + y[tt - 1]) * H + h])
-            if Penalty is WithL1:
-                for i in range(n_stepped):
-                    row = block_at(L, stepped[i])
-                    for h in range(width_of(L, stepped[i])):
-                        l1_clip(row, h)
-            if c.b > 0 and (t + 1) % c.b == 0:
-                for i in range(n_stepped):
-                    apply_event(block_at(L, stepped[i]), width_of(L, stepped[i]),
-                                ((t + 1) // c.b) & 1, c)
+            _step_sequence(sh, ds, ctx, &rows, k, q, q0, t, pen, rule)
             t += 1
         q0 = q1
         rnd += 1
@@ -512,10 +420,121 @@ cdef long long _shared_rounds(SharedPass sh, SequenceData ds, CRFContext ctx, in
         sh.losses[8 * k] = NAN
         return t
     for j in range(A + H + 1):
-        if owner_of(j, bias_row, shift, J) == k:
-            finite &= flush_block(L, j, True, t, c, pen, rule)
+        if owner_of(j, bias_row, sh.line_shift, J) == k:
+            finite &= flush_block(&sh.L, j, True, t, c, pen, rule)
     sh.losses[8 * k] = loss_sum if finite else NAN
     return t
+
+
+cdef inline void _read_round(SharedPass sh, SequenceData ds, const ThreadRows* rows, int k,
+                             Py_ssize_t n_own, Py_ssize_t n_tokens, long long t,
+                             const Penalty* pen, const RateRule* rule) noexcept nogil:
+    """(a) Thread ``k``'s rows of a round brought to ``t``: the owned
+    non-zeros of the round's ``n_tokens`` tokens (``list_own_nonzeros``)
+    read into the partial emissions, the owned transition rows into the
+    round's transitions, and (thread 0) the bias."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef Py_ssize_t H = sh.H, trans_row = sh.A, bias_row = sh.A + sh.H, i, h, tt, e, j, w
+    cdef long long ev = last_event(c, t)
+    cdef double lam = c.lam, l1 = c.l1
+    cdef bint bias_own = k == 0
+    cdef double* em
+    cdef Block row, bias = block_at(L, bias_row)
+    for i in range(H):
+        if owner_of(trans_row + i, bias_row, sh.line_shift, sh.n_threads) == k:
+            row = block_at(L, trans_row + i)
+            touch(row, H, t, ev, lam, l1, c, pen, rule)
+            for h in range(H):
+                sh.ra.trans_round[i * H + h] = row.v[h]
+    if bias_own:
+        touch(bias, H, t, ev, lam, l1, c, pen, rule)
+    for tt in range(n_tokens):
+        em = &sh.ra.em_part[k, tt, 0]
+        for h in range(H):
+            em[h] = bias.v[h] if bias_own else 0.0
+        for e in range(rows.ends[tt], rows.ends[tt + 1]):
+            if e + 4 < n_own:
+                prefetch_block(L, rows.own_block[e + 4])
+            j = rows.own_block[e]
+            row = block_at(L, j)
+            w = width_of(L, j)
+            touch(row, w, t, ev, lam, l1, c, pen, rule)
+            if L.record_at == NULL:
+                block_emit(em, row.v, ds.data[rows.own_at[e]], H)
+            else:
+                _emit_held(em, row, w, labels_of(L, j), ds.data[rows.own_at[e]])
+
+
+cdef inline void _step_sequence(SharedPass sh, SequenceData ds, CRFContext ctx,
+                                const ThreadRows* rows, int k, Py_ssize_t q, Py_ssize_t q0,
+                                long long t, const Penalty* pen,
+                                const RateRule* rule) noexcept nogil:
+    """(b) ``_update``'s step of sequence ``q`` of the round from ``q0``, at
+    time ``t``, on the rows thread ``k`` owns: the shrink at a row's first
+    visit, the tokens' terms, the transitions, the clips, the events."""
+    cdef const LazyCore* c = &sh.c
+    cdef const Layout* L = &sh.L
+    cdef int J = sh.n_threads, shift = sh.line_shift
+    cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
+    cdef Py_ssize_t T, tok = rows.tok_off[q - q0], tt, e, i, h, j, w, n_stepped = 0
+    cdef long long ev = last_event(c, t)
+    cdef double lam = c.lam, l1 = c.l1, x
+    cdef const unsigned char* mk = ctx.allowed
+    cdef double* d = rows.work
+    cdef Py_ssize_t* stepped = &sh.stepped[k, 0]
+    cdef const int* y = sequence_labels(ds, q, &T)
+    cdef Block row, bias = block_at(L, bias_row)
+    for tt in range(T):
+        for h in range(H):
+            d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
+        d[y[tt]] += 1.0
+        for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
+            j = rows.own_block[e]
+            row = block_at(L, j)
+            w = width_of(L, j)
+            if row.last[0] <= t:          # (t + 1: visited in this update)
+                touch(row, w, t, ev, lam, l1, c, pen, rule)
+            x = ds.data[rows.own_at[e]]
+            if L.record_at == NULL:
+                _visit(row, H, t, lam, l1, pen, stepped, &n_stepped, j)
+                _add(row, H, x, d, NULL if mk == NULL else mk + j * H)
+            else:
+                _visit(row, w, t, lam, l1, pen, stepped, &n_stepped, j)
+                _add_held(row, w, labels_of(L, j), x, d)
+        if sh.fit_intercept and k == 0:
+            if bias.last[0] <= t:
+                touch(bias, H, t, ev, lam, l1, c, pen, rule)
+            _visit(bias, H, t, lam, l1, pen, stepped, &n_stepped, bias_row)
+            _add(bias, H, 1.0, d, NULL if mk == NULL else mk + bias_row * H)
+    for i in range(H):
+        if owner_of(trans_row + i, bias_row, shift, J) != k:
+            continue
+        row = block_at(L, trans_row + i)
+        if row.last[0] <= t:
+            touch(row, H, t, ev, lam, l1, c, pen, rule)
+        _shrink(row, H, lam, l1, pen)
+        for h in range(H):
+            x = sh.ra.edge_round[(q - q0) * H * H + i * H + h]
+            row.v[h] -= row.eta[h] * (x if mk == NULL else x * mk[(A + i) * H + h])
+        row.last[0] = t + 1
+        stepped[n_stepped] = trans_row + i
+        n_stepped += 1
+    for tt in range(1, T):
+        if owner_of(trans_row + y[tt - 1], bias_row, shift, J) == k:
+            row = block_at(L, trans_row + y[tt - 1])
+            h = y[tt]
+            row.v[h] += (row.eta[h] if mk == NULL
+                         else row.eta[h] * mk[(A + y[tt - 1]) * H + h])
+    if Penalty is WithL1:
+        for i in range(n_stepped):
+            row = block_at(L, stepped[i])
+            for h in range(width_of(L, stepped[i])):
+                l1_clip(row, h)
+    if c.b > 0 and (t + 1) % c.b == 0:
+        for i in range(n_stepped):
+            apply_event(block_at(L, stepped[i]), width_of(L, stepped[i]),
+                        ((t + 1) // c.b) & 1, c)
 
 
 def shared_pass(SharedPass sh, threads):
