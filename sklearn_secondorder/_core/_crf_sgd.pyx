@@ -399,16 +399,13 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
     divergence)."""
     cdef int J = sh.n_threads, sense = 0
     cdef Py_ssize_t H = sh.H, A = sh.A, trans_row = sh.A, bias_row = sh.A + sh.H
-    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, tt, T, tok, e, i, h, p
+    cdef Py_ssize_t n = ds.n_sequences, q0 = 0, q1, q, tt, tok, e, i, h, p
     cdef long long t = sh.t
-    cdef double x, eta, gain, loss_sum = 0.0
+    cdef double x, loss_sum = 0.0
     cdef Scalars* sc = &sh.scalars[k]
-    cdef const unsigned char* mk = ctx.allowed
     cdef bint bias_own = k == 0, with_l1 = sh.l1 != 0.0
     cdef double* em
     cdef ThreadRows rows = thread_rows(sh.ra, k, H)
-    cdef double* d = rows.work
-    cdef const int* y
     cdef Py_ssize_t rnd = 0
     while q0 < n:
         q1 = sequences_round_end(ds, q0, sh.ra.round_seqs, sh.ra.round_tokens, sh.ra.round_nnz, -1)
@@ -449,45 +446,7 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
             if not isfinite(sh.ra.loss_round[q - q0]):
                 return NAN
             loss_sum += sh.ra.loss_round[q - q0]
-            y = sequence_labels(ds, q, &T)
-            tok = rows.tok_off[q - q0]
-            eta = step_size(&sh.sched, t)
-            if with_l1:              # (the rows a step reads, caught up first)
-                for e in range(rows.ends[tok], rows.ends[tok + T]):
-                    _l1_rows(w, sc, <Py_ssize_t>rows.own_block[e] * H, H)
-                for i in range(H + 1):
-                    if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
-                        _l1_rows(w, sc, (trans_row + i) * H, H)
-            sc.scale *= 1.0 - eta * sh.lam
-            if sc.scale < sh.threshold:
-                _own_fold(w, sc, bias_row, k, J)
-            gain = eta / sc.scale
-            for tt in range(T):
-                for h in range(H):
-                    d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
-                d[y[tt]] += 1.0
-                for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
-                    _own_step(w, <Py_ssize_t>rows.own_block[e] * H, H, d,
-                              gain * ds.data[rows.own_at[e]], sc.avg_coef, mk)
-                if sh.fit_intercept and bias_own:
-                    _own_step(w, bias_row * H, H, d, gain, sc.avg_coef, NULL)
-            for i in range(H):
-                if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
-                    for h in range(H):
-                        d[h] = -sh.ra.edge_round[(q - q0) * H * H + i * H + h]
-                    _own_step(w, (trans_row + i) * H, H, d, gain, sc.avg_coef, mk)
-            d[0] = 1.0
-            for tt in range(1, T):
-                if owner_of(trans_row + y[tt - 1], bias_row, ROW_GROUP_SHIFT, J) == k:
-                    _own_step(w, (trans_row + y[tt - 1]) * H + y[tt], 1, d, gain,
-                              sc.avg_coef, mk)
-            if with_l1:
-                sc.l1_u += eta * sh.l1 / sc.scale
-                for e in range(rows.ends[tok], rows.ends[tok + T]):
-                    _l1_rows(w, sc, <Py_ssize_t>rows.own_block[e] * H, H)
-                for i in range(H + 1):
-                    if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
-                        _l1_rows(w, sc, (trans_row + i) * H, H)
+            _step_sequence(sh, ds, w, ctx, &rows, k, q, q0, t)
             t += 1
             if w.averaged:
                 sc.avg_coef += sc.scale
@@ -496,6 +455,63 @@ cdef double _shared_sgd_rounds(SharedSGDPass sh, SequenceData ds, ScaledWeights 
         rnd += 1
     sh.finite[8 * k] = _own_end(w, sc, bias_row, k, J, sh.feedback)
     return loss_sum
+
+
+cdef inline void _l1_own_rows(SharedSGDPass sh, ScaledWeights w, Scalars* sc,
+                              const ThreadRows* rows, int k, Py_ssize_t tok,
+                              Py_ssize_t T) noexcept nogil:
+    """The L1 penalty onto the rows thread ``k`` owns that a sequence's
+    ``T`` tokens from ``tok`` read: their attribute rows, the transitions,
+    the bias."""
+    cdef Py_ssize_t e, i, H = sh.H, trans_row = sh.A, bias_row = sh.A + sh.H
+    for e in range(rows.ends[tok], rows.ends[tok + T]):
+        _l1_rows(w, sc, <Py_ssize_t>rows.own_block[e] * H, H)
+    for i in range(H + 1):
+        if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, sh.n_threads) == k:
+            _l1_rows(w, sc, (trans_row + i) * H, H)
+
+
+cdef inline void _step_sequence(SharedSGDPass sh, SequenceData ds, ScaledWeights w,
+                                CRFContext ctx, const ThreadRows* rows, int k, Py_ssize_t q,
+                                Py_ssize_t q0, long long t) noexcept nogil:
+    """(b) The step of sequence ``q`` of the round from ``q0``, at time
+    ``t``, on the rows thread ``k`` owns: the shrink on the thread's scalars
+    (a fold on its own rows), ``add_gradient``'s step, the L1 penalty."""
+    cdef int J = sh.n_threads
+    cdef Py_ssize_t H = sh.H, trans_row = sh.A, bias_row = sh.A + sh.H
+    cdef Py_ssize_t T, tok = rows.tok_off[q - q0], tt, e, i, h
+    cdef double eta = step_size(&sh.sched, t), gain
+    cdef Scalars* sc = &sh.scalars[k]
+    cdef const unsigned char* mk = ctx.allowed
+    cdef double* d = rows.work
+    cdef const int* y = sequence_labels(ds, q, &T)
+    if sh.l1 != 0.0:              # (the rows a step reads, caught up first)
+        _l1_own_rows(sh, w, sc, rows, k, tok, T)
+    sc.scale *= 1.0 - eta * sh.lam
+    if sc.scale < sh.threshold:
+        _own_fold(w, sc, bias_row, k, J)
+    gain = eta / sc.scale
+    for tt in range(T):
+        for h in range(H):
+            d[h] = -sh.ra.marg_round[(tok + tt) * H + h]
+        d[y[tt]] += 1.0
+        for e in range(rows.ends[tok + tt], rows.ends[tok + tt + 1]):
+            _own_step(w, <Py_ssize_t>rows.own_block[e] * H, H, d,
+                      gain * ds.data[rows.own_at[e]], sc.avg_coef, mk)
+        if sh.fit_intercept and k == 0:
+            _own_step(w, bias_row * H, H, d, gain, sc.avg_coef, NULL)
+    for i in range(H):
+        if owner_of(trans_row + i, bias_row, ROW_GROUP_SHIFT, J) == k:
+            for h in range(H):
+                d[h] = -sh.ra.edge_round[(q - q0) * H * H + i * H + h]
+            _own_step(w, (trans_row + i) * H, H, d, gain, sc.avg_coef, mk)
+    d[0] = 1.0
+    for tt in range(1, T):
+        if owner_of(trans_row + y[tt - 1], bias_row, ROW_GROUP_SHIFT, J) == k:
+            _own_step(w, (trans_row + y[tt - 1]) * H + y[tt], 1, d, gain, sc.avg_coef, mk)
+    if sh.l1 != 0.0:
+        sc.l1_u += eta * sh.l1 / sc.scale
+        _l1_own_rows(sh, w, sc, rows, k, tok, T)
 
 
 cdef _store(state, ScaledWeights w, long long t, long long passes, unsigned int rng):
