@@ -23,6 +23,62 @@ from ._crf_infer cimport CRFContext
 from ._dataset cimport SequenceData
 
 
+cdef struct FeatureTable:
+    # the compact layout (module docstring) and its weights
+    const double* w
+    const long long* attr_ptr     # attribute j's features: attr_ptr[j] .. attr_ptr[j + 1]
+    const int* feat_label         # each state feature's label
+    const long long* trans_id     # transition (i, j)'s feature at i * H + j, or -1
+    const long long* bias_id      # label h's bias feature, or -1
+    int H
+
+
+cdef inline void _emissions(CRFContext ctx, SequenceData ds, const FeatureTable* ft,
+                            long long first) noexcept nogil:
+    """The emission scores of the sequence whose first token is ``first``
+    (``ctx.T`` tokens), from the compact weights."""
+    cdef int t, h, H = ft.H
+    cdef long long k, f
+    cdef double x
+    cdef double* e
+    for t in range(ctx.T):
+        e = ctx.emit + <Py_ssize_t>t * H
+        for h in range(H):
+            e[h] = ft.w[ft.bias_id[h]] if ft.bias_id[h] >= 0 else 0.0
+        for k in range(ds.indptr[first + t], ds.indptr[first + t + 1]):
+            x = ds.data[k]
+            for f in range(ft.attr_ptr[ds.indices[k]], ft.attr_ptr[ds.indices[k] + 1]):
+                e[ft.feat_label[f]] += x * ft.w[f]
+
+
+cdef inline void _add_counts(CRFContext ctx, SequenceData ds, const FeatureTable* ft,
+                             long long first, const int* y, double* grad) noexcept nogil:
+    """The sequence's observed minus expected counts (``ctx``'s marginals),
+    on the existing features only, added to ``grad``."""
+    cdef int t, h, H = ft.H
+    cdef long long k, f, fid
+    cdef Py_ssize_t i
+    cdef double x
+    cdef const double* mt
+    for t in range(ctx.T):
+        mt = ctx.marg + <Py_ssize_t>t * H
+        for h in range(H):
+            if ft.bias_id[h] >= 0:
+                grad[ft.bias_id[h]] += (1.0 if h == y[t] else 0.0) - mt[h]
+        for k in range(ds.indptr[first + t], ds.indptr[first + t + 1]):
+            x = ds.data[k]
+            for f in range(ft.attr_ptr[ds.indices[k]], ft.attr_ptr[ds.indices[k] + 1]):
+                h = ft.feat_label[f]
+                grad[f] += x * ((1.0 if h == y[t] else 0.0) - mt[h])
+        if t > 0:
+            fid = ft.trans_id[y[t - 1] * H + y[t]]
+            if fid >= 0:
+                grad[fid] += 1.0
+    for i in range(H * H):
+        if ft.trans_id[i] >= 0:
+            grad[ft.trans_id[i]] -= ctx.edge[i]
+
+
 def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long long[::1] attr_ptr,
                             const int[::1] feat_label, const long long[::1] trans_id,
                             const long long[::1] bias_id, int n_states, double[::1] grad,
@@ -74,14 +130,13 @@ def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long lon
     if grad.shape[0] != w.shape[0]:
         raise ValueError("grad must have the shape of w")
     cdef CRFContext ctx = CRFContext(H, 1, ds.max_len, 0)
-    cdef Py_ssize_t s, j, i
-    cdef long long f, r, k, first, fid
-    cdef int t, h, T
-    cdef double total = 0.0, x, ll
-    cdef double* e
-    cdef const int* lab = &ds.labels[0]
-    cdef const int* y
-    cdef const double* mt
+    cdef FeatureTable ft
+    cdef Py_ssize_t s, i
+    cdef long long first
+    cdef int T
+    cdef double total = 0.0, ll
+    ft.w, ft.attr_ptr, ft.feat_label = &w[0], &attr_ptr[0], &feat_label[0]
+    ft.trans_id, ft.bias_id, ft.H = &trans_id[0], &bias_id[0], H
     grad[:] = 0.0
     with nogil:
         # transition scores from the compact weights, and their exponentials
@@ -93,41 +148,12 @@ def compact_loglik_gradient(SequenceData ds, const double[::1] w, const long lon
             T = <int>(ds.offsets[s + 1] - first)
             ctx.ensure_capacity(T)
             ctx.T = T
-            y = lab + first
-            for t in range(T):
-                e = ctx.emit + <Py_ssize_t>t * H
-                for h in range(H):
-                    e[h] = w[bias_id[h]] if bias_id[h] >= 0 else 0.0
-                r = first + t
-                for k in range(ds.indptr[r], ds.indptr[r + 1]):
-                    j = ds.indices[k]
-                    x = ds.data[k]
-                    for f in range(attr_ptr[j], attr_ptr[j + 1]):
-                        e[feat_label[f]] += x * w[f]
+            _emissions(ctx, ds, &ft, first)
             ctx.finish_emissions(NULL)
             ll = ctx.forward_backward(NULL, ctx.marg, ctx.edge)
-            ll = ctx.path_score(y) - ll
+            ll = ctx.path_score(&ds.labels[first]) - ll
             total += ll
-            # observed minus expected counts, on the existing features only
-            for t in range(T):
-                mt = ctx.marg + <Py_ssize_t>t * H
-                for h in range(H):
-                    if bias_id[h] >= 0:
-                        grad[bias_id[h]] += (1.0 if h == y[t] else 0.0) - mt[h]
-                r = first + t
-                for k in range(ds.indptr[r], ds.indptr[r + 1]):
-                    j = ds.indices[k]
-                    x = ds.data[k]
-                    for f in range(attr_ptr[j], attr_ptr[j + 1]):
-                        h = feat_label[f]
-                        grad[f] += x * ((1.0 if h == y[t] else 0.0) - mt[h])
-                if t > 0:
-                    fid = trans_id[y[t - 1] * H + y[t]]
-                    if fid >= 0:
-                        grad[fid] += 1.0
-            for i in range(H * H):
-                if trans_id[i] >= 0:
-                    grad[trans_id[i]] -= ctx.edge[i]
+            _add_counts(ctx, ds, &ft, first, &ds.labels[first], &grad[0])
     return total
 
 
@@ -152,7 +178,7 @@ def feature_table(const unsigned char[::1] exists, Py_ssize_t n_attributes, int 
     mask = np.asarray(exists, dtype=bool)
     idx = np.flatnonzero(mask).astype(np.int64)
     attr_ptr = np.searchsorted(idx, np.arange(n_attributes + 1, dtype=np.int64) * H)
-    n_state = int(attr_ptr[-1])
+    n_state = int(attr_ptr[n_attributes])
     feat_label = (idx[:n_state] % H).astype(np.int32)
     ids = np.full(mask.size, -1, dtype=np.int64)
     ids[idx] = np.arange(idx.size)
