@@ -4,6 +4,7 @@ import os
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._validation import store_init_params
 from ..metrics import flat_accuracy_score
 from ..sequence._input import KIND_DICTS, read_sequences
 from ._features import deployed_model, feature_mask
@@ -210,37 +211,7 @@ default=None
                  averaging=None, variance=None, gamma=None, verbose=False,
                  model_filename=None, keep_tempfiles=False, trainer_cls=None,
                  random_state=0, keep_training_state=False, n_jobs=None):
-        self.algorithm = algorithm
-        self.min_freq = min_freq
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.c1 = c1
-        self.c2 = c2
-        self.max_iterations = max_iterations
-        self.num_memories = num_memories
-        self.epsilon = epsilon
-        self.period = period
-        self.delta = delta
-        self.linesearch = linesearch
-        self.max_linesearch = max_linesearch
-        self.calibration_eta = calibration_eta
-        self.calibration_rate = calibration_rate
-        self.calibration_samples = calibration_samples
-        self.calibration_candidates = calibration_candidates
-        self.calibration_max_trials = calibration_max_trials
-        self.pa_type = pa_type
-        self.c = c
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.variance = variance
-        self.gamma = gamma
-        self.verbose = verbose
-        self.model_filename = model_filename
-        self.keep_tempfiles = keep_tempfiles
-        self.trainer_cls = trainer_cls
-        self.random_state = random_state
-        self.keep_training_state = keep_training_state
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None):

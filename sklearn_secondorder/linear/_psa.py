@@ -14,7 +14,7 @@ from .._core._psa_fast import eager_pass_applies, psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
 from .._threads import ThreadRunner
-from .._validation import check_psa_factors, diverged_error, remove_fitted
+from .._validation import check_psa_factors, diverged_error, remove_fitted, store_init_params
 from ._base import LinearClassifierBase
 
 
@@ -422,27 +422,7 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
                  random_state=None, class_weight=None, warm_start=False, n_jobs=None,
                  verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1):
-        self.loss = loss
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.period = period
-        self.eta0 = eta0
-        self.psa_alpha = psa_alpha
-        self.psa_beta = psa_beta
-        self.psa_kappa = psa_kappa
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

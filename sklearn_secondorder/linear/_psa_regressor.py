@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import store_init_params
 from ._psa import PSAKernelMixin
 from ._regression import LinearRegressorBase, stored_counts
 
@@ -167,28 +168,7 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
                  shuffle=True, verbose=0, random_state=None, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=5, warm_start=False,
                  n_jobs=None):
-        self.loss = loss
-        self.epsilon = epsilon
-        self.quantile = quantile
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.period = period
-        self.eta0 = eta0
-        self.psa_alpha = psa_alpha
-        self.psa_beta = psa_beta
-        self.psa_kappa = psa_kappa
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.shuffle = shuffle
-        self.verbose = verbose
-        self.random_state = random_state
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _column_scale(self, X, sample_weight):
         return column_rms(X)

@@ -14,7 +14,7 @@ from .._core._sbm_team import team_route
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
 from .._threads import ThreadRunner
-from .._validation import diverged_error
+from .._validation import diverged_error, store_init_params
 from ._base import LinearClassifierBase
 
 _CONTROLLER = None
@@ -377,26 +377,7 @@ class SBMLogisticRegression(LinearClassifierBase):
                  shuffle=True, random_state=None, class_weight=None, warm_start=False,
                  n_jobs=None, verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1, penalty="l2"):
-        self.penalty = penalty
-        self.alpha = alpha
-        self.rank = rank
-        self.rank_features = rank_features
-        self.low_rank_head = low_rank_head
-        self.update = update
-        self.eta = eta
-        self.batch_size = batch_size
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     # ---- the extension protocol ---------------------------------------------------
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -10,7 +10,7 @@ from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._validation import diverged_error
+from .._validation import diverged_error, store_init_params
 from ._base import LinearClassifierBase
 
 
@@ -243,25 +243,7 @@ class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
                  average=False, shuffle=True, random_state=None, class_weight=None,
                  warm_start=False, n_jobs=None, verbose=0, tol=None, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1):
-        self.loss = loss
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.average = average
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

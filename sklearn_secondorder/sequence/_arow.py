@@ -8,6 +8,7 @@ from numbers import Real
 
 from .._compat import Interval
 from .._core._crf_online import OnlineOptions
+from .._validation import store_init_params
 from ._online import AROW, _OnlineSequenceTagger
 
 
@@ -131,17 +132,7 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     def __init__(self, *, variance=1.0, gamma=1.0, max_iter=100, epsilon=0.0,
                  all_possible_states=False, all_possible_transitions=False,
                  fit_intercept=True, shuffle=True, random_state=None, verbose=0, n_jobs=None):
-        self.variance = variance
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _bytes_per_weight(self):
         return super()._bytes_per_weight() + 8      # the diagonal covariance

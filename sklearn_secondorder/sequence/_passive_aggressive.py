@@ -9,6 +9,7 @@ from numbers import Integral, Real
 
 from .._compat import Interval
 from .._core._crf_online import OnlineOptions
+from .._validation import store_init_params
 from ._online import PA, _OnlineSequenceTagger
 
 
@@ -143,19 +144,7 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
                  max_iter=100, epsilon=0.0, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, shuffle=True,
                  random_state=None, verbose=0, n_jobs=None):
-        self.pa_type = pa_type
-        self.c = c
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     @property
     def _averaged(self):
