@@ -17,6 +17,15 @@ from ._registry import get_algorithm
 DEFAULT_ALGORITHM = "asf"
 
 
+def _model_property(read, doc):
+    """A read-only property of ``CRF``: ``read(model)`` of the fitted model,
+    None before ``fit``."""
+    def get(self):
+        model = self._model
+        return None if model is None else read(model)
+    return property(get, doc=doc)
+
+
 class CRF(BaseEstimator):
     """A linear-chain CRF with sklearn-crfsuite's API on this package's trainers.
 
@@ -324,41 +333,22 @@ default=None
         """The training log, one record per pass (None before ``fit``)."""
         return self.__dict__.get("_training_log")
 
-    @property
-    def classes_(self):
-        """The labels as a list, in CRFsuite's order (None before ``fit``)."""
-        model = self._model
-        return None if model is None else list(model.labels)
-
-    @property
-    def size_(self):
-        """The size of the model file in bytes (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.size
-
-    @property
-    def num_attributes_(self):
-        """The number of attributes with a non-zero weight (None before ``fit``)."""
-        model = self._model
-        return None if model is None else len(model.attributes)
-
-    @property
-    def attributes_(self):
-        """The attributes with a non-zero weight (None before ``fit``)."""
-        model = self._model
-        return None if model is None else list(model.attributes)
-
-    @property
-    def state_features_(self):
-        """``{(attribute, label): weight}`` of the non-zero state weights (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.state_features()
-
-    @property
-    def transition_features_(self):
-        """``{(label_from, label_to): weight}``, non-zero transitions (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.transition_features()
+    # The fitted model's figures, None before ``fit``.
+    classes_ = _model_property(lambda model: list(model.labels),
+                               "The labels as a list, in CRFsuite's order (None before ``fit``).")
+    size_ = _model_property(lambda model: model.size,
+                            "The size of the model file in bytes (None before ``fit``).")
+    num_attributes_ = _model_property(
+        lambda model: len(model.attributes),
+        "The number of attributes with a non-zero weight (None before ``fit``).")
+    attributes_ = _model_property(lambda model: list(model.attributes),
+                                  "The attributes with a non-zero weight (None before ``fit``).")
+    state_features_ = _model_property(
+        lambda model: model.state_features(),
+        "``{(attribute, label): weight}`` of the non-zero state weights (None before ``fit``).")
+    transition_features_ = _model_property(
+        lambda model: model.transition_features(),
+        "``{(label_from, label_to): weight}``, non-zero transitions (None before ``fit``).")
 
     # ---- prediction ---------------------------------------------------------------
     def predict(self, X):

@@ -13,7 +13,6 @@ from .._core._losses import LOSSES
 from .._core._psa_fast import eager_pass_applies, psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._threads import ThreadRunner
 from .._validation import check_psa_factors, diverged_error, remove_fitted, store_init_params
 from ._base import LinearClassifierBase
 
@@ -66,22 +65,15 @@ class PSAKernelMixin:
     def _init_problem(self, n_features, n_outputs, seed):
         return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
 
-    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        # the threads share the one state (psa_epochs with threads): each
-        # owns a part of the blocks; no copies, no mix. A small model's eager
-        # pass on one thread costs less than the lazy passes on several.
-        problem = self._states[p]
-        if eager_pass_applies((problem.n_features + 1) * problem.n_outputs,
-                              l1_share(self) > 0):
-            return self._run_problem(X, y, sample_weight, problem, n_epochs)
-        with ThreadRunner(n_threads) as runner:
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
-                                     threads=runner)
+    # the threads share the one state (psa_epochs with threads): each owns a
+    # part of the blocks; no copies, no mix
+    _threads_share_state = True
 
-    def _check_thread_memory(self, n_features, n_threads):
-        # (shared passes add round buffers of a few hundred KiB to the one
-        # model, whose memory the allocation checks)
-        return None
+    def _shares_passes(self, state, n_threads):
+        # a small model's eager pass on one thread costs less than the lazy
+        # passes on several
+        return not eager_pass_applies((state.n_features + 1) * state.n_outputs,
+                                      l1_share(self) > 0)
 
     def _run_problem(self, X, y, sample_weight, problem, n_epochs, threads=None):
         K = problem.n_outputs

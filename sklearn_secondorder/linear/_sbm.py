@@ -13,7 +13,6 @@ from .._core._sbm_lowrank import LowRankState, lowrank_epochs
 from .._core._sbm_team import team_route
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
-from .._threads import ThreadRunner
 from .._validation import diverged_error, store_init_params
 from ._base import LinearClassifierBase
 
@@ -548,6 +547,10 @@ class SBMLogisticRegression(LinearClassifierBase):
         else:
             state.grow_regulariser(new, self.alpha * new, self._eta(new))
 
+    # the threads share each pass of the one state (TeamPass); no copies, no
+    # mix. Where they would not pay, one thread runs the passes
+    _threads_share_state = True
+
     def _shares_passes(self, state, n_threads):
         """Whether ``n_threads`` threads share this state's passes
         (``_core._sbm_team.team_route``: full rank, ``batch_size=1`` or
@@ -555,19 +558,6 @@ class SBMLogisticRegression(LinearClassifierBase):
         enough); otherwise ``n_jobs`` runs them on one thread."""
         return isinstance(state, FullRankState) and team_route(
             self.batch_size, state.n_outputs, state.theta.size, n_threads)
-
-    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        # the threads share each pass of the one state (TeamPass); no copies,
-        # no mix. Where they would not pay, one thread runs the passes
-        if not self._shares_passes(self._states[p], n_threads):
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs)
-        with ThreadRunner(n_threads) as runner:
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
-                                     threads=runner)
-
-    def _check_thread_memory(self, n_features, n_threads):
-        # (the threads share the one state; their buffers are O(K P))
-        return None
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs, threads=None):
         # one BLAS thread for the kernels, the regulariser's growth and the
