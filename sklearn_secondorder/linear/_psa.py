@@ -393,12 +393,14 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.preprocessing import scale
     >>> from sklearn_secondorder import PSAClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), PSAClassifier(random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.95
+    >>> X = scale(X)
+    >>> clf = PSAClassifier(random_state=0).fit(X, y)
+    >>> clf.n_iter_, clf.eta_.shape     # one pass; a step size per weight and the bias
+    (1, (1, 31, 1))
+    >>> clf.score(X, y) > 0.95
     True
     """
 

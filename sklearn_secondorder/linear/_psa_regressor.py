@@ -142,6 +142,8 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
     C.-N. Hsu, Y.-M. Chang, H.-S. Huang and Y.-J. Lee. Periodic step-size
     adaptation for single-pass on-line learning. NIPS 2009; and the Machine
     Learning journal version (Algorithm 1, Eqs. 6-10).
+    R. Koenker and G. Bassett. Regression quantiles. Econometrica 46(1),
+    1978 (the quantile loss).
 
     Examples
     --------

@@ -347,14 +347,16 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     Examples
     --------
+    Three classes, one multinomial model:
+
     >>> from sklearn.datasets import load_iris
-    >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_secondorder import SBMLogisticRegression
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), SBMLogisticRegression(max_iter=10, random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.9
-    True
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = SBMLogisticRegression(max_iter=20, random_state=0).fit(X, y)
+    >>> clf.coef_.shape, clf.score(X, y) > 0.9
+    ((3, 4), True)
     """
 
     # (the bound algebra runs in float64 throughout: X is converted)

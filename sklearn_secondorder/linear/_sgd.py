@@ -219,13 +219,18 @@ class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
 
     Examples
     --------
+    Averaged SGD on a stream of four batches:
+
+    >>> import numpy as np
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_secondorder import PlainSGDClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), PlainSGDClassifier(random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.95
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = PlainSGDClassifier(average=True, random_state=0)
+    >>> for rows in np.array_split(np.arange(len(y)), 4):
+    ...     clf = clf.partial_fit(X[rows], y[rows], classes=[0, 1])
+    >>> clf.score(X, y) > 0.95
     True
     """
 

@@ -103,8 +103,10 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``.
-    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``.
+    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
+    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
+    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+        ``algorithm='arow'`` trains this tagger.
 
     References
     ----------
@@ -116,7 +118,9 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     >>> from sklearn_secondorder import AROWSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> tagger = AROWSequenceTagger(max_iter=5, random_state=0).fit(X, y)
+    >>> tagger = AROWSequenceTagger(variance=1.0, gamma=1.0, random_state=0)
+    >>> tagger.fit(X, y).loss_       # a pass without errors ends the training
+    [2.2, 0.0]
     >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
     """

@@ -176,8 +176,11 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     >>> from sklearn_secondorder import ASFSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> ASFSequenceTagger(random_state=0).fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
+    >>> tagger = ASFSequenceTagger(random_state=0).fit(X, y)
+    >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
+    >>> round(tagger.eta0_, 2)          # the step size that eta0='auto' calibrated
+    6.4
     """
 
     _parameter_constraints: dict = {

@@ -113,8 +113,10 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``.
-    AROWSequenceTagger : CRFsuite's ``arow``.
+    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
+    AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
+    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+        ``algorithm='pa'`` trains this tagger.
 
     References
     ----------
@@ -126,8 +128,8 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     >>> from sklearn_secondorder import PassiveAggressiveSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> tagger = PassiveAggressiveSequenceTagger(max_iter=5, random_state=0).fit(X, y)
-    >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
+    >>> pa2 = PassiveAggressiveSequenceTagger(pa_type=2, c=0.5, max_iter=5, random_state=0)
+    >>> pa2.fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
     """
 

@@ -95,8 +95,10 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``.
-    AROWSequenceTagger : CRFsuite's ``arow``.
+    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
+    AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
+    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+        ``algorithm='ap'`` trains this tagger.
 
     References
     ----------
