@@ -41,10 +41,11 @@ def store_init_params(est, arguments):
     est : estimator
         The estimator being constructed.
     arguments : dict
-        The constructor's ``locals()``: its arguments, and ``self`` (skipped).
+        The constructor's ``locals()``: its arguments, and ``self`` (skipped,
+        as is the ``__class__`` cell of a constructor that calls ``super()``).
     """
     for name, value in arguments.items():
-        if name != "self":
+        if name not in ("self", "__class__"):
             setattr(est, name, value)
 
 
