@@ -105,7 +105,7 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     --------
     AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
     PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
-    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
         ``algorithm='arow'`` trains this tagger.
 
     References

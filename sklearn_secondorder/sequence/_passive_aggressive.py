@@ -115,7 +115,7 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     --------
     AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
     AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
-    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
         ``algorithm='pa'`` trains this tagger.
 
     References

@@ -97,7 +97,7 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
     --------
     PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
     AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
-    sklearn_secondorder.crfsuite.CRF : sklearn-crfsuite's estimator; its
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
         ``algorithm='ap'`` trains this tagger.
 
     References
