@@ -152,7 +152,9 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.randn(2000, 3) * [1, 100, 0.01] + [0, 500, 0]   # unscaled columns
     >>> y = X @ [1.0, 0.02, 300.0] + 5 + 0.1 * rng.randn(2000)
-    >>> reg = PSARegressor(random_state=0).fit(X, y)
+    >>> # (the L2 term acts on the columns as given: the default alpha=1e-4
+    >>> # would shrink the weight of 300 on the column of scale 0.01 to about half)
+    >>> reg = PSARegressor(alpha=1e-6, random_state=0).fit(X, y)
     >>> reg.score(X, y) > 0.99
     True
     """
