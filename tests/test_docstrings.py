@@ -13,6 +13,7 @@ import pytest
 
 import sklearn_secondorder
 from sklearn_secondorder import metrics
+from sklearn_secondorder.crfsuite import CRF
 
 numpydoc_validation = pytest.importorskip("numpydoc.validate")
 
@@ -100,6 +101,7 @@ def _documented_examples():
     for name in metrics.__all__:
         if inspect.isfunction(getattr(metrics, name)):
             yield f"{metrics.__name__}.{name}", getattr(metrics, name)
+    yield f"{PACKAGE}.crfsuite.CRF", CRF
 
 
 EXAMPLES = [(name, obj) for name, obj in _documented_examples()
@@ -111,6 +113,7 @@ def test_examples_found():
     assert f"{PACKAGE}.PSAClassifier" in names
     assert f"{PACKAGE}.PSARegressor" in names
     assert f"{PACKAGE}.AROWSequenceTagger" in names
+    assert f"{PACKAGE}.crfsuite.CRF" in names
 
 
 @pytest.mark.parametrize("name, obj", EXAMPLES, ids=[name for name, _ in EXAMPLES])
