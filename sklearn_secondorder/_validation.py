@@ -28,6 +28,27 @@ _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (sys.modules[__package__], sklearn))
 
 
+def store_init_params(est, arguments):
+    """Store a constructor's arguments on the estimator, each under its own name.
+
+    scikit-learn's rule for ``__init__`` (``get_params``, ``clone``): every
+    argument kept unchanged as an attribute of the same name, and nothing
+    else. The estimators' constructors are that one line,
+    ``store_init_params(self, locals())``.
+
+    Parameters
+    ----------
+    est : estimator
+        The estimator being constructed.
+    arguments : dict
+        The constructor's ``locals()``: its arguments, and ``self`` (skipped,
+        as is the ``__class__`` cell of a constructor that calls ``super()``).
+    """
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)
+
+
 def user_stacklevel():
     """The ``stacklevel`` that attributes a warning to the user's line.
 

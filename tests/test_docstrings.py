@@ -1,9 +1,11 @@
-"""numpydoc validation of every public class, method, property and metric.
+"""numpydoc validation of every public class, method, property and metric,
+and the classes' and metrics' Examples run as doctests.
 
 Modelled on scikit-learn's ``sklearn/tests/test_docstrings.py``: one test per
 object (so a failing docstring is reported on its own), all of numpydoc's
 checks except a few optional sections (``IGNORED``).
 """
+import doctest
 import inspect
 import re
 
@@ -11,6 +13,7 @@ import pytest
 
 import sklearn_secondorder
 from sklearn_secondorder import metrics
+from sklearn_secondorder.crfsuite import CRF
 
 numpydoc_validation = pytest.importorskip("numpydoc.validate")
 
@@ -90,3 +93,36 @@ def test_docstring(name):
     result = numpydoc_validation.validate(name)
     errors = [(code, msg) for code, msg in result["errors"] if code not in IGNORED]
     assert not errors, f"{name}:\n" + "\n".join(f"  {c}: {m}" for c, m in errors)
+
+
+def _documented_examples():
+    for cls_name in sklearn_secondorder.__all__:
+        yield f"{PACKAGE}.{cls_name}", getattr(sklearn_secondorder, cls_name)
+    for name in metrics.__all__:
+        if inspect.isfunction(getattr(metrics, name)):
+            yield f"{metrics.__name__}.{name}", getattr(metrics, name)
+    yield f"{PACKAGE}.crfsuite.CRF", CRF
+
+
+EXAMPLES = [(name, obj) for name, obj in _documented_examples()
+            if obj.__doc__ and ">>>" in obj.__doc__]
+
+
+def test_examples_found():
+    names = [name for name, _ in EXAMPLES]
+    assert f"{PACKAGE}.PSAClassifier" in names
+    assert f"{PACKAGE}.PSARegressor" in names
+    assert f"{PACKAGE}.AROWSequenceTagger" in names
+    assert f"{PACKAGE}.crfsuite.CRF" in names
+
+
+@pytest.mark.parametrize("name, obj", EXAMPLES, ids=[name for name, _ in EXAMPLES])
+def test_example_runs(name, obj):
+    """The Examples section runs and prints what it shows (the class's or
+    function's own docstring, not its methods')."""
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={})
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failures = []
+    for test in tests:
+        runner.run(test, out=failures.append)
+    assert tests and runner.failures == 0, "".join(failures)

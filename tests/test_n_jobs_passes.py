@@ -58,7 +58,7 @@ from sklearn_secondorder._core._sgd_fast import LinearSGDOptions, LinearSGDState
 from sklearn_secondorder._threads import ThreadRunner, copy_state, shard_order
 from sklearn_secondorder._validation import draw_seed
 from sklearn_secondorder.crfsuite import CRF
-from sklearn_secondorder.linear import _psa as linear_psa
+from sklearn_secondorder.linear import _training_loop as linear_loop
 from sklearn_secondorder.sequence import _online as sequence_online
 from sklearn_secondorder.sequence import _training_loop as sequence_loop
 
@@ -604,7 +604,7 @@ def test_a_thread_that_cannot_start_releases_the_others(monkeypatch):
     Xs, ys = conll_subset(40)
     crf = CRF(algorithm="asf", max_iterations=2, n_jobs=3).fit(Xs, ys)
     before = crf.state_features_
-    monkeypatch.setattr(linear_psa, "ThreadRunner", _SecondThreadFails)
+    monkeypatch.setattr(linear_loop, "ThreadRunner", _SecondThreadFails)
     monkeypatch.setattr(sequence_loop, "ThreadRunner", _SecondThreadFails)
     for est, data in [(PSAClassifier(eta0=0.05, period=10, random_state=0, n_jobs=3), (X, y)),
                       (PSASequenceTagger(eta0=0.1, max_iter=2, n_jobs=3), (Xs, ys)),

@@ -133,13 +133,19 @@ class _AtomicOutput:
         return False
 
 
-def cmd_predict(args, stdout):
+def _open_for_data(args):
+    """``skso predict`` / ``evaluate``'s model, checked against ``args.data``:
+    ``(model, estimator, kind, featurizer, feature_range)``."""
     model = _load(args.model)
     _check_data(args.data)
     check_model_data(model, args.data)
-    est, kind = model.estimator, model.header["kind"]
     featurizer = featurizer_from_dict(model.header["featurizer"])
-    feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
+    return (model, model.estimator, model.header["kind"], featurizer,
+            FeatureRange(featurizer, args.ignore_unseen_features))
+
+
+def cmd_predict(args, stdout):
+    model, est, kind, featurizer, feature_range = _open_for_data(args)
     if kind == "regressor":
         if args.proba:
             raise UsageError(f"--proba: the model ({model.header['estimator']}) is a "
@@ -247,15 +253,20 @@ class RegressionFigures:
                 "r2": r2}, self.loss / n
 
 
+def _check_labelled(chunk, block):
+    """A ``DataError`` unless every row of the chunk has its label."""
+    if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
+        raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
+                        "labels (evaluate needs every row's label)")
+
+
 def _evaluate_regressor(args, model, featurizer, feature_range):
     """``skso evaluate``'s figures of a regressor."""
     est = model.estimator
     figures = RegressionFigures()
     for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
         feature_range.check(block)
-        if chunk.y is None or np.isnan(chunk.y).any():
-            raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
-                            "labels (evaluate needs every row's label)")
+        _check_labelled(chunk, block)
         # (unweighted figures, as the classifiers')
         pred = est.predict(chunk.X)
         figures.add(chunk.y, pred, regression_losses(est, pred, chunk.y))
@@ -267,12 +278,7 @@ def _evaluate_regressor(args, model, featurizer, feature_range):
 
 
 def cmd_evaluate(args, stdout):
-    model = _load(args.model)
-    _check_data(args.data)
-    check_model_data(model, args.data)
-    est, kind = model.estimator, model.header["kind"]
-    featurizer = featurizer_from_dict(model.header["featurizer"])
-    feature_range = FeatureRange(featurizer, args.ignore_unseen_features)
+    model, est, kind, featurizer, feature_range = _open_for_data(args)
     if kind == "regressor":
         return _print_figures(args, stdout, _evaluate_regressor(args, model, featurizer,
                                                                 feature_range))
@@ -283,9 +289,7 @@ def cmd_evaluate(args, stdout):
     probabilistic = kind == "linear" and has_proba(est)
     for chunk, block in iter_chunks([args.data], featurizer, args.chunk_size):
         feature_range.check(block)
-        if chunk.y is None or (chunk.y.dtype.kind == "f" and np.isnan(chunk.y).any()):
-            raise DataError(f"{block.path}, lines from {block.first_line}: rows without "
-                            "labels (evaluate needs every row's label)")
+        _check_labelled(chunk, block)
         w_orig, chunk.w = chunk.w, None       # (unweighted figures)
         loss, _, w, pred, _ = chunk_scores(est, kind, chunk)
         chunk.w = w_orig

@@ -137,6 +137,25 @@ def _mappable(path):
         return f.read(2) != b"\x1f\x8b"
 
 
+def _map_file(path):
+    """A read-only mapping of the file at ``path``, or None when it is empty
+    (an empty file cannot be mapped)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release_pages(m, start, stop):
+    """Give back the pages of bytes ``start:stop`` of the mapping ``m`` (they
+    are read again from the file if touched); a no-op where the system has no
+    ``MADV_DONTNEED``."""
+    release = getattr(mmap, "MADV_DONTNEED", None)
+    if release is not None:
+        first_page = start - start % mmap.PAGESIZE
+        m.madvise(release, first_page, stop - first_page)
+
+
 def _mapped_scans(path, scanner, concurrent):
     """``(None, scanner(piece, first_line))`` for the pieces of a plain file,
     about ``MAPPED_PIECE_BYTES`` each, cut after a newline, in order.
@@ -149,18 +168,15 @@ def _mapped_scans(path, scanner, concurrent):
     with the lines before its piece counted.
     """
     piece_bytes = MAPPED_PIECE_BYTES
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(m)
+    m = _map_file(path)
+    if m is None:
+        return
+    size, view = len(m), memoryview(m)
     cuts = [text_start(m[:4], path)]         # (after a byte-order mark)
     while cuts[-1] < size:
         nl = m.find(b"\n", min(cuts[-1] + piece_bytes, size) - 1)
         cuts.append(size if nl < 0 else nl + 1)
     pieces = [view[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
-    release = getattr(mmap, "MADV_DONTNEED", None)
 
     def scanned(k):
         try:
@@ -177,9 +193,7 @@ def _mapped_scans(path, scanner, concurrent):
             def oldest():
                 done, future = pending.popleft()
                 result = future.result()
-                if release is not None:         # (the piece's pages, once scanned)
-                    start = cuts[done] - cuts[done] % mmap.PAGESIZE
-                    m.madvise(release, start, cuts[done + 1] - start)
+                _release_pages(m, cuts[done], cuts[done + 1])  # (once scanned)
                 return None, result
 
             try:
@@ -338,13 +352,10 @@ def _mapped_blocks(path, max_lines, first_max_lines=None):
     keep a block's ``data`` past that (``iter_chunks(keep_text=False)``
     drops it once parsed).
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(m)
-    release = getattr(mmap, "MADV_DONTNEED", None)
+    m = _map_file(path)
+    if m is None:
+        return
+    size, view = len(m), memoryview(m)
     try:
         start = text_start(m[:4], path)         # (after a byte-order mark)
         line = 1
@@ -366,9 +377,7 @@ def _mapped_blocks(path, max_lines, first_max_lines=None):
                 yield Block(piece, line, str(path), cut, cut)
             finally:
                 piece.release()
-                if release is not None:         # (the block's pages, once parsed)
-                    first_page = start - start % mmap.PAGESIZE
-                    m.madvise(release, first_page, cut - first_page)
+                _release_pages(m, start, cut)   # (once parsed)
             line += found
             start = cut
             limit = max_lines

@@ -27,11 +27,8 @@ import numpy as np
 
 _REF = re.compile(r"%x\[\s*(-?\d+)\s*,\s*(\d+)\s*\]")
 
-#: CRF++'s example template for the CoNLL-2000 chunking task (word and POS
-#: unigrams, bigrams and trigrams in a window of 2): for files with a word
-#: and a POS column before the label.
-CHUNKING_TEMPLATE = """\
-# Unigram
+#: The word column's unigrams and bigrams in a window of 2 (column 0).
+_WORD_FEATURES = """\
 U00:%x[-2,0]
 U01:%x[-1,0]
 U02:%x[0,0]
@@ -39,7 +36,12 @@ U03:%x[1,0]
 U04:%x[2,0]
 U05:%x[-1,0]/%x[0,0]
 U06:%x[0,0]/%x[1,0]
+"""
 
+#: CRF++'s example template for the CoNLL-2000 chunking task (word and POS
+#: unigrams, bigrams and trigrams in a window of 2): for files with a word
+#: and a POS column before the label.
+CHUNKING_TEMPLATE = "# Unigram\n" + _WORD_FEATURES + """
 U10:%x[-2,1]
 U11:%x[-1,1]
 U12:%x[0,1]
@@ -60,16 +62,7 @@ B
 
 #: The word-column part of the chunking template: for files with only a
 #: word column before the label.
-WORDS_TEMPLATE = """\
-U00:%x[-2,0]
-U01:%x[-1,0]
-U02:%x[0,0]
-U03:%x[1,0]
-U04:%x[2,0]
-U05:%x[-1,0]/%x[0,0]
-U06:%x[0,0]/%x[1,0]
-B
-"""
+WORDS_TEMPLATE = _WORD_FEATURES + "B\n"
 
 BUILTIN_TEMPLATES = {"chunking": CHUNKING_TEMPLATE, "words": WORDS_TEMPLATE}
 

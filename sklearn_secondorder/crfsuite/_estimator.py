@@ -4,6 +4,7 @@ import os
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._validation import store_init_params
 from ..metrics import flat_accuracy_score
 from ..sequence._input import KIND_DICTS, read_sequences
 from ._features import deployed_model, feature_mask
@@ -14,6 +15,15 @@ from ._registry import get_algorithm
 
 #: The algorithm used when ``algorithm`` is None (see the class docstring).
 DEFAULT_ALGORITHM = "asf"
+
+
+def _model_property(read, doc):
+    """A read-only property of ``CRF``: ``read(model)`` of the fitted model,
+    None before ``fit``."""
+    def get(self):
+        model = self._model
+        return None if model is None else read(model)
+    return property(get, doc=doc)
 
 
 class CRF(BaseEstimator):
@@ -210,37 +220,7 @@ default=None
                  averaging=None, variance=None, gamma=None, verbose=False,
                  model_filename=None, keep_tempfiles=False, trainer_cls=None,
                  random_state=0, keep_training_state=False, n_jobs=None):
-        self.algorithm = algorithm
-        self.min_freq = min_freq
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.c1 = c1
-        self.c2 = c2
-        self.max_iterations = max_iterations
-        self.num_memories = num_memories
-        self.epsilon = epsilon
-        self.period = period
-        self.delta = delta
-        self.linesearch = linesearch
-        self.max_linesearch = max_linesearch
-        self.calibration_eta = calibration_eta
-        self.calibration_rate = calibration_rate
-        self.calibration_samples = calibration_samples
-        self.calibration_candidates = calibration_candidates
-        self.calibration_max_trials = calibration_max_trials
-        self.pa_type = pa_type
-        self.c = c
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.variance = variance
-        self.gamma = gamma
-        self.verbose = verbose
-        self.model_filename = model_filename
-        self.keep_tempfiles = keep_tempfiles
-        self.trainer_cls = trainer_cls
-        self.random_state = random_state
-        self.keep_training_state = keep_training_state
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     # ---- fitting ------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None):
@@ -353,41 +333,22 @@ default=None
         """The training log, one record per pass (None before ``fit``)."""
         return self.__dict__.get("_training_log")
 
-    @property
-    def classes_(self):
-        """The labels as a list, in CRFsuite's order (None before ``fit``)."""
-        model = self._model
-        return None if model is None else list(model.labels)
-
-    @property
-    def size_(self):
-        """The size of the model file in bytes (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.size
-
-    @property
-    def num_attributes_(self):
-        """The number of attributes with a non-zero weight (None before ``fit``)."""
-        model = self._model
-        return None if model is None else len(model.attributes)
-
-    @property
-    def attributes_(self):
-        """The attributes with a non-zero weight (None before ``fit``)."""
-        model = self._model
-        return None if model is None else list(model.attributes)
-
-    @property
-    def state_features_(self):
-        """``{(attribute, label): weight}`` of the non-zero state weights (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.state_features()
-
-    @property
-    def transition_features_(self):
-        """``{(label_from, label_to): weight}``, non-zero transitions (None before ``fit``)."""
-        model = self._model
-        return None if model is None else model.transition_features()
+    # The fitted model's figures, None before ``fit``.
+    classes_ = _model_property(lambda model: list(model.labels),
+                               "The labels as a list, in CRFsuite's order (None before ``fit``).")
+    size_ = _model_property(lambda model: model.size,
+                            "The size of the model file in bytes (None before ``fit``).")
+    num_attributes_ = _model_property(
+        lambda model: len(model.attributes),
+        "The number of attributes with a non-zero weight (None before ``fit``).")
+    attributes_ = _model_property(lambda model: list(model.attributes),
+                                  "The attributes with a non-zero weight (None before ``fit``).")
+    state_features_ = _model_property(
+        lambda model: model.state_features(),
+        "``{(attribute, label): weight}`` of the non-zero state weights (None before ``fit``).")
+    transition_features_ = _model_property(
+        lambda model: model.transition_features(),
+        "``{(label_from, label_to): weight}``, non-zero transitions (None before ``fit``).")
 
     # ---- prediction ---------------------------------------------------------------
     def predict(self, X):

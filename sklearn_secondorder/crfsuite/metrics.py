@@ -16,14 +16,7 @@ from ..metrics import (
     sequence_accuracy_score,
 )
 
-__all__ = [
-    "flat_accuracy_score",
-    "flat_precision_score",
-    "flat_recall_score",
-    "flat_f1_score",
-    "flat_fbeta_score",
-    "flat_classification_report",
-    "sequence_accuracy_score",
-    "chunk_f1_score",
-    "chunk_precision_recall_fscore",
-]
+#: sklearn_crfsuite.metrics's functions, then the chunk F1 it lacks.
+__all__ = ["flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
+           "flat_fbeta_score", "flat_classification_report", "sequence_accuracy_score",
+           "chunk_f1_score", "chunk_precision_recall_fscore"]

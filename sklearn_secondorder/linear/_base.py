@@ -275,13 +275,22 @@ class LinearModelBase(LinearDeploymentMixin, TrainingLoopMixin, BaseEstimator):
         self._warn_unconverged(converged)
         return self
 
-    def _check_partial_fit_params(self):
-        """What ``partial_fit`` refuses whatever its rows: early stopping (as
-        ``SGDClassifier``, it needs ``fit``'s held-out rows), an elastic net
-        without ``l1_ratio``."""
+    def _check_partial_fit_params(self, first):
+        """What ``partial_fit`` refuses whatever its rows, before anything
+        changes: on a later call (not ``first``) a stripped model or a
+        parameter set badly since; early stopping (as ``SGDClassifier``, it
+        needs ``fit``'s held-out rows), an elastic net without ``l1_ratio``,
+        a bad ``n_jobs``."""
+        if not first:
+            check_not_stripped(self)
+            # (_fit_context validates a first call only: the parameters may
+            # have been set since, and a bad one must not touch the state)
+            self._validate_params()
+        self._more_validate_params(for_partial_fit=True)
         if getattr(self, "early_stopping", False):
             raise ValueError("early_stopping should be False with partial_fit")
         l1_share(self)
+        check_n_jobs(getattr(self, "n_jobs", None))
 
     def _partial_fit_rows(self, X, y, sample_weight, targets, first):
         """``partial_fit``'s pass once its parameters are checked: the rows
@@ -444,14 +453,7 @@ class LinearClassifierBase(LinearPredictionMixin, ClassifierMixin, LinearModelBa
             The updated estimator.
         """
         first = not hasattr(self, "classes_")
-        if not first:
-            check_not_stripped(self)
-            # (_fit_context validates a first call only: the parameters may
-            # have been set since, and a bad one must not touch the state)
-            self._validate_params()
-        self._more_validate_params(for_partial_fit=True)
-        self._check_partial_fit_params()
-        check_n_jobs(getattr(self, "n_jobs", None))
+        self._check_partial_fit_params(first)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")

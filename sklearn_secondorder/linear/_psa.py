@@ -13,8 +13,7 @@ from .._core._losses import LOSSES
 from .._core._psa_fast import eager_pass_applies, psa_epochs
 from .._mixing import mix_lazy_steps
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._threads import ThreadRunner
-from .._validation import check_psa_factors, diverged_error, remove_fitted
+from .._validation import check_psa_factors, diverged_error, remove_fitted, store_init_params
 from ._base import LinearClassifierBase
 
 
@@ -66,22 +65,15 @@ class PSAKernelMixin:
     def _init_problem(self, n_features, n_outputs, seed):
         return _PSAProblem(n_features=n_features, n_outputs=n_outputs, seed=seed)
 
-    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        # the threads share the one state (psa_epochs with threads): each
-        # owns a part of the blocks; no copies, no mix. A small model's eager
-        # pass on one thread costs less than the lazy passes on several.
-        problem = self._states[p]
-        if eager_pass_applies((problem.n_features + 1) * problem.n_outputs,
-                              l1_share(self) > 0):
-            return self._run_problem(X, y, sample_weight, problem, n_epochs)
-        with ThreadRunner(n_threads) as runner:
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
-                                     threads=runner)
+    # the threads share the one state (psa_epochs with threads): each owns a
+    # part of the blocks; no copies, no mix
+    _threads_share_state = True
 
-    def _check_thread_memory(self, n_features, n_threads):
-        # (shared passes add round buffers of a few hundred KiB to the one
-        # model, whose memory the allocation checks)
-        return None
+    def _shares_passes(self, state, n_threads):
+        # a small model's eager pass on one thread costs less than the lazy
+        # passes on several
+        return not eager_pass_applies((state.n_features + 1) * state.n_outputs,
+                                      l1_share(self) > 0)
 
     def _run_problem(self, X, y, sample_weight, problem, n_epochs, threads=None):
         K = problem.n_outputs
@@ -401,12 +393,14 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.preprocessing import scale
     >>> from sklearn_secondorder import PSAClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), PSAClassifier(random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.95
+    >>> X = scale(X)
+    >>> clf = PSAClassifier(random_state=0).fit(X, y)
+    >>> clf.n_iter_, clf.eta_.shape     # one pass; a step size per weight and the bias
+    (1, (1, 31, 1))
+    >>> clf.score(X, y) > 0.95
     True
     """
 
@@ -422,27 +416,7 @@ class PSAClassifier(PSAKernelMixin, LinearClassifierBase):
                  random_state=None, class_weight=None, warm_start=False, n_jobs=None,
                  verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1):
-        self.loss = loss
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.period = period
-        self.eta0 = eta0
-        self.psa_alpha = psa_alpha
-        self.psa_beta = psa_beta
-        self.psa_kappa = psa_kappa
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

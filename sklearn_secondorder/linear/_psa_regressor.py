@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import store_init_params
 from ._psa import PSAKernelMixin
 from ._regression import LinearRegressorBase, stored_counts
 
@@ -141,6 +142,8 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
     C.-N. Hsu, Y.-M. Chang, H.-S. Huang and Y.-J. Lee. Periodic step-size
     adaptation for single-pass on-line learning. NIPS 2009; and the Machine
     Learning journal version (Algorithm 1, Eqs. 6-10).
+    R. Koenker and G. Bassett. Regression quantiles. Econometrica 46(1),
+    1978 (the quantile loss).
 
     Examples
     --------
@@ -149,7 +152,9 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.randn(2000, 3) * [1, 100, 0.01] + [0, 500, 0]   # unscaled columns
     >>> y = X @ [1.0, 0.02, 300.0] + 5 + 0.1 * rng.randn(2000)
-    >>> reg = PSARegressor(random_state=0).fit(X, y)
+    >>> # (the L2 term acts on the columns as given: the default alpha=1e-4
+    >>> # would shrink the weight of 300 on the column of scale 0.01 to about half)
+    >>> reg = PSARegressor(alpha=1e-6, random_state=0).fit(X, y)
     >>> reg.score(X, y) > 0.99
     True
     """
@@ -167,28 +172,7 @@ class PSARegressor(PSAKernelMixin, LinearRegressorBase):
                  shuffle=True, verbose=0, random_state=None, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=5, warm_start=False,
                  n_jobs=None):
-        self.loss = loss
-        self.epsilon = epsilon
-        self.quantile = quantile
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.period = period
-        self.eta0 = eta0
-        self.psa_alpha = psa_alpha
-        self.psa_beta = psa_beta
-        self.psa_kappa = psa_kappa
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.shuffle = shuffle
-        self.verbose = verbose
-        self.random_state = random_state
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _column_scale(self, X, sample_weight):
         return column_rms(X)

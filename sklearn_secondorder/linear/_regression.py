@@ -40,10 +40,8 @@ from .._compat import (
     validate_data,
 )
 from .._core._losses import REGRESSION_LOSSES
-from .._threads import check_n_jobs
 from .._validation import (
     check_available_memory,
-    check_not_stripped,
     user_stacklevel,
     validation_split,
     warn_if_implausible,
@@ -234,14 +232,7 @@ class LinearRegressorBase(RegressorMixin, LinearModelBase):
         """
         # (a model whose exported arrays were dropped still has its state)
         first = not hasattr(self, "_states") and not hasattr(self, "coef_")
-        if not first:
-            check_not_stripped(self)
-            # (_fit_context validates a first call only: the parameters may
-            # have been set since, and a bad one must not touch the state)
-            self._validate_params()
-        self._more_validate_params(for_partial_fit=True)
-        self._check_partial_fit_params()
-        check_n_jobs(getattr(self, "n_jobs", None))
+        self._check_partial_fit_params(first)
         if not first:
             self._check_state_params()
         return self._partial_fit_rows(X, y, sample_weight, None, first)

@@ -13,8 +13,7 @@ from .._core._sbm_lowrank import LowRankState, lowrank_epochs
 from .._core._sbm_team import team_route
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import check_l2_only
-from .._threads import ThreadRunner
-from .._validation import diverged_error
+from .._validation import diverged_error, store_init_params
 from ._base import LinearClassifierBase
 
 _CONTROLLER = None
@@ -348,14 +347,16 @@ class SBMLogisticRegression(LinearClassifierBase):
 
     Examples
     --------
+    Three classes, one multinomial model:
+
     >>> from sklearn.datasets import load_iris
-    >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_secondorder import SBMLogisticRegression
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), SBMLogisticRegression(max_iter=10, random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.9
-    True
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = SBMLogisticRegression(max_iter=20, random_state=0).fit(X, y)
+    >>> clf.coef_.shape, clf.score(X, y) > 0.9
+    ((3, 4), True)
     """
 
     # (the bound algebra runs in float64 throughout: X is converted)
@@ -377,26 +378,7 @@ class SBMLogisticRegression(LinearClassifierBase):
                  shuffle=True, random_state=None, class_weight=None, warm_start=False,
                  n_jobs=None, verbose=0, tol=None, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1, penalty="l2"):
-        self.penalty = penalty
-        self.alpha = alpha
-        self.rank = rank
-        self.rank_features = rank_features
-        self.low_rank_head = low_rank_head
-        self.update = update
-        self.eta = eta
-        self.batch_size = batch_size
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     # ---- the extension protocol ---------------------------------------------------
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -567,6 +549,10 @@ class SBMLogisticRegression(LinearClassifierBase):
         else:
             state.grow_regulariser(new, self.alpha * new, self._eta(new))
 
+    # the threads share each pass of the one state (TeamPass); no copies, no
+    # mix. Where they would not pay, one thread runs the passes
+    _threads_share_state = True
+
     def _shares_passes(self, state, n_threads):
         """Whether ``n_threads`` threads share this state's passes
         (``_core._sbm_team.team_route``: full rank, ``batch_size=1`` or
@@ -574,19 +560,6 @@ class SBMLogisticRegression(LinearClassifierBase):
         enough); otherwise ``n_jobs`` runs them on one thread."""
         return isinstance(state, FullRankState) and team_route(
             self.batch_size, state.n_outputs, state.theta.size, n_threads)
-
-    def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        # the threads share each pass of the one state (TeamPass); no copies,
-        # no mix. Where they would not pay, one thread runs the passes
-        if not self._shares_passes(self._states[p], n_threads):
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs)
-        with ThreadRunner(n_threads) as runner:
-            return self._run_problem(X, y, sample_weight, self._states[p], n_epochs,
-                                     threads=runner)
-
-    def _check_thread_memory(self, n_features, n_threads):
-        # (the threads share the one state; their buffers are O(K P))
-        return None
 
     def _run_problem(self, X, y, sample_weight, state, n_epochs, threads=None):
         # one BLAS thread for the kernels, the regulariser's growth and the

@@ -10,7 +10,7 @@ from .._core._losses import LOSSES
 from .._core._sgd_fast import LinearSGDOptions, LinearSGDState, sgd_epochs
 from .._mixing import sum_increments, weighted_mean
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._validation import diverged_error
+from .._validation import diverged_error, store_init_params
 from ._base import LinearClassifierBase
 
 
@@ -219,13 +219,18 @@ class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
 
     Examples
     --------
+    Averaged SGD on a stream of four batches:
+
+    >>> import numpy as np
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_secondorder import PlainSGDClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), PlainSGDClassifier(random_state=0))
-    >>> clf.fit(X, y).score(X, y) > 0.95
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = PlainSGDClassifier(average=True, random_state=0)
+    >>> for rows in np.array_split(np.arange(len(y)), 4):
+    ...     clf = clf.partial_fit(X[rows], y[rows], classes=[0, 1])
+    >>> clf.score(X, y) > 0.95
     True
     """
 
@@ -243,25 +248,7 @@ class PlainSGDClassifier(SGDKernelMixin, LinearClassifierBase):
                  average=False, shuffle=True, random_state=None, class_weight=None,
                  warm_start=False, n_jobs=None, verbose=0, tol=None, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1):
-        self.loss = loss
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.average = average
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        store_init_params(self, locals())
 
     def _is_multinomial(self):
         return self.loss == "log_loss"

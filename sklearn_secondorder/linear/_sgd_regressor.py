@@ -3,6 +3,7 @@ from numbers import Real
 
 from .._compat import Interval, StrOptions
 from .._penalty import PENALTY_CONSTRAINTS
+from .._validation import store_init_params
 from ._regression import LinearRegressorBase
 from ._sgd import SGDKernelMixin
 
@@ -158,27 +159,7 @@ default='invscaling'
                  shuffle=True, verbose=0, random_state=None, learning_rate="invscaling",
                  eta0="auto", power_t=0.25, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, warm_start=False, average=False, n_jobs=None):
-        self.loss = loss
-        self.epsilon = epsilon
-        self.quantile = quantile
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.shuffle = shuffle
-        self.verbose = verbose
-        self.random_state = random_state
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.power_t = power_t
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.average = average
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _schedule(self):
         # ('adaptive' is a constant step that the stopping rule lowers)

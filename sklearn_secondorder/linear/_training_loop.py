@@ -133,17 +133,37 @@ class TrainingLoopMixin:
             return self._run_problem(X, y, sample_weight, self._states[p], n_epochs)
         return self._threaded_passes(p, X, y, sample_weight, n_epochs, n_threads)
 
+    #: Whether the kernel shares each pass between threads on the one state
+    #: (``_run_problem(..., threads=ThreadRunner)``: no copies, no mix)
+    #: rather than each thread training a copy on a shard of the rows.
+    _threads_share_state = False
+
+    def _shares_passes(self, state, n_threads):
+        """With ``_threads_share_state``: whether ``n_threads`` threads share
+        this state's passes; where they would not pay, one thread runs them."""
+        return True
+
     def _threaded_passes(self, p, X, y, sample_weight, n_epochs, n_threads):
-        """Problem ``p``'s passes on ``n_threads`` threads: by default
-        ``_sharded_passes`` (an estimator whose kernel shares a pass between
-        threads overrides it)."""
-        return self._sharded_passes(p, X, y, sample_weight, n_epochs, n_threads)
+        """Problem ``p``'s passes on ``n_threads`` threads: shared passes on
+        the one state (``_threads_share_state``, where ``_shares_passes``),
+        else ``_sharded_passes``."""
+        if not self._threads_share_state:
+            return self._sharded_passes(p, X, y, sample_weight, n_epochs, n_threads)
+        state = self._states[p]
+        if not self._shares_passes(state, n_threads):
+            return self._run_problem(X, y, sample_weight, state, n_epochs)
+        with ThreadRunner(n_threads) as runner:
+            return self._run_problem(X, y, sample_weight, state, n_epochs, threads=runner)
 
     def _check_thread_memory(self, n_features, n_threads):
         """Refuse, before any pass, threads whose state copies cannot fit:
         each thread trains its own copy of the state and the mix makes one
         more (``check_model_memory`` with ``n_threads + 1`` times the bytes
-        of one model's state)."""
+        of one model's state). Threads that share the one state add only
+        their small buffers to it (PSA's round buffers of a few hundred KiB,
+        SBM's ``O(K P)``), whose memory the allocation checks."""
+        if self._threads_share_state:
+            return
         n_problems, n_outputs = self._problem_count()
         check_model_memory(self, n_features, n_problems * n_outputs,
                            (n_threads + 1) * self._bytes_per_weight(n_features, n_outputs))

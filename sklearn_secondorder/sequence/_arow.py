@@ -8,6 +8,7 @@ from numbers import Real
 
 from .._compat import Interval
 from .._core._crf_online import OnlineOptions
+from .._validation import store_init_params
 from ._online import AROW, _OnlineSequenceTagger
 
 
@@ -102,8 +103,10 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``.
-    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``.
+    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
+    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
+        ``algorithm='arow'`` trains this tagger.
 
     References
     ----------
@@ -115,7 +118,9 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     >>> from sklearn_secondorder import AROWSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> tagger = AROWSequenceTagger(max_iter=5, random_state=0).fit(X, y)
+    >>> tagger = AROWSequenceTagger(variance=1.0, gamma=1.0, random_state=0)
+    >>> tagger.fit(X, y).loss_       # a pass without errors ends the training
+    [2.2, 0.0]
     >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
     """
@@ -131,17 +136,7 @@ class AROWSequenceTagger(_OnlineSequenceTagger):
     def __init__(self, *, variance=1.0, gamma=1.0, max_iter=100, epsilon=0.0,
                  all_possible_states=False, all_possible_transitions=False,
                  fit_intercept=True, shuffle=True, random_state=None, verbose=0, n_jobs=None):
-        self.variance = variance
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _bytes_per_weight(self):
         return super()._bytes_per_weight() + 8      # the diagonal covariance

@@ -6,6 +6,7 @@ import numpy as np
 from .._compat import Interval, StrOptions, check_is_fitted
 from .._core._crf_sgd import CRFSGDOptions, is_feedback_pass, sgd_epochs
 from .._penalty import PENALTY_CONSTRAINTS, split_alpha
+from .._validation import store_init_params
 from ._base import _BaseSequenceTagger
 
 
@@ -175,8 +176,11 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     >>> from sklearn_secondorder import ASFSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> ASFSequenceTagger(random_state=0).fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
+    >>> tagger = ASFSequenceTagger(random_state=0).fit(X, y)
+    >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
+    >>> round(tagger.eta0_, 2)          # the step size that eta0='auto' calibrated
+    6.4
     """
 
     _parameter_constraints: dict = {
@@ -190,18 +194,7 @@ class ASFSequenceTagger(_BaseSequenceTagger):
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, max_iter=10, eta0="auto",
                  fit_intercept=True, shuffle=True, random_state=None, n_latent=1, verbose=0,
                  n_jobs=None, feedback_average="period"):
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.max_iter = max_iter
-        self.eta0 = eta0
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.n_latent = n_latent
-        self.verbose = verbose
-        self.n_jobs = n_jobs
-        self.feedback_average = feedback_average
+        store_init_params(self, locals())
 
     def _n_latent(self):
         return self.n_latent

@@ -18,7 +18,7 @@ from sklearn.utils.metaestimators import available_if
 from .._compat import Interval, StrOptions
 from .._core._crf_compact import compact_loglik_gradient, feature_table, sequence_offsets
 from .._threads import ThreadRunner, balanced_chunks, effective_n_jobs
-from .._validation import diverged_error
+from .._validation import diverged_error, store_init_params
 from ._base import _BaseSequenceTagger
 from ._feature_set import observed_weights
 from ._lbfgs_solver import minimize_lbfgs
@@ -238,21 +238,7 @@ class LBFGSSequenceTagger(_BaseSequenceTagger):
                  linesearch="MoreThuente", max_linesearch=20, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, verbose=0,
                  n_jobs=None):
-        self.alpha = alpha
-        self.penalty = penalty
-        self.l1_ratio = l1_ratio
-        self.max_iter = max_iter
-        self.num_memories = num_memories
-        self.epsilon = epsilon
-        self.period = period
-        self.delta = delta
-        self.linesearch = linesearch
-        self.max_linesearch = max_linesearch
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     @available_if(_never)
     def partial_fit(self, X, y, classes=None):

@@ -9,6 +9,7 @@ from numbers import Integral, Real
 
 from .._compat import Interval
 from .._core._crf_online import OnlineOptions
+from .._validation import store_init_params
 from ._online import PA, _OnlineSequenceTagger
 
 
@@ -112,8 +113,10 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``.
-    AROWSequenceTagger : CRFsuite's ``arow``.
+    AveragedPerceptronSequenceTagger : CRFsuite's ``ap``: unit steps, averaged.
+    AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
+        ``algorithm='pa'`` trains this tagger.
 
     References
     ----------
@@ -125,8 +128,8 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
     >>> from sklearn_secondorder import PassiveAggressiveSequenceTagger
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "N"], ["DET", "N"]]
-    >>> tagger = PassiveAggressiveSequenceTagger(max_iter=5, random_state=0).fit(X, y)
-    >>> tagger.predict([[{"w": "a"}, {"w": "dog"}]])
+    >>> pa2 = PassiveAggressiveSequenceTagger(pa_type=2, c=0.5, max_iter=5, random_state=0)
+    >>> pa2.fit(X, y).predict([[{"w": "a"}, {"w": "dog"}]])
     [['DET', 'N']]
     """
 
@@ -143,19 +146,7 @@ class PassiveAggressiveSequenceTagger(_OnlineSequenceTagger):
                  max_iter=100, epsilon=0.0, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, shuffle=True,
                  random_state=None, verbose=0, n_jobs=None):
-        self.pa_type = pa_type
-        self.c = c
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     @property
     def _averaged(self):

@@ -5,6 +5,7 @@ shared by the online trainers, with its step ``ap_step``. The shared
 online-tagger code is ``_online._OnlineSequenceTagger``.
 """
 from .._core._crf_online import OnlineOptions
+from .._validation import store_init_params
 from ._online import AP, _OnlineSequenceTagger
 
 
@@ -94,8 +95,10 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
 
     See Also
     --------
-    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``.
-    AROWSequenceTagger : CRFsuite's ``arow``.
+    PassiveAggressiveSequenceTagger : CRFsuite's ``pa``: each step sized by its cost.
+    AROWSequenceTagger : CRFsuite's ``arow``: a step per weight, scaled by its variance.
+    sklearn_secondorder.crfsuite.CRF : The sklearn-crfsuite interface, whose
+        ``algorithm='ap'`` trains this tagger.
 
     References
     ----------
@@ -118,15 +121,7 @@ class AveragedPerceptronSequenceTagger(_OnlineSequenceTagger):
     def __init__(self, *, max_iter=100, epsilon=0.0, all_possible_states=False,
                  all_possible_transitions=False, fit_intercept=True, shuffle=True,
                  random_state=None, verbose=0, n_jobs=None):
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _options(self):
         return OnlineOptions(method=AP, averaging=True, epsilon=self.epsilon)

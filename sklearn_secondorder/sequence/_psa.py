@@ -7,7 +7,7 @@ from .._compat import Interval, check_is_fitted
 from .._core._crf_psa import psa_epochs
 from .._core._lazy_steps import LazyStepState, PSAOptions, record_dtype
 from .._penalty import PENALTY_CONSTRAINTS, l1_share, split_alpha
-from .._validation import check_eta0, check_psa_factors
+from .._validation import check_eta0, check_psa_factors, store_init_params
 from ._base import _BaseSequenceTagger, mix_tagger_states
 
 
@@ -163,20 +163,7 @@ class PSASequenceTagger(_BaseSequenceTagger):
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, period=10, eta0=0.1,
                  psa_alpha=0.9999, psa_beta=0.99, psa_kappa=0.9, max_iter=1,
                  fit_intercept=True, shuffle=True, random_state=None, verbose=0, n_jobs=None):
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.period = period
-        self.eta0 = eta0
-        self.psa_alpha = psa_alpha
-        self.psa_beta = psa_beta
-        self.psa_kappa = psa_kappa
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     def _more_validate_params(self, for_partial_fit=False):
         check_psa_factors(self)

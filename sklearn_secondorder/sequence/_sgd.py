@@ -3,6 +3,7 @@ import numpy as np
 
 from .._core._crf_sgd import CRFSGDOptions, sgd_epochs
 from .._penalty import PENALTY_CONSTRAINTS, split_alpha
+from .._validation import store_init_params
 from ._base import _BaseSequenceTagger
 
 
@@ -141,17 +142,7 @@ class SGDSequenceTagger(_BaseSequenceTagger):
     def __init__(self, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, max_iter=10, eta0="auto",
                  average=False, fit_intercept=True, shuffle=True, random_state=None, verbose=0,
                  n_jobs=None):
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.max_iter = max_iter
-        self.eta0 = eta0
-        self.average = average
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_init_params(self, locals())
 
     @property
     def _averaged(self):
