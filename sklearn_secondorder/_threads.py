@@ -178,6 +178,36 @@ def shard_order(order, work, n_shards):
     return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def sharded_pass(runner, start, order, work, run_shard, mix, spare):
+    """One pass split between the threads of ``runner``, each on its own copy.
+
+    ``order`` is cut into contiguous shards of about equal ``work``
+    (`shard_order`); each thread takes a copy of the state ``start``
+    (`copy_state`, into a state of ``spare`` while there is one) and runs
+    ``run_shard(shard, copy)``, which passes over its shard without the GIL
+    and returns the copy; ``mix(states, shares, start)`` then mixes the
+    copies, each weighted by its shard's share of the items. The partition and the order
+    of the sums depend on ``order``, ``work`` and the threads only, so a
+    given ``n_jobs`` gives the same model bit for bit; the caller replaces
+    its state only when every thread has finished without error.
+
+    Returns
+    -------
+    mixed : state
+        ``mix``'s result.
+    states : list of state
+        The threads' copies after their shard (the first may live on in the
+        mix; the others are free for the next pass's ``spare``).
+    shares : list of float
+        Each shard's share of the items.
+    """
+    shards = shard_order(order, work, runner.n_threads)
+    copies = [copy_state(start, spare.pop() if spare else None) for _ in shards]
+    states = runner.map(lambda job: run_shard(*job), list(zip(shards, copies)))
+    shares = [shard.size / order.size for shard in shards]
+    return mix(states, shares, start), states, shares
+
+
 class ThreadRunner:
     """Run one call per chunk on ``n_threads`` threads; results in chunk order.
 

@@ -20,7 +20,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from .._core._dataset import RowDataset, shuffled_order
 from .._penalty import split_alpha
-from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
+from .._threads import ThreadRunner, effective_n_jobs, sharded_pass
 from .._validation import (
     best_constant_loss,
     check_model_memory,
@@ -204,20 +204,16 @@ class TrainingLoopMixin:
                     order, seed = shuffled_order(n, seed)
                 else:
                     order = np.arange(n, dtype=np.intp)
-                shards = shard_order(order, work, n_threads)
-                # the threads' copies of the state, made here (copy_state)
-                locals_ = [copy_state(state, spare.pop() if spare else None)
-                           for _ in shards]
 
-                def shard_pass(job):
-                    shard, local = job
+                def shard_pass(shard, local):
                     w = copy.copy(worker)
                     w._call_rows = (X, _RowShard(rows, shard))
                     w._run_problem(X, y, sample_weight, local, 1)
                     return local
 
-                locals_ = runner.map(shard_pass, list(zip(shards, locals_)))
-                mixed = self._mix_shards(locals_, [s.size / n for s in shards], state)
+                mixed, locals_, _ = sharded_pass(
+                    runner, state, order, work, shard_pass,
+                    self._mix_shards, spare)
                 self._set_shuffle_seed(mixed, seed)
                 self._states[p] = mixed
                 # (the first copy may live on in the mix; the others and the

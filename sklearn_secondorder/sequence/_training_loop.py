@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._core._dataset import shuffled_order
-from .._threads import ThreadRunner, copy_state, effective_n_jobs, shard_order
+from .._threads import ThreadRunner, effective_n_jobs, sharded_pass
 from .._validation import (
     check_model_memory,
     diverged_error,
@@ -136,20 +136,16 @@ class TaggerTrainingLoopMixin:
                     order, seed = shuffled_order(n, start.crf.seed)
                 else:
                     order, seed = np.arange(n, dtype=np.intp), start.crf.seed
-                shards = shard_order(order, work, n_threads)
-                # the threads' copies of the state, made here (copy_state)
-                copies = [copy_state(start, spare.pop() if spare else None) for _ in shards]
 
-                def shard_pass(job):
-                    shard, state = job
+                def shard_pass(shard, state):
                     w = copy.copy(worker)
                     w._state = state
                     w._run_passes(ds.take(shard), 1)
                     return w._state
 
-                states = runner.map(shard_pass, list(zip(shards, copies)))
-                shares = [s.size / n for s in shards]
-                mixed = self._mix_shards(states, shares, start)
+                mixed, states, shares = sharded_pass(
+                    runner, start, order, work, shard_pass,
+                    self._mix_shards, spare)
                 mixed.crf.seed = seed
                 # the pass's record: its wall time, the shards' mean loss
                 mixed.pass_seconds = start.pass_seconds + [time.perf_counter() - began]
