@@ -263,14 +263,19 @@ cdef inline long long _run(KernelJob job, const Penalty* pen, const RateRule* ru
                            const Width* wd) noexcept nogil:
     """``run_specialised`` for one width; returns the time after the pass."""
     cdef Py_ssize_t K = width(wd, job.L.K)
+    # (the pass reads the job's constants from copies on the stack, which no
+    # store to the weights can alias)
+    cdef Layout L = job.L
+    cdef LazyCore c = job.c
+    cdef RowWork wk = job.wk
     if job.sh is not None:
         return _shared_rounds(job.sh, job.sh.ds, job.loss, job.k, K, pen, rule)
     if job.eager:
         return _eager_run(job, wd)
-    job.t = _pass(job.ds, &job.L, K, &job.c, pen, rule, job.loss, &job.wk, job.t)
+    job.t = _pass(job.ds, &L, K, &c, pen, rule, job.loss, &wk, job.t)
     job.finite = True
     if job.flush:
-        job.finite = catch_up_all(&job.L, job.wk.d + 1, job.wk.d, job.t, &job.c, pen, rule)
+        job.finite = catch_up_all(&L, wk.d + 1, wk.d, job.t, &c, pen, rule)
     return job.t
 
 
@@ -387,13 +392,15 @@ cdef long long _eager_run(KernelJob job, const Width* wd) noexcept nogil:
     """An eager pass of ``job`` (``_eager_pass``: ``K = 1`` a constant for a
     binary model), and whether its weights are finite."""
     cdef Py_ssize_t j, K = width(wd, job.L.K)
-    job.t = _eager_pass(job.ds, K, job.w, job.shrink, job.icp, &job.c, job.loss, &job.wk,
-                        job.t)
-    job.finite = True
-    for j in range(job.wk.d * K):
-        job.finite &= isfinite(job.w.v[j])
+    cdef LazyCore c = job.c          # (stack copies, as in _run)
+    cdef RowWork wk = job.wk
+    cdef bint finite = True
+    job.t = _eager_pass(job.ds, K, job.w, job.shrink, job.icp, &c, job.loss, &wk, job.t)
+    for j in range(wk.d * K):
+        finite &= isfinite(job.w.v[j])
     for j in range(K):
-        job.finite &= isfinite(job.icp.v[j])
+        finite &= isfinite(job.icp.v[j])
+    job.finite = finite
     return job.t
 
 
