@@ -92,10 +92,10 @@ def _models_with_jobs():
 
 
 def _paper_period(n, params):
-    """PSA's period ``b``: the paper's guideline (Sec. 5.1.4), ``b ~ 0.5 |D| / 1000``,
-    at least 10, from the whole data (the estimator would take ``|D|`` from
-    the first chunk only)."""
-    return max(10, int(round(0.5 * n / 1000)))
+    """PSA's period ``b`` for the whole data's ``n`` rows (the estimators'
+    ``auto_period``: their ``partial_fit`` would size it from the first
+    chunk only)."""
+    return model_class("psa").auto_period(n)
 
 
 def _sbm_eta(n, params):

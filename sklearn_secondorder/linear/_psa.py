@@ -28,6 +28,27 @@ class PSAKernelMixin:
     ``_bound_steps`` (regression's bounded steps).
     """
 
+    @staticmethod
+    def auto_period(n_samples):
+        """The period ``b`` that ``period='auto'`` takes for ``n_samples`` rows.
+
+        The paper's guideline (Section 5.1.4), ``b ~ 0.5 |D| / 1000``, at
+        least 10. ``fit`` takes ``|D|`` from its rows and ``partial_fit``
+        from its first call's; a stream that knows its whole size (the
+        ``skso`` command line) passes it here.
+
+        Parameters
+        ----------
+        n_samples : int
+            The rows of the data set ``|D|``.
+
+        Returns
+        -------
+        period : int
+            The period ``b``.
+        """
+        return max(10, int(round(0.5 * n_samples / 1000)))
+
     #: Whether a step moves its row's prediction at most to the target
     #: (the regressors: ``_core._numeric.bound_step``).
     _bound_steps = False
@@ -86,7 +107,7 @@ class PSAKernelMixin:
         lam, l1 = split_alpha(self)
         if problem.kernel is None:  # first call: choose b and eta0, allocate
             if self.period == "auto":
-                problem.period = max(10, int(round(0.5 * X.shape[0] / 1000)))
+                problem.period = self.auto_period(X.shape[0])
             else:
                 problem.period = int(self.period)
             scale = self._column_scale(X, sample_weight)
