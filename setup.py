@@ -13,7 +13,7 @@ What keeps ``pip install`` short:
 - No debug information (``-g0``): Python's own flags (sysconfig's
   ``CFLAGS``) carry ``-g``, and GCC's variable tracking through the inlined
   kernels was a large part of the compiler's time, for not one instruction
-  more or less (the modules' machine code is the same byte for byte).
+  more or less (every module's ``.text`` is the same byte for byte).
   scikit-learn's and NumPy's release builds (meson-python's default
   ``buildtype=release``) carry none either. ``CFLAGS=-g`` (or
   ``SKSO_DEBUG_CYTHON=1``) keeps it, for a debugger.
@@ -40,8 +40,8 @@ What keeps ``pip install`` short:
 
 Every module gets the same flags: ``-O2`` for the modules outside the hot
 loops (readers, hashing, datasets, Cython's utility module) saved nothing
-measurable (their compile time is Cython's wrapper code, which ``-O3``
-barely touches), and the hot kernels need ``-O3``.
+measurable; what ``-O3`` costs the compiler is in the hot kernels, which
+keep it.
 
 Why this cache and not a standard tool: a fresh build would not be faster
 with meson-python (scikit-learn's build): the compiler's time is the same C
