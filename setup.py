@@ -8,38 +8,53 @@ scikit-learn's: no bounds checks or wrap-around, C division. Set
 ``SKSO_SHARED_UTILITY=0`` to give every module its own copy of Cython's
 utility code (should a Cython version fail on the shared module).
 
-Three things keep ``pip install`` short:
+What keeps ``pip install`` short:
 
+- No debug information (``-g0``): Python's own flags (sysconfig's
+  ``CFLAGS``) carry ``-g``, and GCC's variable tracking through the inlined
+  kernels was a large part of the compiler's time, for not one instruction
+  more or less (every module's ``.text`` is the same byte for byte).
+  scikit-learn's and NumPy's release builds (meson-python's default
+  ``buildtype=release``) carry none either. ``CFLAGS=-g`` (or
+  ``SKSO_DEBUG_CYTHON=1``) keeps it, for a debugger.
 - Cython and the C compiler run on every core (``SKSO_BUILD_JOBS=N`` sets
-  the number of jobs).
+  the number of jobs), the largest modules first.
 - Cython's shared utility module (Cython >= 3.1, as scikit-learn's
   ``_cyutility``): the memoryview support code is compiled once, into
-  ``_core/_cyutility``, instead of into every module (about half of the
-  compiler's time).
+  ``_core/_cyutility``, instead of into every module.
 - A built module is kept in ``build/skso-cache/`` under a hash of what
   makes it: its own ``.pyx``, the ``.pxd`` files it cimports and the ``.h``
   files they (and those headers) include, the compiler's identity (its
-  ``--version`` output) and its whole command line with the module's flags,
-  the directives and the versions of Python, Cython, NumPy and SciPy (whose
-  BLAS declarations a module cimports). A later build from the same
-  checkout (the README's other command, an editable install, the
-  documentation's) copies it instead of running Cython and the compiler
+  ``--version`` output) and its whole command line with the module's flags
+  (``-g0`` included), the directives and the versions of Python, Cython,
+  NumPy and SciPy (whose BLAS declarations a module cimports). A later build
+  from the same checkout (the README's other command, an editable install,
+  the documentation's) copies it instead of running Cython and the compiler
   again; only a module whose inputs changed is built again, and another
-  compiler builds everything again. ``build_ext --force`` rebuilds
-  everything; ``rm -rf build`` empties the cache.
+  compiler or other ``CFLAGS`` build everything again. ``build_ext
+  --force`` rebuilds everything; ``rm -rf build`` empties the cache.
+- Cython runs in ``build_ext`` itself, and NumPy and Cython are imported
+  there, not when this file is imported: pip's other build hooks
+  (requirements, metadata) run this file without them, and a ``pip
+  install`` runs Cython once per module.
 
-Cython runs in ``build_ext`` itself, not when this file is imported, so that
-a ``pip install`` runs it once per module (not once more for each of pip's
-build hooks: requirements, metadata, wheel).
+Every module gets the same flags: ``-O2`` for the modules outside the hot
+loops (readers, hashing, datasets, Cython's utility module) saved nothing
+measurable; what ``-O3`` costs the compiler is in the hot kernels, which
+keep it.
 
-Why this cache and not a standard tool: Cython's own cache
-(``cythonize(cache=True)``) keeps only the generated C, and the compiler is
-most of the time; ccache keeps the objects but is a program to install
-(nothing pip can require of every user) and Cython still runs before it;
-meson-python (scikit-learn's build) tracks each module's inputs itself, but
+Why this cache and not a standard tool: a fresh build would not be faster
+with meson-python (scikit-learn's build): the compiler's time is the same C
+with the same release flags, and ninja's parallelism on the cores is what
+``build_ext`` has; meson and ninja would be two more build requirements,
 its editable installs rebuild on import and need the build requirements
-installed without isolation, which changes the commands the README gives.
-The hash above is the part of those that this build needs: whole modules,
+installed without isolation (``--no-build-isolation``), which changes the
+commands the README gives. Cython's own cache (``cythonize(cache=True)``)
+keeps only the generated C, and the compiler is most of the time. ccache
+keeps the objects but is a program to install (nothing pip can require of
+every user) and Cython still runs before it; a user who has it can still
+use it (``CC="ccache gcc" pip install .``: ``CC`` is in the key above). The
+hash above is the part of those that this build needs: whole modules,
 keyed on their own inputs.
 """
 import glob
@@ -52,9 +67,6 @@ import sys
 import sysconfig
 from importlib.metadata import version
 
-import numpy as np
-from Cython.Build import cythonize
-from Cython.Build.Dependencies import create_dependency_tree
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -82,6 +94,9 @@ DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 # (_block_ops.h) into blends and vectorise them for AVX2, not only AVX-512
 # (masks)
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
+# -g0: no debug information, unless asked for (see the module docstring)
+if not DEBUG and not re.search(r"(^|\s)-g(?!0)", os.environ.get("CFLAGS", "")):
+    COMPILE_ARGS.append("-g0")
 # (The lazy core's event walk is inlined into the passes by name, by
 # _lazy_inline.h: no module gets flags of its own.)
 
@@ -116,13 +131,17 @@ def module_inputs(pyx, tree):
 def compiler_identity(compiler):
     """The compiler's kind, its whole command line (the flags of Python's
     build and of ``CFLAGS``/``CC``) and its ``--version`` output (empty for
-    a compiler that has no such option)."""
+    a compiler that has no such option); behind a compiler cache
+    (``CC="ccache gcc"``), the compiler's as well as the cache's."""
     cmd = list(getattr(compiler, "compiler_so", None) or [])
+    programs = cmd[:1]
+    if cmd and os.path.basename(cmd[0]) in ("ccache", "sccache") and len(cmd) > 1:
+        programs.append(cmd[1])
     version_text = ""
-    if cmd:
+    for program in programs:
         try:
-            version_text = subprocess.run([cmd[0], "--version"], capture_output=True,
-                                          text=True, check=False).stdout
+            version_text += subprocess.run([program, "--version"], capture_output=True,
+                                           text=True, check=False).stdout
         except OSError:
             pass
     return repr((type(compiler).__name__, cmd, version_text))
@@ -132,7 +151,7 @@ def cache_key(ext, files, compiler_id):
     """The hash under which module ``ext`` built from ``files`` is cached."""
     digest = hashlib.sha256(repr((
         ext.name, sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
-        np.__version__, version("scipy"), sorted(directives.items()), ext.define_macros,
+        version("numpy"), version("scipy"), sorted(directives.items()), ext.define_macros,
         ext.extra_compile_args, SHARED_UTILITY, compiler_id,
     )).encode())
     # (not the include directories: pip's isolated build puts NumPy's in a
@@ -171,7 +190,13 @@ class CachedParallelBuildExt(build_ext):
             os.path.getsize(s) for s in ext.sources if os.path.exists(s)))
 
     def build_extensions(self):
-        # (here, not in finalize_options: the compiler is known)
+        # (here, not in finalize_options: the compiler is known; NumPy and
+        # Cython are imported only here, not by pip's other build hooks)
+        import numpy as np
+
+        for ext in self.extensions:
+            if ext.name != SHARED:
+                ext.include_dirs.append(np.get_include())
         self.extensions = self.cythonize(self.extensions)
         super().build_extensions()
 
@@ -179,6 +204,9 @@ class CachedParallelBuildExt(build_ext):
         """Key each module on its inputs and run Cython on those not in the
         cache (all with ``--force``); the others keep their ``.c`` name,
         never compiled (``build_extension`` copies them)."""
+        from Cython.Build import cythonize
+        from Cython.Build.Dependencies import create_dependency_tree
+
         compiler_id = compiler_identity(self.compiler)
         tree = create_dependency_tree()
         pyx_files = [pyx for ext in extensions for pyx in ext.sources]
@@ -233,7 +261,7 @@ def core_extensions():
         name = os.path.splitext(os.path.basename(pyx))[0]
         if not ONLY or name in ONLY:
             extensions.append(Extension(
-                f"sklearn_secondorder._core.{name}", [pyx], include_dirs=[np.get_include()],
+                f"sklearn_secondorder._core.{name}", [pyx], include_dirs=[],
                 define_macros=DEFINE_MACROS, extra_compile_args=COMPILE_ARGS))
     if SHARED_UTILITY:
         # (its key covers every .pyx: Cython writes into it what they use)
