@@ -5,6 +5,7 @@ the CRF kernels); this module allocates and reshapes the state, checks it,
 and turns ``PSAOptions`` into the kernels' ``LazyCore``.
 """
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -47,11 +48,9 @@ def _weight_bytes(l1):
     return WEIGHT_BYTES_L1 if l1 else WEIGHT_BYTES
 
 
-def record_dtype(n_outputs, l1=False):
-    """The record of a block of ``n_outputs`` weights (``Block`` of
-    _lazy_records.pxd, laid out by ``RECORD_FIELDS``): 32 bytes for a binary
-    weight (64 with ``l1``), whole cache lines for a wider block."""
-    K = int(n_outputs)
+@lru_cache(maxsize=64)
+def _record_dtype(K, l1):
+    """``record_dtype``, built once per ``(K, l1)``."""
     fields = _record_fields(l1)
     size = LAST_BYTES + _weight_bytes(l1) * K
     stride = 32 if size <= 32 else -(-size // _ALIGN) * _ALIGN
@@ -59,6 +58,13 @@ def record_dtype(n_outputs, l1=False):
                      "formats": ["<i8"] + [(fmt, (K,)) for _, fmt, _ in fields],
                      "offsets": [0] + [LAST_BYTES + a * K for _, _, a in fields],
                      "itemsize": stride})
+
+
+def record_dtype(n_outputs, l1=False):
+    """The record of a block of ``n_outputs`` weights (``Block`` of
+    _lazy_records.pxd, laid out by ``RECORD_FIELDS``): 32 bytes for a binary
+    weight (64 with ``l1``), whole cache lines for a wider block."""
+    return _record_dtype(int(n_outputs), bool(l1))
 
 
 #: ``LazyStepState.record_at``: a held block's record offset (bytes), shifted

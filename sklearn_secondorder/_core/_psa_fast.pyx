@@ -86,21 +86,22 @@ cdef inline void _bound_row(double* grad, double p, double y, const double* x,
     bound_step(grad, p, y, h)
 
 
-cdef inline void _row_gradient(RowDataset ds, Py_ssize_t i, RowWork* wk, Py_ssize_t K,
-                               Loss loss, double y, double sw, const double* x, const int* ind,
-                               int nnz, const char* eta, Py_ssize_t eta_stride,
-                               double icp_eta) noexcept nogil:
-    """Row ``i``'s update direction from its scores ``wk.scores``: the
-    scores kept (``wk.margins``), the loss derivative at them
-    (``_gradient``) into ``wk.grad``, and regression's bound on the step
-    (``_bound_row``, the step sizes at ``eta``)."""
+cdef inline void _row_gradient(RowDataset ds, Py_ssize_t i, const RowWork* wk, double* scores,
+                               double* grad, Py_ssize_t K, Loss loss, double y, double sw,
+                               const double* x, const int* ind, int nnz, const char* eta,
+                               Py_ssize_t eta_stride, const float* icp_eta) noexcept nogil:
+    """Row ``i``'s update direction from its ``scores``: the scores kept
+    (``wk.margins``), the loss derivative at them (``_gradient``) into
+    ``grad``, and regression's bound on the step (``_bound_row``, the step
+    sizes at ``eta`` and the intercept's at ``icp_eta``)."""
     cdef Py_ssize_t k
     if wk.margins != NULL:
         for k in range(K):
-            wk.margins[ds.order_ptr[i] * K + k] = wk.scores[k]
-    _gradient(wk.scores, wk.grad, K, loss, y, sw)
+            wk.margins[ds.order_ptr[i] * K + k] = scores[k]
+    _gradient(scores, grad, K, loss, y, sw)
     if K == 1 and wk.bound_steps:
-        _bound_row(wk.grad, wk.scores[0], y, x, ind, nnz, eta, eta_stride, icp_eta)
+        _bound_row(grad, scores[0], y, x, ind, nnz, eta, eta_stride,
+                   icp_eta[0] if wk.fit_intercept else 0.0)
 
 
 cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const LazyCore* c,
@@ -165,8 +166,8 @@ cdef inline long long _pass(RowDataset ds, const Layout* L, Py_ssize_t K, const 
                 s += fixed_block_at(L, ind[q]).v[k] * x[q]
             scores[k] = s
         # the loss derivative at theta(t), then line 5 of Algorithm 1
-        _row_gradient(ds, i, wk, K, loss, y, sw, x, ind, nnz, L.base + L.off_eta, L.stride,
-                      icp.eta[0] if wk.fit_intercept else 0.0)
+        _row_gradient(ds, i, wk, scores, grad, K, loss, y, sw, x, ind, nnz, L.base + L.off_eta,
+                      L.stride, icp.eta)
         if K == 1 and grad[0] == 0.0:
             # a zero gradient (a hinge-type loss past its margin): the update
             # is the shrink alone, which is an idle step of the lazy decay,
@@ -366,8 +367,8 @@ cdef inline long long _eager_pass(RowDataset ds, Py_ssize_t K, Block w, double* 
             for q in range(nnz):
                 s += w.v[ind[q] * K + k] * x[q]
             scores[k] = s
-        _row_gradient(ds, i, wk, K, loss, y, sw, x, ind, nnz, <const char*>w.eta, sizeof(float),
-                      icp.eta[0] if wk.fit_intercept else 0.0)
+        _row_gradient(ds, i, wk, scores, grad, K, loss, y, sw, x, ind, nnz, <const char*>w.eta,
+                      sizeof(float), icp.eta)
         # line 5 of Algorithm 1 on every weight at theta(t): the shrink, then
         # the row's gradient terms
         block_scale(w.v, shrink, n)
