@@ -109,6 +109,82 @@ cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
                  (H + 1) * H)
 
 
+# The row steps (private to this module; the sequence steps, which _crf_sgd
+# runs, are declared in the .pxd)
+
+@cython.final
+cdef class RowSteps:
+    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
+
+    cdef Py_ssize_t n_examples
+    cdef RowDataset ds
+    cdef Loss loss
+    cdef double* b               # the intercept (n_outputs,)
+    cdef double* b_sum           # its running sum, or NULL
+    cdef double* scores          # (n_outputs,) work buffers
+    cdef double* grad
+    cdef int K
+    cdef bint fit_intercept
+    cdef bint bound_steps        # a step never moves the row's prediction past its target
+    cdef double intercept_decay
+    cdef double lam              # the L2 strength (the shrink's)
+    cdef object _arrays          # keeps b and b_sum alive
+
+    def __cinit__(self):
+        self.scores = NULL
+        self.grad = NULL
+
+    def __dealloc__(self):
+        free(self.scores)
+        free(self.grad)
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        return _row_step(self, k, w, step_size(sched, t), self.lam, 0.0, False)
+
+    cdef void count_iterate(self) noexcept nogil:
+        cdef int k
+        if self.b_sum != NULL:
+            for k in range(self.K):
+                self.b_sum[k] += self.b[k]
+
+
+cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
+                           double lam, double l1, bint with_l1) noexcept nogil:
+    """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
+    order (``with_l1`` is a constant at each inlined call); False for a row of
+    weight 0, which takes no part."""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz
+    cdef double y, sw
+    fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
+    if sw == 0.0:
+        return False
+    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
+              rows.fit_intercept, rows.intercept_decay, rows.bound_steps, rows.scores,
+              rows.grad)
+    return True
+
+
+@cython.final
+cdef class RowStepsL1:
+    """``RowSteps`` with the L1 penalty (``_sgd_step`` with ``with_l1``): its
+    own compiled pass (``sgd_pass`` is fused over the kinds of steps), so that
+    the L2-only row loop is unchanged."""
+
+    cdef Py_ssize_t n_examples
+    cdef RowSteps rows
+    cdef double lam, l1          # the L2 strength (the shrink's), and the L1 strength C
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        return _row_step(self.rows, k, w, step_size(sched, t), self.lam, self.l1, True)
+
+    cdef void count_iterate(self) noexcept nogil:
+        self.rows.count_iterate()
+
+
 ctypedef fused Steps:
     RowSteps
     RowStepsL1
@@ -184,59 +260,6 @@ cdef class SequenceSteps:
 
     cdef void count_iterate(self) noexcept nogil:
         pass
-
-
-cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
-                           double lam, double l1, bint with_l1) noexcept nogil:
-    """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
-    order (``with_l1`` is a constant at each inlined call); False for a row of
-    weight 0, which takes no part."""
-    cdef const double* x
-    cdef const int* ind
-    cdef int nnz
-    cdef double y, sw
-    fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
-    if sw == 0.0:
-        return False
-    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
-              rows.fit_intercept, rows.intercept_decay, rows.bound_steps, rows.scores,
-              rows.grad)
-    return True
-
-
-@cython.final
-cdef class RowSteps:
-    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
-
-    def __cinit__(self):
-        self.scores = NULL
-        self.grad = NULL
-
-    def __dealloc__(self):
-        free(self.scores)
-        free(self.grad)
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil:
-        return _row_step(self, k, w, step_size(sched, t), self.lam, 0.0, False)
-
-    cdef void count_iterate(self) noexcept nogil:
-        cdef int k
-        if self.b_sum != NULL:
-            for k in range(self.K):
-                self.b_sum[k] += self.b[k]
-
-
-@cython.final
-cdef class RowStepsL1:
-    """``RowSteps`` with the L1 penalty (``_sgd_step`` with ``with_l1``)."""
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil:
-        return _row_step(self.rows, k, w, step_size(sched, t), self.lam, self.l1, True)
-
-    cdef void count_iterate(self) noexcept nogil:
-        self.rows.count_iterate()
 
 
 cdef RowStepsL1 with_l1(RowSteps rows, double l1):
