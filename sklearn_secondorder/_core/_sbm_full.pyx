@@ -88,14 +88,10 @@ class FullRankState(SBMState):
     sigma_of: object = None
     m_stale: bool = False
 
-    @staticmethod
-    def n_params(n_features, n_outputs, fit_intercept):
-        """``P``, the length of ``theta`` (``M`` is ``P x P``)."""
-        return (n_features + int(fit_intercept)) * n_outputs
-
     @classmethod
     def zeros(cls, n_features, n_outputs, fit_intercept, seed=1):
-        """Zero weights and sums, ``M = I`` (scaled by ``start``)."""
+        """Zero weights and sums, ``M = I`` (``P x P``, ``P = n_params(...)``;
+        scaled by ``start``)."""
         P = cls.n_params(n_features, n_outputs, fit_intercept)
         return cls(n_features=n_features, n_outputs=n_outputs,
                    fit_intercept=bool(fit_intercept), theta=np.zeros(P), M=np.eye(P),
@@ -668,7 +664,7 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
     batch_init(&b, ws, kr.route, kr.batch_size, ex.n_y, kr.K, kr.d1, kr.P)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     cdef PassTotals tot = start_totals(state.t)
     cdef Route rt = route_of(kr.route)
     with nogil:

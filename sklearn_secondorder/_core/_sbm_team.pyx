@@ -368,7 +368,7 @@ def team_epochs(RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop, i
     ``TeamPass`` (``batch_size=1``) or ``BatchTeamPass``. The state is
     updated in place; after a failure in a thread (an error raised) it is
     half-updated, and the caller must discard it."""
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     cdef int epochs_run = 0
     cdef bint diverged = False
     cdef bint batched = opts.batch_size > 1

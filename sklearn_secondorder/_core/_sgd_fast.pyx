@@ -41,6 +41,8 @@ from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, bound_step, clip_dloss
 from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
+from ._dataset import PassCounters
+
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
                            double lam, double l1, bint with_l1, bint fit_intercept,
@@ -294,7 +296,7 @@ cdef RowSteps row_steps(RowDataset ds, Loss loss, double lam, double[::1] b, b_s
 
 
 @dataclass
-class LinearSGDState:
+class LinearSGDState(PassCounters):
     """A linear model's weights and SGD counters (picklable).
 
     Attributes
@@ -311,10 +313,8 @@ class LinearSGDState:
         Their ``u``, the total penalty so far.
     n_iterates : float
         Iterates in the sums.
-    t : int
-        Updates so far (rows with non-zero weight); the schedule continues.
-    seed : int
-        The shuffling RNG state.
+    t, seed : int
+        As in ``PassCounters`` (keywords only).
     eta0 : float or None
         The step size in use (None until chosen).
     """
@@ -324,8 +324,6 @@ class LinearSGDState:
     avg_coef: object = None
     avg_intercept: object = None
     n_iterates: float = 0.0
-    t: int = 0
-    seed: int = 1
     eta0: object = None
     l1_q: object = None
     l1_u: float = 0.0
@@ -450,7 +448,7 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     cdef long long t = state.t
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     with nogil:
         for _epoch in range(n_epochs):
             if shuffle:
