@@ -1,4 +1,7 @@
-"""Row access over dense and CSR data for the nogil epoch loops."""
+"""Row access over dense and CSR data for the nogil epoch loops, and the
+counters a kernel's state carries from one call to the next (``PassCounters``)."""
+from dataclasses import dataclass
+
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -319,6 +322,30 @@ cdef class SequenceData:
         a sequence, for balancing the threads' shards."""
         indptr = np.asarray(self.indptr)
         return np.diff(indptr[np.asarray(self.offsets)])
+
+
+@dataclass(kw_only=True)
+class PassCounters:
+    """The counters every kernel's state carries from one call to the next
+    (the states of SGD, SGD-QN and SBM derive from it; picklable).
+
+    Attributes
+    ----------
+    t : int
+        Updates so far (rows of non-zero weight); the step-size schedule
+        continues from it.
+    seed : int
+        The state of the generator that shuffles the rows
+        (``shuffle_order``); a call starts from ``rng_state()``.
+    """
+
+    t: int = 0
+    seed: int = 1
+
+    def rng_state(self):
+        """The shuffling generator's state for a call (``seed``; 0, a fixed
+        point of the xorshift generator, is read as 1)."""
+        return self.seed if self.seed != 0 else 1
 
 
 def shuffled_order(Py_ssize_t n, unsigned int seed):

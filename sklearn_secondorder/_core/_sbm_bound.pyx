@@ -38,9 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._dataset import PassCounters
+
 
 @dataclass(kw_only=True)
-class SBMState:
+class SBMState(PassCounters):
     """What the states of both kernels share (``FullRankState``,
     ``LowRankState``; picklable, built by keyword).
 
@@ -52,10 +54,8 @@ class SBMState:
         The weights, the C-order ``(n_features + fit_intercept, n_outputs)``
         block (``P`` entries): coordinate ``i * n_outputs + a`` is feature
         ``i``, output ``a``; the intercept is the last row.
-    t : int
-        Examples processed so far.
-    seed : int
-        The shuffling RNG state.
+    t, seed : int
+        As in ``PassCounters``.
     n_ref, lam, eta : int, float, float or None
         ``n`` in ``lam = n alpha`` (the rows of the first data), the paper's
         lambda (Eq. 1) and the step ``theta -= eta phi``, fixed by ``start``
@@ -66,11 +66,14 @@ class SBMState:
     n_outputs: int
     fit_intercept: bool
     theta: np.ndarray
-    t: int = 0
-    seed: int = 1
     n_ref: object = None
     lam: object = None
     eta: object = None
+
+    @staticmethod
+    def n_params(n_features, n_outputs, fit_intercept):
+        """``P``, the length of ``theta``."""
+        return (n_features + int(fit_intercept)) * n_outputs
 
     @property
     def started(self):

@@ -1,7 +1,10 @@
 # Full-rank SBM (_sbm_full.pyx): the kernel's view of a FullRankState, its
 # scratch, and what the passes shared by threads (_sbm_team) use of the
-# one-thread kernel. Inline: ``example_scores``, ``woodbury_core`` and
-# ``dense_row``, called once per example inside the nogil loops of both modules.
+# one-thread kernel. Inline: what both modules do once per example inside
+# their nogil loops (``example_scores``, ``woodbury_core``, ``dense_row``, and
+# the pieces of an example's terms of ``mu`` and ``Sigma``).
+from libc.string cimport memset
+
 from ._linalg cimport matmul, strided_dot
 from ._sbm_bound cimport Example, Workspace
 
@@ -115,6 +118,91 @@ cdef inline bint dense_row(const FullRankKernel* kr, const Example* ex) noexcept
     """Whether ``ex`` enters ``Sigma`` through the batch's ``dgemm`` (dense
     rows, several outputs) rather than scattered (``K^2 nz^2`` adds)."""
     return kr.K > 1 and 8 * ex.nz * ex.nz >= kr.d1 * kr.d1
+
+
+cdef inline void surrogate_rhs(const FullRankKernel* kr, double* wrk) noexcept nogil:
+    """The surrogate's right-hand side ``b - lam theta_icpt`` into ``wrk``
+    (``full_step``: the intercept's ``lam`` inside ``M`` is a proximal term
+    at its current value)."""
+    cdef Py_ssize_t p
+    for p in range(kr.P):
+        wrk[p] = kr.mu[p] if p < kr.n_reg else kr.mu[p] - kr.lam * kr.theta[p]
+
+
+cdef inline void theta_step(const FullRankKernel* kr, Py_ssize_t lo,
+                            Py_ssize_t hi) noexcept nogil:
+    """``theta -= eta phi`` on the coordinates ``lo:hi``, ``phi`` first made
+    ``theta - theta_hat`` in surrogate mode (``full_step``)."""
+    cdef Py_ssize_t p
+    cdef double eta = kr.eta
+    cdef double* th = kr.theta
+    cdef double* phi = kr.phi
+    for p in range(lo, hi):
+        if kr.surrogate:
+            phi[p] += th[p]
+        th[p] -= eta * phi[p]
+
+
+cdef inline void add_outer(double* mu, int K, const double* coef, const int* idx,
+                           const double* val, int nz) noexcept nogil:
+    """``mu += coef (x) xt``: ``mu[i K + a] += coef[a] x_i`` over the row's
+    non-zeros (an example's gradient term)."""
+    cdef int j, a, row
+    for j in range(nz):
+        row = idx[j] * K
+        for a in range(K):
+            mu[row + a] += coef[a] * val[j]
+
+
+cdef inline void bound_curvature(const Example* ex, double* S) noexcept nogil:
+    """``S_j = L L^T`` (``K x K``, both triangles; ``L^T = ex.Lt``): the
+    curvature of the example's bound (zeros when ``r == 0``)."""
+    cdef int K = ex.K, r = ex.r, a, c
+    cdef double v
+    for a in range(K):
+        for c in range(a, K):
+            v = strided_dot(r, ex.Lt + a, K, ex.Lt + c, K)
+            S[a * K + c] = v
+            S[c * K + a] = v
+
+
+cdef inline void scatter_sparse(double* Sig, int P, int K, const double* S, const int* idx,
+                                const double* val, int nz) noexcept nogil:
+    """``Sigma += S (x) xt xt^T`` scattered into the upper triangle (the
+    blocks ``(i, k >= i)``), over the pairs of the row's non-zeros."""
+    cdef int a, c, j, k, i, i2
+    cdef size_t ra
+    cdef double v
+    for j in range(nz):
+        for k in range(j, nz):
+            v = val[j] * val[k]
+            i = idx[j]
+            i2 = idx[k]
+            if i > i2:
+                i, i2 = i2, i
+            for a in range(K):
+                ra = (i * K + a) * P + i2 * K
+                for c in range(K):
+                    Sig[ra + c] += v * S[a * K + c]
+
+
+cdef inline void dense_xt(const Example* ex, int d1, double* x) noexcept nogil:
+    """The example's row ``xt`` as a dense vector of length ``d1``."""
+    cdef int j
+    memset(x, 0, d1 * sizeof(double))
+    for j in range(ex.nz):
+        x[ex.idx[j]] = ex.val[j]
+
+
+cdef inline void dense_pairs(const double* x, int d1, double* Z) noexcept nogil:
+    """``Z[q] = x_i x_k`` for the pairs ``q = (i, k >= i)`` in row-major order
+    (``d1 (d1 + 1) / 2`` of them): a dense row's column of ``dense_flush``'s
+    ``dgemm``."""
+    cdef int i, k, q = 0
+    for i in range(d1):
+        for k in range(i, d1):
+            Z[q] = x[i] * x[k]
+            q += 1
 
 
 cdef int work_init(FullRankWork* w, Workspace ws, int K, int P) except -1

@@ -43,7 +43,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
 
 from ._dataset cimport RowDataset
-from ._linalg cimport axpy, cholesky, lower_solve_rows, strided_dot
+from ._linalg cimport axpy, cholesky, lower_solve_rows
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, check_rows, example_bound, example_init, finish_passes,
@@ -88,14 +88,10 @@ class FullRankState(SBMState):
     sigma_of: object = None
     m_stale: bool = False
 
-    @staticmethod
-    def n_params(n_features, n_outputs, fit_intercept):
-        """``P``, the length of ``theta`` (``M`` is ``P x P``)."""
-        return (n_features + int(fit_intercept)) * n_outputs
-
     @classmethod
     def zeros(cls, n_features, n_outputs, fit_intercept, seed=1):
-        """Zero weights and sums, ``M = I`` (scaled by ``start``)."""
+        """Zero weights and sums, ``M = I`` (``P x P``, ``P = n_params(...)``;
+        scaled by ``start``)."""
         P = cls.n_params(n_features, n_outputs, fit_intercept)
         return cls(n_features=n_features, n_outputs=n_outputs,
                    fit_intercept=bool(fit_intercept), theta=np.zeros(P), M=np.eye(P),
@@ -297,24 +293,17 @@ cdef void sigma_add(const FullRankKernel* kr, BatchWork* b, const Example* ex) n
     """``Sigma += S_j (x) xt xt^T`` (``S_j = Lt^T Lt``): scattered now into the
     upper triangle, or for a dense row kept (``vec S_j``, dense ``xt``) for
     the batch's ``dgemm``."""
-    cdef int K = ex.K, r = ex.r, P = kr.P, d1 = kr.d1, a, c, j, k, i, i2
-    cdef size_t ra
+    cdef int K = ex.K, P = kr.P, d1 = kr.d1, j, k, i, i2
     cdef double v, vj
     cdef double* S = b.Skk
     cdef double* Sig = kr.Sigma
-    if r == 0:
+    if ex.r == 0:
         return
     if dense_row(kr, ex):
         S = b.S + <size_t>b.n_dense * K * K
-    for a in range(K):
-        for c in range(a, K):
-            v = strided_dot(r, ex.Lt + a, K, ex.Lt + c, K)
-            S[a * K + c] = v
-            S[c * K + a] = v
+    bound_curvature(ex, S)
     if dense_row(kr, ex):
-        memset(b.Xd + <size_t>b.n_dense * d1, 0, d1 * sizeof(double))
-        for j in range(ex.nz):
-            b.Xd[<size_t>b.n_dense * d1 + ex.idx[j]] = ex.val[j]
+        dense_xt(ex, d1, b.Xd + <size_t>b.n_dense * d1)
         b.n_dense += 1
         if b.n_dense == min(kr.batch_size, DENSE_CHUNK):
             dense_flush(kr, b)
@@ -333,18 +322,7 @@ cdef void sigma_add(const FullRankKernel* kr, BatchWork* b, const Example* ex) n
                 else:
                     Sig[<size_t>i2 * P + i] += vj * ex.val[k]
         return
-    for j in range(ex.nz):
-        vj = ex.val[j]
-        for k in range(j, ex.nz):
-            v = vj * ex.val[k]
-            i = ex.idx[j]
-            i2 = ex.idx[k]
-            if i > i2:
-                i, i2 = i2, i
-            for a in range(K):
-                ra = (i * K + a) * P + i2 * K
-                for c in range(K):
-                    Sig[ra + c] += v * S[a * K + c]
+    scatter_sparse(Sig, P, K, S, ex.idx, ex.val, ex.nz)
 
 
 cdef void dense_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
@@ -359,19 +337,13 @@ cdef void dense_flush(const FullRankKernel* kr, BatchWork* b) noexcept nogil:
     cdef char cN = b'N'
     cdef char cT = b'T'
     cdef double* Z = b.Z
-    cdef double* x
     cdef double* Out = b.Out
     cdef double* Sig = kr.Sigma
     cdef size_t base
     if n == 0:
         return
     for e in range(n):
-        x = b.Xd + <size_t>e * d1
-        q = 0
-        for i in range(d1):
-            for k in range(i, d1):
-                Z[<size_t>e * N + q] = x[i] * x[k]
-                q += 1
+        dense_pairs(b.Xd + <size_t>e * d1, d1, Z + <size_t>e * N)
     # column-major: Out^T (N x KK) = Z^T (N x n) . S (n x KK)
     dgemm(&cN, &cT, &N, &KK, &n, &one, Z, &N, b.S, &KK, &zero, Out, &N)
     q = 0
@@ -476,25 +448,18 @@ cdef void add_gradient(const FullRankKernel* kr, Example* ex, bint with_reg) noe
     bound minus its curvature times the weights it was formed at, so that
     ``b`` and ``M`` define the sum of the bounds as a quadratic.
     """
-    cdef int K = kr.K, j, a, row
-    cdef Py_ssize_t p, n_reg = kr.n_reg
+    cdef Py_ssize_t p
     cdef double alpha = kr.alpha
     cdef double* mup = kr.mu
     cdef const double* th = kr.theta
     if kr.surrogate:
         surrogate_coef(ex, ex.c)                # (c is free after example_bound)
-        for j in range(ex.nz):
-            row = ex.idx[j] * K
-            for a in range(K):
-                mup[row + a] += ex.c[a] * ex.val[j]
-    else:
-        for j in range(ex.nz):
-            row = ex.idx[j] * K
-            for a in range(K):
-                mup[row + a] += ex.gcoef[a] * ex.val[j]
-        if with_reg:
-            for p in range(n_reg):
-                mup[p] += alpha * th[p]
+        add_outer(mup, kr.K, ex.c, ex.idx, ex.val, ex.nz)
+        return
+    add_outer(mup, kr.K, ex.gcoef, ex.idx, ex.val, ex.nz)
+    if with_reg:
+        for p in range(kr.n_reg):
+            mup[p] += alpha * th[p]
 
 
 cdef void add_batch_regulariser(const FullRankKernel* kr, int n) noexcept nogil:
@@ -520,30 +485,20 @@ cdef void full_step(const FullRankKernel* kr, double* wrk, const double* Lw) noe
     Cholesky factor ``Lw`` (two triangular solves).
     """
     cdef int P = kr.P, inc = 1, one_rhs = 1, info = 0
-    cdef Py_ssize_t p, n_reg = kr.n_reg
-    cdef double one = 1.0, zero = 0.0, eta = kr.eta, lam = kr.lam
+    cdef double one = 1.0, zero = 0.0
     cdef char cN = b'N'
     cdef char cL = b'L'
-    cdef double* M = kr.M
-    cdef double* mu = kr.mu
-    cdef double* phi = kr.phi
-    cdef double* th = kr.theta
     if kr.surrogate:
-        for p in range(P):
-            wrk[p] = mu[p] if p < n_reg else mu[p] - lam * th[p]
+        surrogate_rhs(kr, wrk)
     else:
-        memcpy(wrk, mu, P * sizeof(double))
+        memcpy(wrk, kr.mu, P * sizeof(double))
     if Lw != NULL:
-        memcpy(phi, wrk, P * sizeof(double))
-        dpotrs(&cL, &P, &one_rhs, <double*>Lw, &P, phi, &P, &info)
+        memcpy(kr.phi, wrk, P * sizeof(double))
+        dpotrs(&cL, &P, &one_rhs, <double*>Lw, &P, kr.phi, &P, &info)
     else:
         # (M is symmetric: BLAS's column-major M^T mu is M mu)
-        dgemv(&cN, &P, &P, &one, M, &P, wrk, &inc, &zero, phi, &inc)
-    if kr.surrogate:
-        for p in range(P):
-            phi[p] += th[p]
-    for p in range(P):
-        th[p] -= eta * phi[p]
+        dgemv(&cN, &P, &P, &one, kr.M, &P, wrk, &inc, &zero, kr.phi, &inc)
+    theta_step(kr, 0, P)
 
 
 # ---- one route per batch mode, chosen once per call (``route_of``) ----------------
@@ -709,7 +664,7 @@ def full_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
     batch_init(&b, ws, kr.route, kr.batch_size, ex.n_y, kr.K, kr.d1, kr.P)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     cdef PassTotals tot = start_totals(state.t)
     cdef Route rt = route_of(kr.route)
     with nogil:

@@ -449,7 +449,7 @@ class LowRankState(SBMState):
     @classmethod
     def zeros(cls, n_features, n_outputs, fit_intercept, seed=1):
         """Zero weights; the curvature comes with ``start``."""
-        P = (n_features + int(fit_intercept)) * n_outputs
+        P = cls.n_params(n_features, n_outputs, fit_intercept)
         return cls(n_features=n_features, n_outputs=n_outputs,
                    fit_intercept=bool(fit_intercept), theta=np.zeros(P), seed=seed)
 
@@ -636,7 +636,7 @@ def lowrank_epochs(RowDataset ds, state, opts, Py_ssize_t start=0, stop=None, *,
     cdef HeadOps ops = head_ops(kr.lazy_head)
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     cdef PassTotals tot = start_totals(state.t)
     with nogil:
         for _epoch in range(n_epochs):

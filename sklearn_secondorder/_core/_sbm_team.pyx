@@ -28,18 +28,18 @@ the step stay on one thread.
 """
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
-from scipy.linalg.cython_lapack cimport dpotrf
 
 from ._dataset cimport RowDataset, row_span
-from ._linalg cimport axpy, cholesky, strided_dot
+from ._linalg cimport axpy, cholesky
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, example_bound, example_init, finish_passes, read_row,
     start_totals)
 from ._sbm_full cimport (
     DENSE_CHUNK, PER_EXAMPLE, REFACTOR, BatchWork, FullRankKernel, FullRankWork,
-    add_batch_regulariser, bind_kernel, dense_row, example_scores, full_step, refactor_finish,
-    refactor_flush, surrogate_coef, woodbury_core, work_init)
+    add_batch_regulariser, add_outer, bind_kernel, bound_curvature, dense_pairs, dense_row,
+    dense_xt, example_scores, full_step, refactor_finish, refactor_flush, scatter_sparse,
+    surrogate_coef, surrogate_rhs, theta_step, woodbury_core, work_init)
 
 from ._sbm_full import batch_route
 
@@ -283,6 +283,37 @@ cdef inline void own_gather(const double* Mp, int K, const int* idx, const doubl
         a0 += c
 
 
+cdef inline void own_columns(TeamPass tp, const Example* ex, int lo, int hi) noexcept nogil:
+    """Step 1's own part (``TeamPass``): the columns ``lo:hi`` of ``W^T = (M
+    U)^T``, from ``M``'s own rows (``M`` is symmetric: its rows stay in this
+    thread's cache), summed in ``gather_rows``' order, then of ``R^T = L^T
+    W^T``."""
+    cdef const FullRankKernel* kr = &tp.kr
+    cdef int K = kr.K, P = kr.P, r = ex.r, n = hi - lo, p
+    cdef double one = 1.0, zero = 0.0
+    cdef char cN = b'N'
+    for p in range(lo, hi):
+        own_gather(kr.M + <size_t>p * P, K, ex.idx, ex.val, ex.nz, tp.Wt + p, P)
+    dgemm(&cN, &cN, &n, &r, &K, &one, tp.Wt + lo, &P, ex.Lt, &K, &zero, tp.Rt + lo, &P)
+
+
+cdef inline void own_rows(TeamPass tp, int r, double* rhs, int lo,
+                          int hi) noexcept nogil:
+    """Step 3 (``TeamPass``): the rows ``lo:hi`` of ``M -= T T^T`` (``r > 0``)
+    and of ``phi = M rhs`` (``M`` symmetric: its own rows, not its columns),
+    then ``theta``'s coordinates ``lo:hi`` (``theta_step``)."""
+    cdef const FullRankKernel* kr = &tp.kr
+    cdef int P = kr.P, n = hi - lo, inc = 1
+    cdef double one = 1.0, zero = 0.0, mone = -1.0
+    cdef char cN = b'N'
+    cdef char cT = b'T'
+    cdef double* M_own = kr.M + <size_t>lo * P
+    if r > 0:
+        dgemm(&cN, &cT, &P, &n, &r, &mone, tp.Rt, &P, tp.Rt + lo, &P, &one, M_own, &P)
+    dgemv(&cT, &P, &n, &one, M_own, &P, rhs, &inc, &zero, kr.phi + lo, &inc)
+    theta_step(kr, lo, hi)
+
+
 cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     """Thread ``k``'s part of ``tp``'s pass (``TeamPass``). Returns 1 at the
     end, 0 when ``G`` was not positive definite (every thread stops at the
@@ -292,63 +323,39 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     cdef FullRankWork* w = &tp.w[k]
     cdef PassTotals* tot = &tp.tot[k]
     cdef TeamBarrier* bar = &tp.barrier
-    cdef int lo = tp.lo[k], hi = tp.lo[k + 1], n = hi - lo
-    cdef int K = kr.K, P = kr.P, r, sense = 0, inc = 1
-    cdef Py_ssize_t i, p
-    cdef double one = 1.0, zero = 0.0, mone = -1.0, eta = kr.eta, lam = kr.lam
-    cdef char cN = b'N'
-    cdef char cT = b'T'
-    cdef double* M = kr.M
-    cdef double* Wt = tp.Wt
-    cdef double* Rt = tp.Rt
-    cdef double* th = kr.theta
-    cdef double* phi = kr.phi
+    cdef int lo = tp.lo[k], hi = tp.lo[k + 1], r, sense = 0
+    cdef Py_ssize_t i
     cdef double* rhs = kr.mu
     tot.loss_sum = 0.0
     tot.w_sum = 0.0
     for i in range(tp.start, tp.stop):
         if not read_row(tp.ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
-        example_scores(ex, th)
+        example_scores(ex, kr.theta)
         example_bound(ex)
         tot.loss_sum += ex.sw * ex.loss
         tot.w_sum += ex.sw
         r = ex.r
-        if r > 0 and n > 0:
-            # own columns of W^T = (M U)^T, from M's own rows (M is symmetric:
-            # its rows stay in this thread's cache), summed in gather_rows' order
-            for p in range(lo, hi):
-                own_gather(M + <size_t>p * P, K, ex.idx, ex.val, ex.nz, Wt + p, P)
-            # own columns of R^T = L^T W^T
-            dgemm(&cN, &cN, &n, &r, &K, &one, Wt + lo, &P, ex.Lt, &K, &zero, Rt + lo, &P)
+        if r > 0 and hi > lo:
+            own_columns(tp, ex, lo, hi)
         own_gradient(kr, ex, lo, hi)
         if not team_barrier_wait(bar, &sense):
             return -1
         if r > 0:
             # C = U^T M U, G = I + L^T C L and its factor: alike on every thread
-            woodbury_core(ex, Wt, P, w)
+            woodbury_core(ex, tp.Wt, kr.P, w)
             if not cholesky(r, w.G):
                 return 0
-            lower_solve_cols(r, w.G, n, P, Rt + lo)
+            lower_solve_cols(r, w.G, hi - lo, kr.P, tp.Rt + lo)
         if kr.surrogate:
             # the step's right-hand side, whole on every thread (theta is not
             # written before the next barrier)
-            for p in range(P):
-                w.wrk[p] = kr.mu[p] if p < kr.n_reg else kr.mu[p] - lam * th[p]
+            surrogate_rhs(kr, w.wrk)
             rhs = w.wrk
         if not team_barrier_wait(bar, &sense):
             return -1
-        if n > 0:
-            if r > 0:       # own rows of M -= T T^T
-                dgemm(&cN, &cT, &P, &n, &r, &mone, Rt, &P, Rt + lo, &P, &one,
-                      M + <size_t>lo * P, &P)
-            # own rows of phi = M rhs (M symmetric: its own rows, not its columns)
-            dgemv(&cT, &P, &n, &one, M + <size_t>lo * P, &P, rhs, &inc, &zero, phi + lo,
-                  &inc)
-            for p in range(lo, hi):
-                if kr.surrogate:
-                    phi[p] += th[p]
-                th[p] -= eta * phi[p]
+        if hi > lo:
+            own_rows(tp, r, rhs, lo, hi)
         tot.t += 1
         if not team_barrier_wait(bar, &sense):
             return -1
@@ -361,7 +368,7 @@ def team_epochs(RowDataset ds, state, opts, Py_ssize_t start, Py_ssize_t stop, i
     ``TeamPass`` (``batch_size=1``) or ``BatchTeamPass``. The state is
     updated in place; after a failure in a thread (an error raised) it is
     half-updated, and the caller must discard it."""
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     cdef int epochs_run = 0
     cdef bint diverged = False
     cdef bint batched = opts.batch_size > 1
@@ -516,13 +523,12 @@ cdef void slot_fill(BatchTeamPass tp, int s, Example* ex, double* xd) noexcept n
     (``sigma_add``'s sums) and, for a dense row, its pairs ``xt_i xt_k``
     (``dense_flush``'s ``Z``)."""
     cdef const FullRankKernel* kr = &tp.kr
-    cdef int K = kr.K, d1 = kr.d1, r = ex.r, a, c, j, i, k, q
-    cdef double v
+    cdef int K = kr.K, d1 = kr.d1
     cdef double* S = tp.s_S + <size_t>s * tp.KK
     cdef double* Z = tp.s_Z + <size_t>s * tp.N
     cdef double* coef = tp.s_coef + <size_t>s * K
     tp.s_nz[s] = ex.nz
-    tp.s_r[s] = r
+    tp.s_r[s] = ex.r
     memcpy(tp.s_idx + <size_t>s * d1, ex.idx, ex.nz * sizeof(int))
     memcpy(tp.s_val + <size_t>s * d1, ex.val, ex.nz * sizeof(double))
     tp.s_loss[s] = ex.loss
@@ -531,44 +537,13 @@ cdef void slot_fill(BatchTeamPass tp, int s, Example* ex, double* xd) noexcept n
         surrogate_coef(ex, coef)
     else:
         memcpy(coef, ex.gcoef, K * sizeof(double))
-    for a in range(K):
-        for c in range(a, K):
-            v = strided_dot(r, ex.Lt + a, K, ex.Lt + c, K) if r > 0 else 0.0
-            S[a * K + c] = v
-            S[c * K + a] = v
-    tp.s_dense[s] = r > 0 and dense_row(kr, ex)
+    bound_curvature(ex, S)
+    tp.s_dense[s] = ex.r > 0 and dense_row(kr, ex)
     if not tp.s_dense[s]:
         memset(Z, 0, tp.N * sizeof(double))
         return
-    memset(xd, 0, d1 * sizeof(double))
-    for j in range(ex.nz):
-        xd[ex.idx[j]] = ex.val[j]
-    q = 0
-    for i in range(d1):
-        for k in range(i, d1):
-            Z[q] = xd[i] * xd[k]
-            q += 1
-
-
-cdef void slot_scatter(const FullRankKernel* kr, const double* S, const int* idx,
-                       const double* val, int nz) noexcept nogil:
-    """``Sigma += S_j (x) xt xt^T`` scattered into the upper triangle
-    (``sigma_add``'s sparse rows, the same operations)."""
-    cdef int K = kr.K, P = kr.P, a, c, j, k, i, i2
-    cdef size_t ra
-    cdef double v
-    cdef double* Sig = kr.Sigma
-    for j in range(nz):
-        for k in range(j, nz):
-            v = val[j] * val[k]
-            i = idx[j]
-            i2 = idx[k]
-            if i > i2:
-                i, i2 = i2, i
-            for a in range(K):
-                ra = (i * K + a) * P + i2 * K
-                for c in range(K):
-                    Sig[ra + c] += v * S[a * K + c]
+    dense_xt(ex, d1, xd)
+    dense_pairs(xd, d1, Z)
 
 
 cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
@@ -580,13 +555,11 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
     cdef TeamBarrier* bar = &tp.barrier
     cdef int J = tp.n_threads, K = kr.K, P = kr.P, d1 = kr.d1, B = kr.batch_size
     cdef int N = tp.N, KK = tp.KK, c0 = tp.klo[k], nc = tp.klo[k + 1] - tp.klo[k]
-    cdef int n, s, s0, s1, j, a, row, col, q, i, kk, sense = 0, any_dense, info = 0
+    cdef int n, s, s0, s1, a, col, q, i, kk, sense = 0, any_dense
     cdef Py_ssize_t pos = 0, bend, gend
     cdef double one = 1.0, zero = 0.0
     cdef char cN = b'N'
     cdef char cT = b'T'
-    cdef char cL = b'L'
-    cdef const double* coef
     cdef const int* idx
     cdef const double* val
     cdef double* Sig = kr.Sigma
@@ -612,15 +585,11 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
                 tp.tot.loss_sum += tp.s_sw[s] * tp.s_loss[s]
                 tp.tot.w_sum += tp.s_sw[s]
                 tp.tot.t += 1
-                coef = tp.s_coef + <size_t>s * K
                 idx = tp.s_idx + <size_t>s * d1
                 val = tp.s_val + <size_t>s * d1
-                for j in range(tp.s_nz[s]):
-                    row = idx[j] * K
-                    for a in range(K):
-                        kr.mu[row + a] += coef[a] * val[j]
+                add_outer(kr.mu, K, tp.s_coef + <size_t>s * K, idx, val, tp.s_nz[s])
                 if tp.s_r[s] > 0 and not tp.s_dense[s]:
-                    slot_scatter(kr, tp.s_S + <size_t>s * KK, idx, val, tp.s_nz[s])
+                    scatter_sparse(Sig, P, K, tp.s_S + <size_t>s * KK, idx, val, tp.s_nz[s])
         any_dense = 0
         for s in range(n):
             any_dense = any_dense or tp.s_dense[s]
@@ -648,13 +617,11 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
             # 4. the batch's end: regulariser, refactorisation, step (thread 0)
             if k == 0:
                 add_batch_regulariser(kr, <int>(bend - (bend - 1) // B * B))
-                memcpy(tp.b.Lw, Sig, <size_t>P * P * sizeof(double))
-                dpotrf(&cL, &P, tp.b.Lw, &P, &info)
-                tp.b.factored = info == 0
-                if info != 0:
-                    tp.failed = 1
-                else:
+                # (tp.b keeps no dense rows: only the Cholesky factor)
+                if refactor_flush(kr, &tp.b):
                     full_step(kr, w.wrk, tp.b.Lw)
+                else:
+                    tp.failed = 1
             if not team_barrier_wait(bar, &sense):
                 return -1
             if tp.failed:

@@ -3,8 +3,7 @@
 cimport cython
 
 from ._crf_infer cimport CRFContext
-from ._dataset cimport RowDataset, SequenceData
-from ._losses cimport Loss
+from ._dataset cimport SequenceData
 from ._weights cimport ScaledWeights
 
 
@@ -36,41 +35,6 @@ cdef inline double step_size(const Schedule* s, long long t) noexcept nogil:
 
 
 from libc.math cimport pow as pow_
-
-
-@cython.final
-cdef class RowSteps:
-    # plain SGD steps on the rows of a RowDataset
-    cdef Py_ssize_t n_examples
-    cdef RowDataset ds
-    cdef Loss loss
-    cdef double* b               # the intercept (n_outputs,)
-    cdef double* b_sum           # its running sum, or NULL
-    cdef double* scores          # (n_outputs,) work buffers
-    cdef double* grad
-    cdef int K
-    cdef bint fit_intercept
-    cdef bint bound_steps        # a step never moves the row's prediction past its target
-    cdef double intercept_decay
-    cdef double lam              # the L2 strength (the shrink's)
-    cdef object _arrays          # keeps b and b_sum alive
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil
-    cdef void count_iterate(self) noexcept nogil
-
-
-@cython.final
-cdef class RowStepsL1:
-    # RowSteps with an L1 penalty: its own compiled pass (sgd_pass is fused over
-    # the kinds of steps), so that the L2-only row loop is unchanged
-    cdef Py_ssize_t n_examples
-    cdef RowSteps rows
-    cdef double lam, l1          # the L2 strength (the shrink's), and the L1 strength C
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil
-    cdef void count_iterate(self) noexcept nogil
 
 
 @cython.final

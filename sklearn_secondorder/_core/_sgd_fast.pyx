@@ -41,6 +41,8 @@ from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, bound_step, clip_dloss
 from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
 
+from ._dataset import PassCounters
+
 cdef inline void _sgd_step(ScaledWeights w, double* b, Loss loss, const double* x,
                            const int* ind, int nnz, double y, double sw, double eta,
                            double lam, double l1, bint with_l1, bint fit_intercept,
@@ -107,6 +109,82 @@ cdef inline void _sequence_l1(ScaledWeights w, SequenceData ds, Py_ssize_t s,
     p = n_attributes * H
     row_l1_apply(w.v + p, w.l1_q + p, avg + p if avg != NULL else NULL, w.l1_u, w.avg_coef,
                  (H + 1) * H)
+
+
+# The row steps (private to this module; the sequence steps, which _crf_sgd
+# runs, are declared in the .pxd)
+
+@cython.final
+cdef class RowSteps:
+    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
+
+    cdef Py_ssize_t n_examples
+    cdef RowDataset ds
+    cdef Loss loss
+    cdef double* b               # the intercept (n_outputs,)
+    cdef double* b_sum           # its running sum, or NULL
+    cdef double* scores          # (n_outputs,) work buffers
+    cdef double* grad
+    cdef int K
+    cdef bint fit_intercept
+    cdef bint bound_steps        # a step never moves the row's prediction past its target
+    cdef double intercept_decay
+    cdef double lam              # the L2 strength (the shrink's)
+    cdef object _arrays          # keeps b and b_sum alive
+
+    def __cinit__(self):
+        self.scores = NULL
+        self.grad = NULL
+
+    def __dealloc__(self):
+        free(self.scores)
+        free(self.grad)
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        return _row_step(self, k, w, step_size(sched, t), self.lam, 0.0, False)
+
+    cdef void count_iterate(self) noexcept nogil:
+        cdef int k
+        if self.b_sum != NULL:
+            for k in range(self.K):
+                self.b_sum[k] += self.b[k]
+
+
+cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
+                           double lam, double l1, bint with_l1) noexcept nogil:
+    """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
+    order (``with_l1`` is a constant at each inlined call); False for a row of
+    weight 0, which takes no part."""
+    cdef const double* x
+    cdef const int* ind
+    cdef int nnz
+    cdef double y, sw
+    fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
+    if sw == 0.0:
+        return False
+    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
+              rows.fit_intercept, rows.intercept_decay, rows.bound_steps, rows.scores,
+              rows.grad)
+    return True
+
+
+@cython.final
+cdef class RowStepsL1:
+    """``RowSteps`` with the L1 penalty (``_sgd_step`` with ``with_l1``): its
+    own compiled pass (``sgd_pass`` is fused over the kinds of steps), so that
+    the L2-only row loop is unchanged."""
+
+    cdef Py_ssize_t n_examples
+    cdef RowSteps rows
+    cdef double lam, l1          # the L2 strength (the shrink's), and the L1 strength C
+
+    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
+                          long long t, double* loss) noexcept nogil:
+        return _row_step(self.rows, k, w, step_size(sched, t), self.lam, self.l1, True)
+
+    cdef void count_iterate(self) noexcept nogil:
+        self.rows.count_iterate()
 
 
 ctypedef fused Steps:
@@ -186,59 +264,6 @@ cdef class SequenceSteps:
         pass
 
 
-cdef inline bint _row_step(RowSteps rows, Py_ssize_t k, ScaledWeights w, double eta,
-                           double lam, double l1, bint with_l1) noexcept nogil:
-    """The step of ``RowSteps`` and ``RowStepsL1`` on row ``k`` of the current
-    order (``with_l1`` is a constant at each inlined call); False for a row of
-    weight 0, which takes no part."""
-    cdef const double* x
-    cdef const int* ind
-    cdef int nnz
-    cdef double y, sw
-    fetch_row(rows.ds, k, &x, &ind, &nnz, &y, &sw)
-    if sw == 0.0:
-        return False
-    _sgd_step(w, rows.b, rows.loss, x, ind, nnz, y, sw, eta, lam, l1, with_l1,
-              rows.fit_intercept, rows.intercept_decay, rows.bound_steps, rows.scores,
-              rows.grad)
-    return True
-
-
-@cython.final
-cdef class RowSteps:
-    """Plain SGD steps on the rows of a ``RowDataset`` (module docstring)."""
-
-    def __cinit__(self):
-        self.scores = NULL
-        self.grad = NULL
-
-    def __dealloc__(self):
-        free(self.scores)
-        free(self.grad)
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil:
-        return _row_step(self, k, w, step_size(sched, t), self.lam, 0.0, False)
-
-    cdef void count_iterate(self) noexcept nogil:
-        cdef int k
-        if self.b_sum != NULL:
-            for k in range(self.K):
-                self.b_sum[k] += self.b[k]
-
-
-@cython.final
-cdef class RowStepsL1:
-    """``RowSteps`` with the L1 penalty (``_sgd_step`` with ``with_l1``)."""
-
-    cdef inline bint step(self, Py_ssize_t k, ScaledWeights w, const Schedule* sched,
-                          long long t, double* loss) noexcept nogil:
-        return _row_step(self.rows, k, w, step_size(sched, t), self.lam, self.l1, True)
-
-    cdef void count_iterate(self) noexcept nogil:
-        self.rows.count_iterate()
-
-
 cdef RowStepsL1 with_l1(RowSteps rows, double l1):
     """``rows`` with the L1 penalty ``l1 ||w||_1`` besides their L2 shrink."""
     cdef RowStepsL1 steps = RowStepsL1()
@@ -271,7 +296,7 @@ cdef RowSteps row_steps(RowDataset ds, Loss loss, double lam, double[::1] b, b_s
 
 
 @dataclass
-class LinearSGDState:
+class LinearSGDState(PassCounters):
     """A linear model's weights and SGD counters (picklable).
 
     Attributes
@@ -288,10 +313,8 @@ class LinearSGDState:
         Their ``u``, the total penalty so far.
     n_iterates : float
         Iterates in the sums.
-    t : int
-        Updates so far (rows with non-zero weight); the schedule continues.
-    seed : int
-        The shuffling RNG state.
+    t, seed : int
+        As in ``PassCounters`` (keywords only).
     eta0 : float or None
         The step size in use (None until chosen).
     """
@@ -301,8 +324,6 @@ class LinearSGDState:
     avg_coef: object = None
     avg_intercept: object = None
     n_iterates: float = 0.0
-    t: int = 0
-    seed: int = 1
     eta0: object = None
     l1_q: object = None
     l1_u: float = 0.0
@@ -427,7 +448,7 @@ def sgd_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=1,
     cdef int _epoch, epochs_run = 0
     cdef bint diverged = False
     cdef long long t = state.t
-    cdef unsigned int rng = state.seed if state.seed != 0 else 1
+    cdef unsigned int rng = state.rng_state()
     with nogil:
         for _epoch in range(n_epochs):
             if shuffle:

@@ -44,6 +44,8 @@ from ._dataset cimport RowDataset
 from ._numeric cimport all_finite, clip_dloss
 from ._losses cimport Loss
 
+from ._dataset import PassCounters
+
 # Below this value the linearized shrink 1 - skip lam B_i is replaced by the
 # product of `skip` exact shrinks (1 - lam B_i)^skip, or by exp(-skip lam B_i)
 # when even one shrink would be negative (lam B_i >= 1, i.e. t0 < 1).
@@ -54,7 +56,7 @@ cdef double R_MIN = 1.0
 
 
 @dataclass(eq=False)
-class SGDQNState:
+class SGDQNState(PassCounters):
     """State of one binary SGD-QN problem, continued across calls.
 
     Create it with :meth:`zeros`, then fix ``t0`` and ``skip`` with
@@ -75,10 +77,8 @@ class SGDQNState:
     v : ndarray of shape (n_features + 1,)
         Weights and intercept (last) remembered before the last skip step:
         the other end of the secant that re-estimates ``B``.
-    seed : int
-        State of the xorshift generator that shuffles the rows.
-    t : int
-        Examples processed so far (rows with non-zero weight).
+    t, seed : int
+        As in ``PassCounters`` (keywords only).
     count : int
         Examples left before the next skip step.
     update_b : bool
@@ -94,8 +94,6 @@ class SGDQNState:
     B: object
     invB: object
     v: object
-    seed: int
-    t: int = 0
     count: int = 0
     update_b: bool = False
     t0: object = None
@@ -430,7 +428,7 @@ def sgdqn_epochs(RowDataset ds, state, options, *, Loss loss=None, int n_epochs=
     pr.t = state.t
     pr.count = state.count
     pr.update_b = state.update_b
-    pr.rng = state.seed if state.seed != 0 else 1
+    pr.rng = state.rng_state()
     pr.epochs = 0
     pr.diverged = False
     with nogil:

@@ -288,37 +288,29 @@ cdef str _text(const unsigned char* b, Py_ssize_t start, Py_ssize_t stop):
     return (<const char*>b)[start:stop].decode("utf-8", "replace")
 
 
+# The message of each bad token (``{line}``: its line, ``{text}``: the token)
+_MESSAGES = {
+    _NO_BAR: "line {line}: no '|' (a VW line is '[label [weight]] |namespace features...')",
+    _INDEX_ZERO: "line {line}: feature index 0 in a one-based file (pass --zero-based)",
+    _BEYOND: ("line {line}: feature index {text} is beyond the training's features "
+              "(svmlight indices increase along a line, and the pre-scan reads each "
+              "line's first and last; sort the line's pairs, or give --n-features)"),
+    _PAIR: "line {line}: {text!r} is not 'index:value'",
+    _INDEX: "line {line}: feature index {text!r} is not a non-negative integer",
+    _LABEL: ("line {line}: label {text!r} is not a number "
+             "(multi-label files are not supported)"),
+    _HEADER: "line {line}: {text!r} is not a number (label or importance weight)",
+    _SCALE: "line {line}: namespace scale {text!r} is not a number",
+    _VALUE: "line {line}: feature value {text!r} is not a number",
+}
+
+
 cdef int _raise(const unsigned char* b, const _Error* err) except -1:
     """Raise the error ``err`` records (a ValueError naming the line)."""
-    cdef Py_ssize_t line = err.line
     if err.what == _NO_MEMORY:
         raise MemoryError("no memory for the parsed rows")
-    if err.what == _NO_BAR:
-        raise ValueError(f"line {line}: no '|' (a VW line is "
-                         "'[label [weight]] |namespace features...')")
-    if err.what == _INDEX_ZERO:
-        raise ValueError(f"line {line}: feature index 0 in a one-based file "
-                         "(pass --zero-based)")
-    text = _text(b, err.start, err.stop)
-    if err.what == _BEYOND:
-        raise ValueError(f"line {line}: feature index {text} is beyond the training's "
-                         "features (svmlight indices increase along a line, and the "
-                         "pre-scan reads each line's first and last; sort the line's "
-                         "pairs, or give --n-features)")
-    if err.what == _PAIR:
-        raise ValueError(f"line {line}: {text!r} is not 'index:value'")
-    if err.what == _INDEX:
-        raise ValueError(f"line {line}: feature index {text!r} "
-                         "is not a non-negative integer")
-    if err.what == _LABEL:
-        raise ValueError(f"line {line}: label {text!r} is not a number "
-                         "(multi-label files are not supported)")
-    if err.what == _HEADER:
-        raise ValueError(f"line {line}: {text!r} is not a number "
-                         "(label or importance weight)")
-    if err.what == _SCALE:
-        raise ValueError(f"line {line}: namespace scale {text!r} is not a number")
-    raise ValueError(f"line {line}: feature value {text!r} is not a number")
+    raise ValueError(_MESSAGES[err.what].format(line=err.line,
+                                                text=_text(b, err.start, err.stop)))
 
 
 cdef inline int _number(const unsigned char* b, Py_ssize_t start, Py_ssize_t stop,
@@ -521,6 +513,47 @@ cdef Py_ssize_t _vw_lines(const unsigned char* b, Py_ssize_t n, uint32_t mask,
     return n_rows
 
 
+cdef tuple _parse(const unsigned char[::1] buf, Py_ssize_t first_line, bint vw,
+                  int hash_bits, bint zero_based, Py_ssize_t n_features,
+                  bint strict_range):
+    """``parse_vw`` (``vw``: labels, weights and the CSR arrays) and
+    ``parse_svmlight`` (labels and the CSR arrays)."""
+    cdef Py_ssize_t n = buf.shape[0], n_rows, n_lines
+    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
+    cdef uint32_t mask = <uint32_t>((<int64_t>1 << hash_bits) - 1)
+    cdef _Out out
+    cdef _Error err
+    with nogil:
+        n_lines = _count_lines(b, n)
+    # (one spare label and weight, so that the pointers are valid without lines)
+    labels_a = np.empty(n_lines + 1, dtype=np.float64)
+    weights_a = np.empty(n_lines + 1 if vw else 1, dtype=np.float64)
+    indptr_a = np.zeros(n_lines + 1, dtype=np.int64)
+    cdef double[::1] labels = labels_a, weights = weights_a
+    cdef int64_t[::1] indptr = indptr_a
+    # (a first capacity by the text's size; the buffers double as needed)
+    if _out_init(&out, n // 4 if vw else n // 6) < 0:
+        _out_free(&out)
+        raise MemoryError("no memory for the parsed rows")
+    try:
+        with nogil:
+            if vw:
+                n_rows = _vw_lines(b, n, mask, first_line - 1, &labels[0], &weights[0],
+                                   &indptr[0], &out, &err)
+            else:
+                n_rows = _svm_lines(b, n, zero_based, n_features, strict_range,
+                                    first_line - 1, &labels[0], &indptr[0], &out, &err)
+        if n_rows < 0:
+            _raise(b, &err)
+        indices, data = _out_arrays(&out)
+    finally:
+        _out_free(&out)
+    labels_a, indptr_a = labels_a[:n_rows].copy(), indptr_a[:n_rows + 1].copy()
+    if vw:
+        return labels_a, weights_a[:n_rows].copy(), indptr_a, indices, data
+    return labels_a, indptr_a, indices, data
+
+
 def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=1):
     """Parse Vowpal Wabbit text lines into hashed CSR rows.
 
@@ -557,33 +590,7 @@ def parse_vw(const unsigned char[::1] buf, int hash_bits, Py_ssize_t first_line=
         On a line without ``|``, a label, importance, value or scale that is
         not a number, naming the line.
     """
-    cdef Py_ssize_t n = buf.shape[0], n_rows, n_lines
-    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
-    cdef uint32_t mask = <uint32_t>((<int64_t>1 << hash_bits) - 1)
-    cdef _Out out
-    cdef _Error err
-    with nogil:
-        n_lines = _count_lines(b, n)
-    # (one spare label and weight, so that the pointers are valid without lines)
-    labels_a = np.empty(n_lines + 1, dtype=np.float64)
-    weights_a = np.empty(n_lines + 1, dtype=np.float64)
-    indptr_a = np.zeros(n_lines + 1, dtype=np.int64)
-    cdef double[::1] labels = labels_a, weights = weights_a
-    cdef int64_t[::1] indptr = indptr_a
-    if _out_init(&out, n // 4) < 0:
-        _out_free(&out)
-        raise MemoryError("no memory for the parsed rows")
-    try:
-        with nogil:
-            n_rows = _vw_lines(b, n, mask, first_line - 1, &labels[0], &weights[0],
-                               &indptr[0], &out, &err)
-        if n_rows < 0:
-            _raise(b, &err)
-        indices, data = _out_arrays(&out)
-    finally:
-        _out_free(&out)
-    return (labels_a[:n_rows].copy(), weights_a[:n_rows].copy(),
-            indptr_a[:n_rows + 1].copy(), indices, data)
+    return _parse(buf, first_line, True, hash_bits, False, 0, False)
 
 
 cdef Py_ssize_t _svm_lines(const unsigned char* b, Py_ssize_t n, bint zero_based,
@@ -667,29 +674,7 @@ def parse_svmlight(const unsigned char[::1] buf, bint zero_based, Py_ssize_t n_f
     ValueError
         On a label, index or value that is not a number, naming the line.
     """
-    cdef Py_ssize_t n = buf.shape[0], n_rows, n_lines
-    cdef const unsigned char* b = &buf[0] if n > 0 else NULL
-    cdef _Out out
-    cdef _Error err
-    with nogil:
-        n_lines = _count_lines(b, n)
-    labels_a = np.empty(n_lines + 1, dtype=np.float64)     # (one spare: see parse_vw)
-    indptr_a = np.zeros(n_lines + 1, dtype=np.int64)
-    cdef double[::1] labels = labels_a
-    cdef int64_t[::1] indptr = indptr_a
-    if _out_init(&out, n // 6) < 0:
-        _out_free(&out)
-        raise MemoryError("no memory for the parsed rows")
-    try:
-        with nogil:
-            n_rows = _svm_lines(b, n, zero_based, n_features, strict_range, first_line - 1,
-                                &labels[0], &indptr[0], &out, &err)
-        if n_rows < 0:
-            _raise(b, &err)
-        indices, data = _out_arrays(&out)
-    finally:
-        _out_free(&out)
-    return labels_a[:n_rows].copy(), indptr_a[:n_rows + 1].copy(), indices, data
+    return _parse(buf, first_line, False, 0, zero_based, n_features, strict_range)
 
 
 cdef Py_ssize_t _last_index(const unsigned char* b, Py_ssize_t p, Py_ssize_t end,

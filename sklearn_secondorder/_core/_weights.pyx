@@ -34,6 +34,19 @@ cdef double SCALE_THRESHOLD = 1e-9
 cdef double AVERAGED_SCALE_THRESHOLD = 1e-4
 
 
+cdef double* _data(double[::1] a) noexcept:
+    """The first item of ``a`` (NULL when it is empty)."""
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef double[::1] _beside(double[::1] v, arr, str name):
+    """``arr``, an array kept beside the weights ``v``, checked to have their shape."""
+    cdef double[::1] a = arr
+    if a.shape[0] != v.shape[0]:
+        raise ValueError(f"{name} must have the shape of v")
+    return a
+
+
 cdef class ScaledWeights:
     """``w = scale * v`` over a flat ``(n_features * n_outputs)`` buffer.
 
@@ -61,7 +74,7 @@ cdef class ScaledWeights:
         if n_outputs < 1 or v.shape[0] % n_outputs != 0:
             raise ValueError("len(v) must be a multiple of n_outputs")
         self.v_arr = v
-        self.v = &v[0] if v.shape[0] > 0 else NULL
+        self.v = _data(v)
         self.n_outputs = n_outputs
         self.n_features = v.shape[0] // n_outputs
         self.scale = 1.0
@@ -69,17 +82,13 @@ cdef class ScaledWeights:
         self.avg_coef = 0.0
         self.n_iterates = n_iterates
         if self.averaged:
-            self.u_arr = avg_sum
-            if self.u_arr.shape[0] != v.shape[0]:
-                raise ValueError("avg_sum must have the shape of v")
-            self.u = &self.u_arr[0] if v.shape[0] > 0 else NULL
+            self.u_arr = _beside(v, avg_sum, "avg_sum")
+            self.u = _data(self.u_arr)
         self.has_l1 = l1_q is not None
         self.l1_u = l1_u
         if self.has_l1:
-            self.l1_q_arr = l1_q
-            if self.l1_q_arr.shape[0] != v.shape[0]:
-                raise ValueError("l1_q must have the shape of v")
-            self.l1_q = &self.l1_q_arr[0] if v.shape[0] > 0 else NULL
+            self.l1_q_arr = _beside(v, l1_q, "l1_q")
+            self.l1_q = _data(self.l1_q_arr)
 
     cdef void dot(self, const double* x, const int* ind, int nnz, double* out) noexcept nogil:
         """``out[k] = sum_j x_j w[j, k]`` over the row's non-zeros."""
