@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from libc.math cimport NAN, isfinite, sqrt
 
+from ._block_ops cimport row_l1_apply
 from ._crf_infer cimport CRFContext, context_for
 from ._crf_rounds cimport (RoundArrays, ThreadRows, infer_round, list_own_nonzeros,
                            sequence_labels, sequences_round_end, start_inference,
@@ -55,7 +56,7 @@ from ._sgd_fast cimport (
     step_size,
 )
 from ._shared_state cimport Barrier, barrier_abort, barrier_init, barrier_wait, owner_of
-from ._weights cimport ScaledWeights, row_l1_apply
+from ._weights cimport ScaledWeights
 
 
 @dataclass

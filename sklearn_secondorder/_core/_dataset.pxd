@@ -113,15 +113,6 @@ cdef inline double row_value(RowDataset ds, long long start, int q) noexcept nog
     return (ds.data_ptr if ds.is_sparse else ds.dense_ptr)[start + q]
 
 
-cdef extern from "_prefetch.h":
-    # macros (_prefetch.h says why): prefetch_row(ds, k) prefetches row k of
-    # the current order (its indices and values, label and weight) and the
-    # offsets of row k + 1; called two rows ahead, the next row's indices are
-    # in cache when a kernel prefetches what they point to
-    void SKSO_PREFETCH_READ(const void* p) noexcept nogil
-    void prefetch_row "SKSO_PREFETCH_ROW"(RowDataset ds, Py_ssize_t k) noexcept nogil
-
-
 # Sequences as one CSR matrix of token rows plus sequence offsets (the CRF's input).
 cdef class SequenceData:
     cdef const double[::1] data

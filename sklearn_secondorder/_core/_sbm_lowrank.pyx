@@ -39,9 +39,10 @@ import numpy as np
 from libc.math cimport fabs, sqrt
 from libc.string cimport memset
 
-from ._dataset cimport RowDataset, SKSO_PREFETCH_READ, prefetch_row
+from ._dataset cimport RowDataset
 from ._linalg cimport strided_dot
 from ._numeric cimport all_finite
+from ._prefetch cimport prefetch_read, prefetch_row
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, check_rows, example_bound, example_init, finish_passes,
     read_row, start_totals)
@@ -550,10 +551,10 @@ cdef int lowrank_pass(RowDataset ds, Py_ssize_t start, Py_ssize_t stop,
                 f = ds.indices_ptr[kk]
                 if kr.head_slot[f] < 0:
                     q = <Py_ssize_t>f * kr.K
-                    SKSO_PREFETCH_READ(kr.theta + q)
-                    SKSO_PREFETCH_READ(kr.mu + q)
-                    SKSO_PREFETCH_READ(kr.D + q)
-                    SKSO_PREFETCH_READ(kr.tau + f)
+                    prefetch_read(kr.theta + q)
+                    prefetch_read(kr.mu + q)
+                    prefetch_read(kr.D + q)
+                    prefetch_read(kr.tau + f)
         if not read_row(ds, i, ex, kr.n_features, kr.fit_intercept):
             continue
         lowrank_example(kr, ops, lr, hd, ex, rp, step)

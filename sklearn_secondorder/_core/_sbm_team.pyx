@@ -40,16 +40,9 @@ from ._sbm_full cimport (
     add_batch_regulariser, add_outer, bind_kernel, bound_curvature, dense_pairs, dense_row,
     dense_xt, example_scores, full_step, refactor_finish, refactor_flush, scatter_sparse,
     surrogate_coef, surrogate_rhs, theta_step, woodbury_core, work_init)
+from ._shared_state cimport Barrier, barrier_abort, barrier_init, barrier_wait
 
 from ._sbm_full import batch_route
-
-
-cdef extern from "_barrier.h" nogil:
-    ctypedef struct TeamBarrier "skso_barrier":
-        int n
-    void team_barrier_init "skso_barrier_init"(TeamBarrier* b, int n)
-    void team_barrier_abort "skso_barrier_abort"(TeamBarrier* b)
-    bint team_barrier_wait "skso_barrier_wait"(TeamBarrier* b, int* local_sense)
 
 
 #: The least ``P^2 r`` (the multiply-adds of one example's downdate ``M -= T
@@ -110,7 +103,7 @@ cdef class _Team:
     cdef RowDataset ds
     cdef object state
     cdef readonly int n_threads
-    cdef TeamBarrier barrier
+    cdef Barrier barrier
     cdef Workspace shared
     cdef list spaces
     cdef Example* ex            # one per thread
@@ -122,7 +115,7 @@ cdef class _Team:
         cdef int k
         self.ds, self.state = ds, state
         self.n_threads = n_threads
-        team_barrier_init(&self.barrier, n_threads)
+        barrier_init(&self.barrier, n_threads)
         self.shared = Workspace()
         self.spaces = [None] * n_threads
         self.ex = <Example*>self.shared.flags(n_threads * sizeof(Example))
@@ -141,13 +134,13 @@ cdef class _Team:
             work_init(&self.w[k], ws, self.kr.K, self.kr.P)
             self.spaces[k] = ws
         except BaseException:
-            team_barrier_abort(&self.barrier)
+            barrier_abort(&self.barrier)
             raise
         return ws
 
     def abort(self):
         """Release the threads waiting in the pass."""
-        team_barrier_abort(&self.barrier)
+        barrier_abort(&self.barrier)
 
     cdef int _status(self):
         """1 when every thread finished, 0 when a curvature update failed,
@@ -322,7 +315,7 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
     cdef Example* ex = &tp.ex[k]
     cdef FullRankWork* w = &tp.w[k]
     cdef PassTotals* tot = &tp.tot[k]
-    cdef TeamBarrier* bar = &tp.barrier
+    cdef Barrier* bar = &tp.barrier
     cdef int lo = tp.lo[k], hi = tp.lo[k + 1], r, sense = 0
     cdef Py_ssize_t i
     cdef double* rhs = kr.mu
@@ -339,7 +332,7 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
         if r > 0 and hi > lo:
             own_columns(tp, ex, lo, hi)
         own_gradient(kr, ex, lo, hi)
-        if not team_barrier_wait(bar, &sense):
+        if not barrier_wait(bar, &sense):
             return -1
         if r > 0:
             # C = U^T M U, G = I + L^T C L and its factor: alike on every thread
@@ -352,12 +345,12 @@ cdef int team_pass(TeamPass tp, int k) noexcept nogil:
             # written before the next barrier)
             surrogate_rhs(kr, w.wrk)
             rhs = w.wrk
-        if not team_barrier_wait(bar, &sense):
+        if not barrier_wait(bar, &sense):
             return -1
         if hi > lo:
             own_rows(tp, r, rhs, lo, hi)
         tot.t += 1
-        if not team_barrier_wait(bar, &sense):
+        if not barrier_wait(bar, &sense):
             return -1
     return 1
 
@@ -499,7 +492,7 @@ cdef class BatchTeamPass(_Team):
         try:
             self.xd[k] = ws.doubles(self.kr.d1)
         except BaseException:
-            team_barrier_abort(&self.barrier)
+            barrier_abort(&self.barrier)
             raise
         with nogil:
             self.status[k] = batch_team_pass(self, k)
@@ -552,7 +545,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
     cdef FullRankKernel* kr = &tp.kr
     cdef Example* ex = &tp.ex[k]
     cdef FullRankWork* w = &tp.w[k]
-    cdef TeamBarrier* bar = &tp.barrier
+    cdef Barrier* bar = &tp.barrier
     cdef int J = tp.n_threads, K = kr.K, P = kr.P, d1 = kr.d1, B = kr.batch_size
     cdef int N = tp.N, KK = tp.KK, c0 = tp.klo[k], nc = tp.klo[k + 1] - tp.klo[k]
     cdef int n, s, s0, s1, a, col, q, i, kk, sense = 0, any_dense
@@ -577,7 +570,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
             example_scores(ex, kr.theta)
             example_bound(ex)
             slot_fill(tp, s, ex, tp.xd[k])
-        if not team_barrier_wait(bar, &sense):
+        if not barrier_wait(bar, &sense):
             return -1
         # 2. thread 0: sums, mu, sparse rows into Sigma, in order; all: own columns of Out
         if k == 0:
@@ -597,7 +590,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
             # column-major: Out^T[:, own] (N x nc) = Z^T (N x n) . S[:, own] (n x nc)
             dgemm(&cN, &cT, &N, &nc, &n, &one, tp.s_Z, &N, tp.s_S + c0, &KK, &zero,
                   Out + <size_t>c0 * N, &N)
-        if not team_barrier_wait(bar, &sense):
+        if not barrier_wait(bar, &sense):
             return -1
         # 3. own columns (a, c) of Out into Sigma's upper triangle
         if any_dense:
@@ -612,7 +605,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
         # (the next group of the batch reads neither Out nor Sigma before its
         # first meeting: no meeting here)
         if gend == bend:
-            if not team_barrier_wait(bar, &sense):
+            if not barrier_wait(bar, &sense):
                 return -1
             # 4. the batch's end: regulariser, refactorisation, step (thread 0)
             if k == 0:
@@ -622,7 +615,7 @@ cdef int batch_team_pass(BatchTeamPass tp, int k) noexcept nogil:
                     full_step(kr, w.wrk, tp.b.Lw)
                 else:
                     tp.failed = 1
-            if not team_barrier_wait(bar, &sense):
+            if not barrier_wait(bar, &sense):
                 return -1
             if tp.failed:
                 return 0

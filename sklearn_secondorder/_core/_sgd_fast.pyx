@@ -36,10 +36,11 @@ cimport cython
 from libc.math cimport isfinite, NAN
 from libc.stdlib cimport malloc, free
 
+from ._block_ops cimport row_l1_apply
 from ._dataset cimport RowDataset, SequenceData, fetch_row
 from ._losses cimport Loss, softmax_loss
 from ._numeric cimport all_finite, bound_step, clip_dloss
-from ._weights cimport ScaledWeights, l1_apply_rows, row_l1_apply
+from ._weights cimport ScaledWeights, l1_apply_rows
 
 from ._dataset import PassCounters
 

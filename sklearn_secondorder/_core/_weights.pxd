@@ -4,6 +4,9 @@
 # optional lazy running sum of the iterates (averaged SGD, ASF). Parameters are
 # laid out as a C-order (n_features, n_outputs) block so that one feature owns
 # n_outputs contiguous weights (n_outputs = 1 for binary models).
+from ._block_ops cimport row_l1_apply
+from ._psa_math cimport l1_apply
+
 
 cdef class ScaledWeights:
     cdef double[::1] v_arr
@@ -35,11 +38,6 @@ cdef class ScaledWeights:
     cdef void l1_apply_all(self) noexcept nogil
 
 
-cdef extern from "_psa_math.h":
-    double one_minus_decay "skso_one_minus_decay"(double z) noexcept nogil
-    double l1_apply "skso_l1_apply"(double w, double owed_down, double owed_up) noexcept nogil
-
-
 cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
     """Catch weight ``p`` up with the cumulative L1 penalty (Tsuruoka et al.,
     ApplyPenalty; ``skso_l1_apply``): ``u``, ``q`` and ``v`` are all in the
@@ -51,11 +49,6 @@ cdef inline void l1_apply_weight(ScaledWeights w, Py_ssize_t p) noexcept nogil:
     w.l1_q[p] += nv - z
     if w.averaged:
         w.u[p] -= w.avg_coef * (nv - z)
-
-
-cdef extern from "_block_ops.h":
-    void row_l1_apply "skso_row_l1_apply"(double* v, double* q, double* avg, double u,
-                                          double c, Py_ssize_t K) noexcept nogil
 
 
 cdef inline void l1_apply_rows(ScaledWeights w, const int* ind, int nnz) noexcept nogil:
