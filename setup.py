@@ -26,8 +26,8 @@ What keeps ``pip install`` short:
   makes it: its own ``.pyx``, the ``.pxd`` files it cimports and the ``.h``
   files they (and those headers) include, the compiler's identity (its
   ``--version`` output) and its whole command line with the module's flags
-  (``-g0`` included), the directives and the versions of Python, Cython,
-  NumPy and SciPy (whose BLAS declarations a module cimports). A later build
+  (``-g0`` included), the directives and the versions of Python, Cython
+  and NumPy. A later build
   from the same checkout (the README's other command, an editable install,
   the documentation's) copies it instead of running Cython and the compiler
   again; only a module whose inputs changed is built again, and another
@@ -151,7 +151,7 @@ def cache_key(ext, files, compiler_id):
     """The hash under which module ``ext`` built from ``files`` is cached."""
     digest = hashlib.sha256(repr((
         ext.name, sys.version, sysconfig.get_config_var("EXT_SUFFIX"), version("Cython"),
-        version("numpy"), version("scipy"), sorted(directives.items()), ext.define_macros,
+        version("numpy"), sorted(directives.items()), ext.define_macros,
         ext.extra_compile_args, SHARED_UTILITY, compiler_id,
     )).encode())
     # (not the include directories: pip's isolated build puts NumPy's in a

@@ -2,6 +2,7 @@
 # hundred entries and matrices of a few rows, too small for a BLAS call to pay
 # for itself. Matrices are row-major ``double*``. Inline: every kernel module
 # that cimports these gets its own copy, so the loops can inline them.
+from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.math cimport fabs, isfinite, sqrt
 
 
@@ -249,3 +250,66 @@ cdef inline void householder_rows(int n, int m, double bq, const double* v, doub
         axpy(m, v[i], B + <size_t>i * m, work)
     for i in range(n):
         axpy(m, -bq * v[i], work, B + <size_t>i * m)
+
+
+# BLAS and LAPACK: SciPy's, the C functions that scipy.linalg.cython_blas and
+# cython_lapack export (their ``__pyx_capi__`` capsules), looked up when a
+# module is imported, as a ``cimport`` of those modules does, but without
+# their declarations at build time: SciPy is not a build requirement. A
+# module keeps each in a module-level pointer of the function's name
+# (``cdef dgemm_t dgemm = scipy_dgemm()``), so the calls read as BLAS's.
+ctypedef void (*dgemm_t)(char* transa, char* transb, int* m, int* n, int* k, double* alpha,
+                         double* a, int* lda, double* b, int* ldb, double* beta, double* c,
+                         int* ldc) noexcept nogil
+ctypedef void (*dgemv_t)(char* trans, int* m, int* n, double* alpha, double* a, int* lda,
+                         double* x, int* incx, double* beta, double* y,
+                         int* incy) noexcept nogil
+ctypedef void (*dpotrf_t)(char* uplo, int* n, double* a, int* lda, int* info) noexcept nogil
+ctypedef void (*dpotri_t)(char* uplo, int* n, double* a, int* lda, int* info) noexcept nogil
+ctypedef void (*dpotrs_t)(char* uplo, int* n, int* nrhs, double* a, int* lda, double* b,
+                          int* ldb, int* info) noexcept nogil
+
+
+cdef inline void* _scipy_function(str module, str name, str signature) except NULL:
+    """The C function ``name`` of ``scipy.linalg.<module>``, after checking
+    that its C signature (the capsule's name, SciPy's ``double`` typedef read
+    as ``double``) is ``signature``."""
+    import re
+    from importlib import import_module
+    cdef const char* c_name
+    capsule = import_module("scipy.linalg." + module).__pyx_capi__[name]
+    c_name = PyCapsule_GetName(capsule)
+    found = re.sub(r"__pyx_t_5scipy_6linalg_\d+cython_(?:blas|lapack)_d\b", "double",
+                   c_name.decode())
+    if found != signature:
+        raise ImportError(f"scipy.linalg.{module}.{name} has the C signature {found!r}, "
+                          f"not {signature!r}")
+    return PyCapsule_GetPointer(capsule, c_name)
+
+
+cdef inline dgemm_t scipy_dgemm() except NULL:
+    return <dgemm_t>_scipy_function(
+        "cython_blas", "dgemm", "void (char *, char *, int *, int *, int *, double *, double *, "
+        "int *, double *, int *, double *, double *, int *)")
+
+
+cdef inline dgemv_t scipy_dgemv() except NULL:
+    return <dgemv_t>_scipy_function(
+        "cython_blas", "dgemv", "void (char *, int *, int *, double *, double *, int *, "
+        "double *, int *, double *, double *, int *)")
+
+
+cdef inline dpotrf_t scipy_dpotrf() except NULL:
+    return <dpotrf_t>_scipy_function(
+        "cython_lapack", "dpotrf", "void (char *, int *, double *, int *, int *)")
+
+
+cdef inline dpotri_t scipy_dpotri() except NULL:
+    return <dpotri_t>_scipy_function(
+        "cython_lapack", "dpotri", "void (char *, int *, double *, int *, int *)")
+
+
+cdef inline dpotrs_t scipy_dpotrs() except NULL:
+    return <dpotrs_t>_scipy_function(
+        "cython_lapack", "dpotrs", "void (char *, int *, int *, double *, int *, double *, "
+        "int *, int *)")

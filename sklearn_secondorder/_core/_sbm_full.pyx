@@ -39,17 +39,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemm, dgemv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
 
 from ._dataset cimport RowDataset
-from ._linalg cimport axpy, cholesky, lower_solve_rows
+from ._linalg cimport (
+    axpy, cholesky, dgemm_t, dgemv_t, dpotrf_t, dpotri_t, dpotrs_t, lower_solve_rows, scipy_dgemm,
+    scipy_dgemv, scipy_dpotrf, scipy_dpotri, scipy_dpotrs)
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, check_rows, example_bound, example_init, finish_passes,
     read_row, start_totals)
 
 from ._sbm_bound import SBMState
+
+# SciPy's BLAS and LAPACK (looked up at import: _linalg.pxd)
+cdef dgemm_t dgemm = scipy_dgemm()
+cdef dgemv_t dgemv = scipy_dgemv()
+cdef dpotrf_t dpotrf = scipy_dpotrf()
+cdef dpotri_t dpotri = scipy_dpotri()
+cdef dpotrs_t dpotrs = scipy_dpotrs()
 
 
 @dataclass(kw_only=True)

@@ -27,10 +27,9 @@ adds the dense rows' terms to ``Sigma``; the Cholesky refactorisation and
 the step stay on one thread.
 """
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._dataset cimport RowDataset, row_span
-from ._linalg cimport axpy, cholesky
+from ._linalg cimport axpy, cholesky, dgemm_t, dgemv_t, scipy_dgemm, scipy_dgemv
 from ._numeric cimport all_finite
 from ._sbm_bound cimport (
     Example, PassTotals, Workspace, example_bound, example_init, finish_passes, read_row,
@@ -43,6 +42,10 @@ from ._sbm_full cimport (
 from ._shared_state cimport Barrier, barrier_abort, barrier_init, barrier_wait
 
 from ._sbm_full import batch_route
+
+# SciPy's BLAS and LAPACK (looked up at import: _linalg.pxd)
+cdef dgemm_t dgemm = scipy_dgemm()
+cdef dgemv_t dgemv = scipy_dgemv()
 
 
 #: The least ``P^2 r`` (the multiply-adds of one example's downdate ``M -= T
