@@ -264,15 +264,16 @@ cdef inline long long _run(KernelJob job, const Penalty* pen, const RateRule* ru
                            const Width* wd) noexcept nogil:
     """``run_specialised`` for one width; returns the time after the pass."""
     cdef Py_ssize_t K = width(wd, job.L.K)
-    # (the pass reads the job's constants from copies on the stack, which no
-    # store to the weights can alias)
-    cdef Layout L = job.L
-    cdef LazyCore c = job.c
-    cdef RowWork wk = job.wk
+    cdef Layout L
+    cdef LazyCore c
+    cdef RowWork wk
     if job.sh is not None:
         return _shared_rounds(job.sh, job.sh.ds, job.loss, job.k, K, pen, rule)
     if job.eager:
         return _eager_run(job, wd)
+    # (the pass reads the job's constants from copies on the stack, which no
+    # store to the weights can alias)
+    L, c, wk = job.L, job.c, job.wk
     job.t = _pass(job.ds, &L, K, &c, pen, rule, job.loss, &wk, job.t)
     job.finite = True
     if job.flush:

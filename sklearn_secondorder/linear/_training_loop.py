@@ -196,6 +196,13 @@ class TrainingLoopMixin:
             work = np.full(n, X.shape[1] + 1, dtype=np.int64)
         worker = copy.copy(self)          # the same parameters, no shuffle, no output
         worker.shuffle, worker.verbose = False, 0
+
+        def shard_pass(shard, local):
+            w = copy.copy(worker)
+            w._call_rows = (X, _RowShard(rows, shard))
+            w._run_problem(X, y, sample_weight, local, 1)
+            return local
+
         spare = []            # the last pass's copies, whose arrays the next reuses
         with ThreadRunner(n_threads) as runner:
             for _ in range(n_epochs):
@@ -204,12 +211,6 @@ class TrainingLoopMixin:
                     order, seed = shuffled_order(n, seed)
                 else:
                     order = np.arange(n, dtype=np.intp)
-
-                def shard_pass(shard, local):
-                    w = copy.copy(worker)
-                    w._call_rows = (X, _RowShard(rows, shard))
-                    w._run_problem(X, y, sample_weight, local, 1)
-                    return local
 
                 mixed, locals_, _ = sharded_pass(
                     runner, state, order, work, shard_pass,

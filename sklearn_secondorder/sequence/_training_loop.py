@@ -127,6 +127,13 @@ class TaggerTrainingLoopMixin:
         worker = copy.copy(self)        # the same parameters, no shuffle, no output
         worker.shuffle, worker.verbose = False, 0
         passes = 0
+
+        def shard_pass(shard, state):
+            w = copy.copy(worker)
+            w._state = state
+            w._run_passes(ds.take(shard), 1)
+            return w._state
+
         spare = []            # the last pass's copies, whose arrays the next reuses
         with ThreadRunner(n_threads) as runner:
             for _ in range(n_epochs):
@@ -136,12 +143,6 @@ class TaggerTrainingLoopMixin:
                     order, seed = shuffled_order(n, start.crf.seed)
                 else:
                     order, seed = np.arange(n, dtype=np.intp), start.crf.seed
-
-                def shard_pass(shard, state):
-                    w = copy.copy(worker)
-                    w._state = state
-                    w._run_passes(ds.take(shard), 1)
-                    return w._state
 
                 mixed, states, shares = sharded_pass(
                     runner, start, order, work, shard_pass,
