@@ -211,7 +211,6 @@ class TrainingLoopMixin:
                     order, seed = shuffled_order(n, seed)
                 else:
                     order = np.arange(n, dtype=np.intp)
-
                 mixed, locals_, _ = sharded_pass(
                     runner, state, order, work, shard_pass,
                     self._mix_shards, spare)

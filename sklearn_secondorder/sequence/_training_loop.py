@@ -143,7 +143,6 @@ class TaggerTrainingLoopMixin:
                     order, seed = shuffled_order(n, start.crf.seed)
                 else:
                     order, seed = np.arange(n, dtype=np.intp), start.crf.seed
-
                 mixed, states, shares = sharded_pass(
                     runner, start, order, work, shard_pass,
                     self._mix_shards, spare)
